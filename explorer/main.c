@@ -1,0 +1,36 @@
+/* Entry point of `explore`: dispatches subcommands to the module that owns them.
+ * Each module exposes one `<prefix>_cli_main(argc, argv)` returning the exit status. */
+#include <stdio.h>
+#include <string.h>
+
+
+typedef struct command {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command COMMANDS[] = {
+    /* modules add their subcommand here */
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: explore <command> [options]   (explore <command> --help for details)\n\n"
+               "commands:\n");
+    for (const command *c = COMMANDS; c->name; c++) fprintf(f, "  %-12s %s\n", c->name, c->summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (const command *c = COMMANDS; c->name; c++)
+        if (!strcmp(argv[1], c->name)) return c->main(argc - 1, argv + 1);
+    fprintf(stderr, "explore: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,25 @@
+/* Helpers shared by the test programs: where the shared real datasets are, whether a
+ * GPU is present, temporary directories. Tests that need absent data skip, saying so. */
+#ifndef TU_TESTUTIL_H
+#define TU_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* ../shared/datasets (or $RGNN_TEST_DATA) if present, else NULL. */
+const char *tu_shared_datasets(void);
+/* Path of one dataset's folder under it, or NULL (caller frees). */
+char *tu_dataset_dir(const char *name);
+/* Skips the current test with a printed reason when the shared datasets are absent. */
+#define TU_REQUIRE_DATASET(dirvar, name) \
+    char *dirvar = tu_dataset_dir(name); \
+    if (!dirvar) { printf("skip: ../shared/datasets/%s not present\n", name); skip(); }
+/* A fresh empty directory under /tmp (caller frees the string). */
+char *tu_tmpdir(void);
+/* Writes text to dir/name and returns the path (caller frees). */
+char *tu_write_file(const char *dir, const char *name, const char *text);
+
+#endif
