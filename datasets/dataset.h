@@ -40,6 +40,16 @@ char *ds_suggest(const char *name);
 
 const char *ds_data_dir(const ds_options *opt);
 const char *ds_cache_dir(const ds_options *opt);
+/* How the data dir was chosen: "--data-dir", "$RGNN_DATA" or "default" (for messages). */
+const char *ds_data_dir_origin(const ds_options *opt);
+/* <data dir>/<subdir> of a registered dataset (caller frees). */
+char *ds_entry_dir(const ds_entry *e, const ds_options *opt);
+/* The entry's required files (or patterns such as "aifb*.n3") absent from dir,
+ * comma-separated, or NULL when all are there (caller frees). */
+char *ds_missing_files(const ds_entry *e, const char *dir);
+/* The cache file ds_open would read or write for the dataset `name` read from `dir`: named
+ * after the dataset, keyed by the source files' paths, sizes and mtimes (caller frees). */
+char *ds_cache_path(const char *name, const char *dir, const ds_options *opt);
 
 /* Opens "name" (registry), "synth:name", "synth:k=v,..." or a path to a dataset folder
  * whose format is recognised. Uses and refreshes the binary cache. */
