@@ -46,6 +46,20 @@
  *
  * Broadcasting in elementwise ops and DOT: an operand with heads == 1 is broadcast over
  * the heads of the other; an operand with dim == 1 is broadcast over its dim.
+ *
+ * Additions (D1, additive clarifications checked by ir_verify):
+ *  - LINEAR with a per-head weight (wheads == H > 1) and an input with heads == 1: the
+ *    input row is broadcast to every head, out[h] = x * W[t][h] (reordered HGT uses it).
+ *  - A COMPACT edge output written with `=` is evaluated once per unique (src, etype) row
+ *    (operands must depend on (src, etype) only); written with `+=` (gradients), the
+ *    statement runs once per edge e and adds into row edge_compact[e].
+ *  - In DOM_TYPE, the out/in access ACC_ETYPE (or ACC_ROW) on an etype-indexed weight is
+ *    W[r]; ACC_SRC_NTYPE is W[etype_src[r]], ACC_DST_NTYPE is W[etype_dst[r]].
+ *  - In DOM_GLOBAL (NLL_LOSS) every operand is read whole with ACC_ALL, the loss is
+ *    written with ACC_ALL.
+ *  - Reads of a temporary that nothing wrote earlier, and += into a variable that is
+ *    neither zero_init nor written earlier, are errors (inputs, graph data, params and
+ *    labels count as written).
  */
 
 typedef enum ir_domain { IR_DOM_EDGE, IR_DOM_NODE, IR_DOM_TYPE, IR_DOM_GLOBAL } ir_domain;
@@ -182,5 +196,13 @@ int ir_stmt_writes(const ir_stmt *s, int var);
 /* Removes statements whose outputs are never read (except outputs, loss and params'
  * gradients) and variables no statement touches. Returns the number removed. */
 int ir_remove_dead(ir_program *p);
+
+/* ---- additions (D1) ---- */
+/* Inserts a statement before position `index` (0..nstmts); returns index. Both this and
+ * ir_add_stmt keep nforward right: a non-backward statement inserted inside the forward
+ * part, or appended while the program is all forward, extends it. */
+int ir_insert_stmt(ir_program *p, int index, const ir_stmt *s);
+/* One statement in the printout's form, without newline. */
+void ir_print_stmt(const ir_program *p, int index, FILE *f);
 
 #endif
