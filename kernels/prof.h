@@ -1,0 +1,61 @@
+/* Kernel timing: CUPTI activity records (CONCURRENT_KERNEL) of every kernel that runs
+ * between kprof_start and kprof_stop, a cudaEvent fallback, and per-kernel medians. */
+#ifndef KPROF_PROF_H
+#define KPROF_PROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/util.h"
+
+typedef enum kprof_method {
+    KPROF_AUTO = 0,   /* CUPTI, else cudaEvent (saying so on stderr) */
+    KPROF_CUPTI,      /* CUPTI or an error */
+    KPROF_EVENTS      /* cudaEvent pairs around each krt_launch (sees no cuBLAS kernels) */
+} kprof_method;
+
+typedef struct kprof_record {
+    char *name;
+    uint64_t start_ns, end_ns;   /* only differences are meaningful */
+    int grid[3], block[3];
+    int registers;               /* per thread */
+    int static_smem, dynamic_smem;
+    uint32_t stream_id;          /* 0 under the cudaEvent fallback */
+} kprof_record;
+
+typedef struct kprof_records {
+    kprof_record *v;             /* sorted by start time */
+    size_t n;
+    kprof_method method;         /* KPROF_CUPTI or KPROF_EVENTS: what actually measured */
+    uint64_t dropped;            /* records CUPTI lost (buffers full) */
+} kprof_records;
+
+/* Starts collecting (KPROF_AUTO). Fails with "no CUDA device: ..." without a device, and
+ * when a collection is already running. */
+int kprof_start(rg_err *err);
+int kprof_start_with(kprof_method method, rg_err *err);
+/* Waits for the GPU, flushes and returns the records of the kernels that ran. */
+int kprof_stop(kprof_records *out, rg_err *err);
+void kprof_records_free(kprof_records *r);
+const char *kprof_method_name(kprof_method m);
+/* Why CUPTI could not be used by the last KPROF_AUTO start that fell back, or NULL. */
+const char *kprof_fallback_reason(void);
+
+/* Per-kernel-name statistics over the records (durations in ns). */
+typedef struct kprof_summary {
+    char *name;
+    size_t calls;
+    double median_ns, mean_ns, min_ns, max_ns, total_ns;
+    /* With `repeats` runs of the same work: the median over runs of this kernel's summed
+     * time per run (its calls split into `repeats` consecutive groups); NaN when calls is
+     * not a multiple of repeats or repeats <= 0. */
+    double median_per_repeat_ns;
+    uint64_t first_start_ns;
+} kprof_summary;
+
+/* One entry per kernel name, in order of first launch; *count receives the number. */
+kprof_summary *kprof_summarize(const kprof_records *r, int repeats, size_t *count);
+void kprof_summary_free(kprof_summary *s, size_t count);
+/* Time from the first start to the last end (0 for no records). */
+double kprof_span_ns(const kprof_records *r);
+
+#endif
