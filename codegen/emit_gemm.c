@@ -1,0 +1,420 @@
+/* The GEMM template emitter: specializes Y[S] (+)= s * X[G] x W[T] (and its outer-product
+ * form dW[T] += X[G]^T dY[S]) for one lowered instance and one schedule, as CUDA C. */
+#include "codegen/emit_gemm.h"
+#include "kernels/templates.h"
+
+#include <string.h>
+
+/* What the emitted kernel needs to know, resolved once from the IR. */
+typedef struct gemm_shape {
+    const ir_var *x, *w, *y, *s;
+    int heads;          /* grid.z: independent per-head products */
+    int K, N;           /* one head's inner and output widths */
+    int ldx, ldy;       /* row widths of X and Y (all heads) */
+    int x_head_stride;  /* 0 when X is broadcast over heads */
+    int y_head_stride;
+    int w_slice;        /* floats per type slice of W */
+    int w_head_stride;
+} gemm_shape;
+
+/* Graph arrays the kernel reads, in parameter order. */
+typedef struct used_arrays {
+    int used[KG__COUNT];
+} used_arrays;
+
+static const char *use(used_arrays *u, kp_graph_array a)
+{
+    u->used[a] = 1;
+    return kp_graph_array_name(a);
+}
+
+static int resolve_shape(const ir_program *ir, const lw_gemm *gm, gemm_shape *sh, rg_err *err)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->x = &ir->vars[gm->x_var];
+    sh->w = &ir->vars[gm->w_var];
+    sh->y = &ir->vars[gm->y_var];
+    sh->s = gm->scalar_var >= 0 ? &ir->vars[gm->scalar_var] : NULL;
+    const ir_var *w = sh->w;
+    int wheads = w->heads;
+    sh->ldx = (int)ir_var_row_width(sh->x);
+    sh->ldy = (int)ir_var_row_width(sh->y);
+    if (gm->outer_product) {
+        /* dW[t][h] (K x N) += x[row]^T dy[row]; a vector weight is the N = 1 case. */
+        sh->K = w->rows_dim ? w->rows_dim : w->dim;
+        sh->N = w->rows_dim ? w->dim : 1;
+    } else {
+        sh->K = gm->transpose_w ? w->dim : w->rows_dim;
+        sh->N = gm->transpose_w ? w->rows_dim : w->dim;
+        if (w->rows_dim == 0) return rg_errf(err, "GEMM %s: weight %s is a vector", ir->name, w->name);
+    }
+    sh->heads = wheads;
+    sh->w_head_stride = sh->K * sh->N;
+    sh->w_slice = wheads * sh->K * sh->N;
+    sh->x_head_stride = (wheads > 1 && sh->x->heads > 1) ? sh->K : 0;
+    sh->y_head_stride = wheads > 1 ? sh->N : 0;
+    if (sh->x_head_stride == 0 && sh->ldx != sh->K)
+        return rg_errf(err, "GEMM over %s: X row width %d does not match K=%d", w->name, sh->ldx, sh->K);
+    if (gm->outer_product) {
+        if (sh->ldy != sh->N * (wheads > 1 ? wheads : 1) && !(sh->N == 1 && sh->ldy == wheads))
+            return rg_errf(err, "outer product into %s: dY row width %d does not match N=%d", w->name, sh->ldy, sh->N);
+    } else if (sh->ldy != sh->N * wheads) {
+        return rg_errf(err, "GEMM over %s: Y row width %d does not match %d heads x N=%d", w->name, sh->ldy, wheads, sh->N);
+    }
+    return 0;
+}
+
+/* CUDA expression of a row index list applied to `row` (whose segment type is `t`). */
+static int index_expr(lw_index idx, lw_rows rows, const cg_config *cfg, used_arrays *u, char *out, size_t n,
+                      rg_err *err)
+{
+    switch (idx) {
+    case LW_IDX_ROW: snprintf(out, n, "row"); return 0;
+    case LW_IDX_SRC:
+        if (rows == LW_ROWS_EDGES) snprintf(out, n, "__ldg(%s + row)", use(u, KG_SRC));
+        else if (rows == LW_ROWS_UNIQUE) snprintf(out, n, "__ldg(%s + row)", use(u, KG_UNIQUE_SRC));
+        else return rg_errf(err, "a src gather needs edge or compact rows");
+        return 0;
+    case LW_IDX_DST:
+        if (rows != LW_ROWS_EDGES) return rg_errf(err, "a dst gather needs edge rows");
+        snprintf(out, n, "__ldg(%s + row)", use(u, KG_DST));
+        return 0;
+    case LW_IDX_COMPACT:
+        if (rows != LW_ROWS_EDGES) return rg_errf(err, "a compact lookup needs edge rows");
+        if (cfg->compact == CFG_COMPACT_BSEARCH) {
+            use(u, KG_UNIQUE_SRC);
+            use(u, KG_UNIQUE_ETYPE_PTR);
+            snprintf(out, n, "compact_find(unique_src, unique_etype_ptr, t, __ldg(%s + row))", use(u, KG_SRC));
+        } else {
+            snprintf(out, n, "__ldg(%s + row)", use(u, KG_EDGE_COMPACT));
+        }
+        return 0;
+    }
+    return rg_errf(err, "unknown index kind %d", (int)idx);
+}
+
+static int weight_slice_expr(ir_access acc, lw_rows rows, used_arrays *u, char *out, size_t n, rg_err *err)
+{
+    int edge_rows = rows == LW_ROWS_EDGES || rows == LW_ROWS_UNIQUE;
+    switch (acc) {
+    case IR_ACC_ETYPE:
+        if (!edge_rows) return rg_errf(err, "W[etype] in a node GEMM");
+        snprintf(out, n, "t");
+        return 0;
+    case IR_ACC_SRC_NTYPE:
+        if (!edge_rows) return rg_errf(err, "W[src ntype] in a node GEMM");
+        snprintf(out, n, "__ldg(%s + t)", use(u, KG_ETYPE_SRC_NTYPE));
+        return 0;
+    case IR_ACC_DST_NTYPE:
+        if (!edge_rows) return rg_errf(err, "W[dst ntype] in a node GEMM");
+        snprintf(out, n, "__ldg(%s + t)", use(u, KG_ETYPE_DST_NTYPE));
+        return 0;
+    case IR_ACC_NTYPE:
+        if (rows != LW_ROWS_NODES) return rg_errf(err, "W[ntype] outside a node GEMM");
+        snprintf(out, n, "t");
+        return 0;
+    case IR_ACC_ALL: snprintf(out, n, "0"); return 0;
+    default: return rg_errf(err, "weight access %d cannot slice a GEMM weight", (int)acc);
+    }
+}
+
+static kp_rowset rowset_of(const lw_gemm *gm)
+{
+    switch (gm->rows) {
+    case LW_ROWS_EDGES: return KR_EDGES;
+    case LW_ROWS_UNIQUE: return KR_UNIQUE;
+    case LW_ROWS_NODES: return gm->w_acc == IR_ACC_NTYPE ? KR_NODES_BY_NTYPE : KR_NODES_ALL;
+    default: RG_DIE("rows kind %d has no row set", (int)gm->rows);
+    }
+}
+
+/* Segment end of tile type t, as an expression over kernel parameters. */
+static const char *segment_end_expr(kp_rowset rs, used_arrays *u, char *buf, size_t n)
+{
+    switch (rs) {
+    case KR_EDGES: snprintf(buf, n, "__ldg(%s + t + 1)", use(u, KG_ETYPE_PTR)); break;
+    case KR_UNIQUE: snprintf(buf, n, "__ldg(%s + t + 1)", use(u, KG_UNIQUE_ETYPE_PTR)); break;
+    case KR_NODES_BY_NTYPE: snprintf(buf, n, "__ldg(%s + t + 1)", use(u, KG_NTYPE_PTR)); break;
+    case KR_NODES_ALL: snprintf(buf, n, "num_nodes"); break;
+    default: RG_DIE("bad rowset");
+    }
+    return buf;
+}
+
+static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
+                        kp_rowset rs)
+{
+    rg_str_printf(src, "    const float* __restrict__ X, const float* __restrict__ W, float* __restrict__ Y,\n");
+    kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
+    kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
+    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
+    if (sh->s) {
+        rg_str_printf(src, "    const float* __restrict__ S,\n");
+        kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
+    }
+    rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
+    kp_add_param(k, KP_TILE_TYPE, rs, k->tile_rows, "tile_type");
+    kp_add_param(k, KP_TILE_ROW0, rs, k->tile_rows, "tile_row0");
+    for (int a = 0; a < KG__COUNT; a++) {
+        if (!u->used[a]) continue;
+        const char *name = kp_graph_array_name((kp_graph_array)a);
+        rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
+        kp_add_param(k, KP_GRAPH, a, 0, name);
+    }
+    if (rs == KR_NODES_ALL) {
+        rg_str_printf(src, ",\n    int num_nodes");
+        kp_add_param(k, KP_INT, KS_NODES, 0, "num_nodes");
+    }
+    rg_str_printf(src, ")\n");
+}
+
+/* Per-row scalar of Y column `colexpr` (per head when the scalar has several heads). */
+static void scalar_expr(const gemm_shape *sh, const char *sidx, const char *colexpr, char *out, size_t n)
+{
+    int hs = sh->s->heads;
+    if (hs <= 1) snprintf(out, n, "__ldg(S + (size_t)(%s))", sidx);
+    else if (sh->heads > 1) snprintf(out, n, "__ldg(S + (size_t)(%s) * %d + h)", sidx, hs);
+    else snprintf(out, n, "__ldg(S + (size_t)(%s) * %d + (%s) / %d)", sidx, hs, colexpr, sh->y->dim);
+}
+
+static void launch_bounds(rg_str *src, const cg_config *cfg, int threads)
+{
+    if (cfg->launch_bounds)
+        rg_str_printf(src, "__launch_bounds__(%d, %d) ", threads, threads >= 512 ? 2 : 4);
+}
+
+static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
+                        rg_err *err)
+{
+    gemm_shape sh;
+    if (resolve_shape(ir, gm, &sh, err)) return -1;
+    used_arrays u = {{0}};
+    char xrow[160], yrow[160], sidx[160] = "", wsl[96], segend[96];
+    if (index_expr(gm->x_idx, gm->rows, cfg, &u, xrow, sizeof xrow, err) ||
+        index_expr(gm->y_idx, gm->rows, cfg, &u, yrow, sizeof yrow, err) ||
+        (sh.s && index_expr(gm->scalar_idx, gm->rows, cfg, &u, sidx, sizeof sidx, err)) ||
+        weight_slice_expr(gm->w_acc, gm->rows, &u, wsl, sizeof wsl, err))
+        return -1;
+    kp_rowset rs = rowset_of(gm);
+    segment_end_expr(rs, &u, segend, sizeof segend);
+    int T = cfg->tile, C = cfg->coarsen, TY = T / C;
+    k->category = KC_GEMM;
+    k->grid_kind = KGRID_TILES;
+    k->tile_rowset = rs;
+    k->tile_rows = T;
+    k->grid_y = (sh.N + T - 1) / T;
+    k->grid_z = sh.heads;
+    k->block_x = T;
+    k->block_y = TY;
+    rg_str_puts(src, ktpl_prelude);
+    rg_str_printf(src, "\n/* %s: %s%s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, coarsen %d, W in %s) */\n",
+                  k->name, sh.y->name, "", gm->y_idx == LW_IDX_ROW ? "row" : yrow,
+                  gm->y_atomic || gm->accumulate ? "+=" : "=", sh.s ? "s * " : "", sh.x->name, xrow, sh.w->name, wsl,
+                  gm->transpose_w ? "^T" : "", T, C, cfg->w_regs ? "registers" : "shared memory");
+    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define K %d\n#define N %d\n", T, TY, sh.K, sh.N);
+    rg_str_puts(src, "extern \"C\" __global__ void ");
+    launch_bounds(src, cfg, T * TY);
+    rg_str_printf(src, "%s(\n", k->name);
+    emit_params(src, k, &u, &sh, gm, rs);
+    rg_str_printf(src,
+        "{\n"
+        "    const int t = tile_type[blockIdx.x];\n"
+        "    const int row0 = tile_row0[blockIdx.x];\n"
+        "    const int seg_end = %s;\n"
+        "    const int h = blockIdx.z;\n"
+        "    const int tx = threadIdx.x, ty = threadIdx.y;\n"
+        "    const int col = blockIdx.y * TILE + tx;\n"
+        "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+        "    __shared__ float Xs[TILE][TILE + 1];\n",
+        segend, wsl, sh.w_slice, sh.w_head_stride);
+    if (!cfg->w_regs) rg_str_puts(src, "    __shared__ float Ws[TILE][TILE + 1];\n");
+    else rg_str_puts(src, "    float wr[TILE];\n");
+    /* gathered X rows of the rows this thread loads (rows ty + i*TY of the tile) */
+    rg_str_printf(src,
+        "    long xbase[%d];\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < %d; i++) {\n"
+        "        const int row = row0 + ty + i * TY;\n"
+        "        xbase[i] = row < seg_end ? (long)(%s) * %d + (long)h * %d : -1;\n"
+        "    }\n"
+        "    float acc[%d];\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < %d; i++) acc[i] = 0.f;\n"
+        "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
+        "        #pragma unroll\n"
+        "        for (int i = 0; i < %d; i++) {\n"
+        "            const int kk = k0 + tx;\n"
+        "            Xs[ty + i * TY][tx] = (xbase[i] >= 0 && kk < K) ? __ldg(X + xbase[i] + kk) : 0.f;\n",
+        C, C, xrow, sh.ldx, sh.x_head_stride, C, C, C);
+    const char *welem = gm->transpose_w ? "Wt[(size_t)(c) * K + (r)]" : "Wt[(size_t)(r) * N + (c)]";
+    char wload[128];
+    snprintf(wload, sizeof wload, "%s", welem);
+    if (!cfg->w_regs) {
+        rg_str_printf(src,
+            "            { const int r = k0 + ty + i * TY, c = col;\n"
+            "              Ws[ty + i * TY][tx] = (r < K && c < N) ? __ldg(&%s) : 0.f; }\n", wload);
+    }
+    rg_str_puts(src, "        }\n");
+    if (cfg->w_regs) {
+        rg_str_printf(src,
+            "        #pragma unroll\n"
+            "        for (int j = 0; j < TILE; j++) { const int r = k0 + j, c = col;\n"
+            "            wr[j] = (r < K && c < N) ? __ldg(&%s) : 0.f; }\n", wload);
+    }
+    rg_str_printf(src,
+        "        __syncthreads();\n"
+        "        #pragma unroll\n"
+        "        for (int j = 0; j < TILE; j++) {\n"
+        "            const float w = %s;\n"
+        "            #pragma unroll\n"
+        "            for (int i = 0; i < %d; i++) acc[i] = fmaf(Xs[ty + i * TY][j], w, acc[i]);\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "    }\n"
+        "    if (col >= N) return;\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < %d; i++) {\n"
+        "        const int row = row0 + ty + i * TY;\n"
+        "        if (row >= seg_end) continue;\n",
+        cfg->w_regs ? "wr[j]" : "Ws[j][tx]", C, C);
+    char scal[256] = "1.f";
+    if (sh.s) scalar_expr(&sh, sidx, "col", scal, sizeof scal);
+    rg_str_printf(src,
+        "        const float v = acc[i] * %s;\n"
+        "        float* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
+        scal, yrow, sh.ldy, sh.y_head_stride);
+    if (gm->y_atomic) rg_str_puts(src, "        atomicAdd(y, v);\n");
+    else if (gm->accumulate) rg_str_puts(src, "        *y += v;\n");
+    else rg_str_puts(src, "        *y = v;\n");
+    rg_str_puts(src, "    }\n}\n");
+    k->flops = 2.0 * sh.K * sh.N * sh.heads;  /* per row; the executor multiplies by rows */
+    return 0;
+}
+
+/* dW[t][h] (K x N) += sum over the tile's rows of s * X[g(row)]^T (outer) dY[s(row)]. */
+static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
+                      rg_err *err)
+{
+    gemm_shape sh;
+    if (resolve_shape(ir, gm, &sh, err)) return -1;
+    used_arrays u = {{0}};
+    char xrow[160], yrow[160], sidx[160] = "", wsl[96], segend[96];
+    if (index_expr(gm->x_idx, gm->rows, cfg, &u, xrow, sizeof xrow, err) ||
+        index_expr(gm->y_idx, gm->rows, cfg, &u, yrow, sizeof yrow, err) ||
+        (sh.s && index_expr(gm->scalar_idx, gm->rows, cfg, &u, sidx, sizeof sidx, err)) ||
+        weight_slice_expr(gm->w_acc, gm->rows, &u, wsl, sizeof wsl, err))
+        return -1;
+    kp_rowset rs = rowset_of(gm);
+    segment_end_expr(rs, &u, segend, sizeof segend);
+    int T = cfg->tile, C = cfg->coarsen, TY = T / C;
+    /* Each block reduces a chunk of rows in registers, then adds its partial dW with one
+     * atomic per element: chunks are long so that atomics stay few. */
+    int chunk = 8 * T;
+    int ktiles = (sh.K + T - 1) / T, ntiles = (sh.N + T - 1) / T;
+    int dy_head_stride = sh.N == 1 ? 1 : sh.y_head_stride;
+    k->category = KC_GEMM;
+    k->grid_kind = KGRID_TILES;
+    k->tile_rowset = rs;
+    k->tile_rows = chunk;
+    k->grid_y = ktiles * ntiles;
+    k->grid_z = sh.heads;
+    k->block_x = T;
+    k->block_y = TY;
+    rg_str_puts(src, ktpl_prelude);
+    rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, coarsen %d) */\n", k->name,
+                  sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C);
+    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define K %d\n#define N %d\n#define CHUNK %d\n", T, TY, sh.K,
+                  sh.N, chunk);
+    rg_str_puts(src, "extern \"C\" __global__ void ");
+    launch_bounds(src, cfg, T * TY);
+    rg_str_printf(src, "%s(\n", k->name);
+    /* parameter names: X = x, Y = dy, W = dW (written) */
+    rg_str_printf(src, "    const float* __restrict__ X, float* __restrict__ W, const float* __restrict__ Y,\n");
+    kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
+    kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
+    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
+    if (sh.s) {
+        rg_str_printf(src, "    const float* __restrict__ S,\n");
+        kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
+    }
+    rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
+    kp_add_param(k, KP_TILE_TYPE, rs, chunk, "tile_type");
+    kp_add_param(k, KP_TILE_ROW0, rs, chunk, "tile_row0");
+    for (int a = 0; a < KG__COUNT; a++) {
+        if (!u.used[a]) continue;
+        const char *name = kp_graph_array_name((kp_graph_array)a);
+        rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
+        kp_add_param(k, KP_GRAPH, a, 0, name);
+    }
+    if (rs == KR_NODES_ALL) {
+        rg_str_printf(src, ",\n    int num_nodes");
+        kp_add_param(k, KP_INT, KS_NODES, 0, "num_nodes");
+    }
+    char scal[256] = "1.f";
+    if (sh.s) scalar_expr(&sh, sidx, "0", scal, sizeof scal);
+    rg_str_printf(src,
+        ")\n{\n"
+        "    const int t = tile_type[blockIdx.x];\n"
+        "    const int row0 = tile_row0[blockIdx.x];\n"
+        "    const int seg_end = min(%s, row0 + CHUNK);\n"
+        "    const int h = blockIdx.z;\n"
+        "    const int k0 = (blockIdx.y / %d) * TILE, n0 = (blockIdx.y %% %d) * TILE;\n"
+        "    const int tx = threadIdx.x, ty = threadIdx.y;\n"
+        "    __shared__ float Xs[TILE][TILE + 1];\n"
+        "    __shared__ float Ds[TILE][TILE + 1];\n"
+        "    float acc[%d];\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < %d; i++) acc[i] = 0.f;\n"
+        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
+        "        #pragma unroll\n"
+        "        for (int i = 0; i < %d; i++) {\n"
+        "            const int row = r0 + ty + i * TY;\n"
+        "            float xv = 0.f, dv = 0.f;\n"
+        "            if (row < seg_end) {\n"
+        "                const float s = %s;\n"
+        "                if (k0 + tx < K) xv = s * __ldg(X + (size_t)(%s) * %d + (size_t)h * %d + k0 + tx);\n"
+        "                if (n0 + tx < N) dv = __ldg(Y + (size_t)(%s) * %d + (size_t)h * %d + n0 + tx);\n"
+        "            }\n"
+        "            Xs[ty + i * TY][tx] = xv;\n"
+        "            Ds[ty + i * TY][tx] = dv;\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "        #pragma unroll\n"
+        "        for (int j = 0; j < TILE; j++) {\n"
+        "            const float d = Ds[j][tx];\n"
+        "            #pragma unroll\n"
+        "            for (int i = 0; i < %d; i++) acc[i] = fmaf(Xs[j][ty + i * TY], d, acc[i]);\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "    }\n"
+        "    float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+        "    if (n0 + tx >= N) return;\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < %d; i++) {\n"
+        "        const int kk = k0 + ty + i * TY;\n"
+        "        if (kk < K && acc[i] != 0.f) atomicAdd(Wt + (size_t)kk * N + n0 + tx, acc[i]);\n"
+        "    }\n"
+        "}\n",
+        segend, ntiles, ntiles, C, C, C, scal, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, C, wsl,
+        sh.w_slice, sh.w_head_stride, C);
+    k->flops = 2.0 * sh.K * sh.N * sh.heads;
+    return 0;
+}
+
+int eg_emit(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, const char *name, int backward,
+            kp_plan *plan, rg_err *err)
+{
+    kp_kernel *k = kp_add_kernel(plan);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->backward = backward;
+    rg_str src = {0};
+    int rc = gm->outer_product ? emit_outer(ir, gm, cfg, k, &src, err) : emit_product(ir, gm, cfg, k, &src, err);
+    if (rc) {
+        rg_str_free(&src);
+        plan->nkernels--;
+        rg_err_prefix(err, "cannot emit %s", name);
+        return -1;
+    }
+    k->source = src.s;
+    return 0;
+}

@@ -1,0 +1,97 @@
+/* A variant's launch plan: the generated kernels in order, with each parameter bound to a
+ * program variable, a graph array or a constant, and the grid derived from graph sizes. */
+#include "codegen/kplan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+kp_kernel *kp_add_kernel(kp_plan *p)
+{
+    if (p->nkernels == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 8;
+        p->kernels = rg_xrealloc(p->kernels, (size_t)p->cap * sizeof *p->kernels);
+    }
+    kp_kernel *k = &p->kernels[p->nkernels++];
+    memset(k, 0, sizeof *k);
+    k->grid_y = k->grid_z = 1;
+    k->block_y = 1;
+    return k;
+}
+
+void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name)
+{
+    RG_ASSERT(k->nparams < KP_MAX_PARAMS);
+    kp_param *p = &k->params[k->nparams++];
+    p->kind = kind;
+    p->id = id;
+    p->ival = ival;
+    snprintf(p->name, sizeof p->name, "%s", name);
+}
+
+void kp_plan_free(kp_plan *p)
+{
+    for (int i = 0; i < p->nkernels; i++) free(p->kernels[i].source);
+    free(p->kernels);
+    free(p->zero_vars);
+    memset(p, 0, sizeof *p);
+}
+
+const char *kp_graph_array_name(kp_graph_array a)
+{
+    static const char *names[KG__COUNT] = {
+        "src", "dst", "etype", "etype_ptr", "in_ptr", "in_eid", "out_ptr", "out_eid",
+        "unique_src", "unique_etype_ptr", "edge_compact", "ntype_ptr",
+        "etype_src_ntype", "etype_dst_ntype", "node_ntype", "unique_etype"};
+    RG_ASSERT(a >= 0 && a < KG__COUNT);
+    return names[a];
+}
+
+const char *kp_category_name(kp_category c)
+{
+    return c == KC_GEMM ? "gemm" : c == KC_TRAVERSAL ? "traversal" : "other";
+}
+
+static const char *rowset_name(int r)
+{
+    static const char *names[KR__COUNT] = {"edges", "unique", "nodes-by-ntype", "nodes"};
+    return (r >= 0 && r < KR__COUNT) ? names[r] : "?";
+}
+
+static const char *size_name(int s)
+{
+    static const char *names[] = {"nodes", "edges", "unique", "ntypes", "etypes", "tiles"};
+    return (s >= 0 && s <= KS_NTILES) ? names[s] : "?";
+}
+
+void kp_print(const kp_plan *p, const char *const *var_names, FILE *f)
+{
+    if (p->nzero) {
+        fprintf(f, "zero-fill:");
+        for (int i = 0; i < p->nzero; i++) fprintf(f, " %s", var_names[p->zero_vars[i]]);
+        fputc('\n', f);
+    }
+    for (int i = 0; i < p->nkernels; i++) {
+        const kp_kernel *k = &p->kernels[i];
+        fprintf(f, "%2d. %-28s %-9s %s grid=", i + 1, k->name, kp_category_name(k->category),
+                k->backward ? "bwd" : "fwd");
+        if (k->grid_kind == KGRID_TILES) fprintf(f, "tiles(%s/%d)", rowset_name(k->tile_rowset), k->tile_rows);
+        else if (k->grid_kind == KGRID_ROWS) fprintf(f, "ceil(%s/%d)", size_name(k->grid_rows_size), k->rows_per_block);
+        else fprintf(f, "%d", k->grid_x_fixed);
+        fprintf(f, "x%dx%d block=%dx%d shmem=%d\n     args:", k->grid_y, k->grid_z, k->block_x, k->block_y,
+                k->shmem_bytes);
+        for (int j = 0; j < k->nparams; j++) {
+            const kp_param *q = &k->params[j];
+            switch (q->kind) {
+            case KP_VAR: fprintf(f, " %s=%s", q->name, var_names[q->id]); break;
+            case KP_GRAPH: fprintf(f, " %s=graph.%s", q->name, kp_graph_array_name((kp_graph_array)q->id)); break;
+            case KP_TILE_TYPE: case KP_TILE_ROW0:
+                fprintf(f, " %s=tiles(%s/%lld)", q->name, rowset_name(q->id), (long long)q->ival); break;
+            case KP_INT:
+                if (q->id >= 0) fprintf(f, " %s=#%s", q->name, size_name(q->id));
+                else fprintf(f, " %s=%lld", q->name, (long long)q->ival);
+                break;
+            }
+        }
+        fputc('\n', f);
+    }
+}

@@ -1,0 +1,80 @@
+/* A variant's launch plan: the generated kernels in order, with each parameter bound to a
+ * program variable, a graph array or a constant, and the grid derived from graph sizes. */
+#ifndef KPLAN_H
+#define KPLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "common/util.h"
+
+/* Graph arrays a kernel may read (uploaded once per dataset). */
+typedef enum kp_graph_array {
+    KG_SRC, KG_DST, KG_ETYPE, KG_ETYPE_PTR, KG_IN_PTR, KG_IN_EID, KG_OUT_PTR, KG_OUT_EID,
+    KG_UNIQUE_SRC, KG_UNIQUE_ETYPE_PTR, KG_EDGE_COMPACT, KG_NTYPE_PTR,
+    KG_ETYPE_SRC_NTYPE, KG_ETYPE_DST_NTYPE, KG_NODE_NTYPE, KG_UNIQUE_ETYPE,
+    KG__COUNT
+} kp_graph_array;
+
+/* Row sets a GEMM iterates, grouped into type segments (for tile tables). */
+typedef enum kp_rowset { KR_EDGES, KR_UNIQUE, KR_NODES_BY_NTYPE, KR_NODES_ALL, KR__COUNT } kp_rowset;
+
+typedef enum kp_param_kind {
+    KP_VAR,         /* device buffer of an IR variable (id) */
+    KP_GRAPH,       /* a graph array (id = kp_graph_array) */
+    KP_TILE_TYPE,   /* tile table of (rowset id, rows per tile ival): segment of each tile */
+    KP_TILE_ROW0,   /* ... and first row of each tile */
+    KP_INT          /* a 32-bit constant (ival) or a graph size (id >= 0: kp_size) */
+} kp_param_kind;
+
+typedef enum kp_size { KS_NONE = -1, KS_NODES, KS_EDGES, KS_UNIQUE, KS_NTYPES, KS_ETYPES, KS_NTILES } kp_size;
+
+typedef struct kp_param {
+    kp_param_kind kind;
+    int id;             /* var id, graph array, rowset, or kp_size for KP_INT */
+    int64_t ival;       /* constant, or rows per tile for tile tables */
+    char name[32];      /* the parameter's name in the generated source */
+} kp_param;
+
+typedef enum kp_category { KC_GEMM, KC_TRAVERSAL, KC_OTHER } kp_category;
+
+/* grid.x is either a fixed count, a number of rows divided by rows-per-block, or the
+ * number of tiles of a tile table. */
+typedef enum kp_grid_kind { KGRID_FIXED, KGRID_ROWS, KGRID_TILES } kp_grid_kind;
+
+#define KP_MAX_PARAMS 32
+
+typedef struct kp_kernel {
+    char name[64];
+    char *source;       /* complete CUDA C translation unit, compilable on its own */
+    kp_category category;
+    int backward;
+    int nparams;
+    kp_param params[KP_MAX_PARAMS];
+    kp_grid_kind grid_kind;
+    int grid_rows_size; /* KGRID_ROWS: kp_size of the rows */
+    int rows_per_block; /* KGRID_ROWS */
+    int tile_rowset, tile_rows;  /* KGRID_TILES */
+    int grid_x_fixed, grid_y, grid_z;
+    int block_x, block_y;
+    int shmem_bytes;
+    /* analytic counts for the cost model and the roofline floor, per launch */
+    double flops, bytes, atomics;
+} kp_kernel;
+
+typedef struct kp_plan {
+    int nkernels, cap;
+    kp_kernel *kernels;
+    /* memsets before the run: variables that must start at zero (accumulation targets) */
+    int nzero;
+    int *zero_vars;
+} kp_plan;
+
+kp_kernel *kp_add_kernel(kp_plan *p);
+void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name);
+void kp_plan_free(kp_plan *p);
+const char *kp_graph_array_name(kp_graph_array a);
+const char *kp_category_name(kp_category c);
+/* Readable launch plan: kernel, category, grid, block, parameters. */
+void kp_print(const kp_plan *p, const char *const *var_names, FILE *f);
+
+#endif
