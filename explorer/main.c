@@ -2,6 +2,7 @@
  * Each module exposes one `<prefix>_cli_main(argc, argv)` returning the exit status. */
 #include <stdio.h>
 #include <string.h>
+#include "results/store.h"
 
 
 typedef struct command {
@@ -12,6 +13,9 @@ typedef struct command {
 
 static const command COMMANDS[] = {
     /* modules add their subcommand here */
+    {"export", rs_cli_export, "export measurements of the results store as CSV or JSON"},
+    {"merge", rs_cli_merge, "merge results databases into one (skips what is already there)"},
+    {"compare", rs_cli_compare, "list regressions of the best times between two runs"},
     {NULL, NULL, NULL},
 };
 
