@@ -3,6 +3,7 @@
 #include "kernels/rt.h"
 
 #include <cuda_runtime_api.h>
+#include <ctype.h>
 #include <errno.h>
 #include <nvrtc.h>
 #include <pthread.h>
@@ -429,7 +430,8 @@ static void warn_cache_once(const rg_err *e)
 
 /* ---- NVRTC --------------------------------------------------------------------------- */
 
-/* Joins the non-empty lines of an NVRTC log with "; " so the error stays one line. */
+/* Joins the diagnostic lines of an NVRTC log with "; " so the error stays one line. The
+ * indented lines (the echoed source line and its caret) are left to the full log. */
 static void flatten_log(const char *log, char *out, size_t cap)
 {
     size_t n = 0;
@@ -438,7 +440,7 @@ static void flatten_log(const char *log, char *out, size_t cap)
         const char *end = strchr(p, '\n');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' ')) len--;
-        if (len > 0) {
+        if (len > 0 && !isspace((unsigned char)p[0])) {
             int w = snprintf(out + n, cap - n, "%s%.*s", n ? "; " : "", (int)len, p);
             if (w < 0) break;
             n += (size_t)w < cap - n ? (size_t)w : cap - n - 1;
