@@ -264,8 +264,7 @@ static const char *acc_name(ir_access a)
     return (unsigned)a < sizeof n / sizeof n[0] ? n[a] : "?";
 }
 
-/* Does a read depend on the (src, etype) of the edge alone? (compact outputs) */
-static int read_is_src_etype_only(const ir_program *p, const ir_operand *o)
+int ir_operand_src_etype_only(const ir_program *p, const ir_operand *o)
 {
     if (o->acc == IR_ACC_CONST || o->acc == IR_ACC_ALL) return 1;
     const ir_var *v = &p->vars[o->var];
@@ -274,6 +273,22 @@ static int read_is_src_etype_only(const ir_program *p, const ir_operand *o)
     case IR_ACC_ROW: return v->kind == IR_VAR_EDGE && v->layout == IR_LAYOUT_COMPACT;
     default: return 0;
     }
+}
+
+int ir_stmt_per_unique(const ir_program *p, const ir_stmt *s)
+{
+    if (s->dom != IR_DOM_EDGE) return 0;
+    const ir_var *o = &p->vars[s->out.var];
+    if (o->kind == IR_VAR_EDGE && o->layout == IR_LAYOUT_COMPACT) return !s->accumulate;
+    int scatter_out = (o->kind == IR_VAR_NODE && s->out.acc == IR_ACC_SRC) || o->kind == IR_VAR_WEIGHT;
+    if (!scatter_out || !s->accumulate || !ir_operand_src_etype_only(p, &s->out)) return 0;
+    int reads_compact = 0;
+    for (int i = 0; i < s->nin; i++) {
+        const ir_operand *in = &s->in[i];
+        if (!ir_operand_src_etype_only(p, in)) return 0;
+        if (in->acc == IR_ACC_ROW && p->vars[in->var].kind == IR_VAR_EDGE) reads_compact = 1;
+    }
+    return reads_compact;
 }
 
 static int broadcast_ok(int a, int b) { return a == b || a == 1 || b == 1; }
@@ -391,7 +406,7 @@ static int check_out(const ir_program *p, const ir_stmt *s, rg_err *err)
         VFAIL("'%s' is written by many rows: it needs += (aggregation)", v->name);
     if (v->kind == IR_VAR_EDGE && v->layout == IR_LAYOUT_COMPACT && !s->accumulate)
         for (int i = 0; i < s->nin; i++)
-            if (!read_is_src_etype_only(p, &s->in[i]))
+            if (!ir_operand_src_etype_only(p, &s->in[i]))
                 VFAIL("compact '%s' computed from an operand that depends on more than (src, etype)",
                       v->name);
     return 0;

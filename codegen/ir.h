@@ -50,9 +50,16 @@
  * Additions (D1, additive clarifications checked by ir_verify):
  *  - LINEAR with a per-head weight (wheads == H > 1) and an input with heads == 1: the
  *    input row is broadcast to every head, out[h] = x * W[t][h] (reordered HGT uses it).
- *  - A COMPACT edge output written with `=` is evaluated once per unique (src, etype) row
- *    (operands must depend on (src, etype) only); written with `+=` (gradients), the
- *    statement runs once per edge e and adds into row edge_compact[e].
+ *  - Which rows a DOM_EDGE statement runs over (ir_stmt_per_unique() decides it):
+ *    once per unique (src, etype) row u when (a) its output is a COMPACT edge var written
+ *    with `=`, or (b) its output is a node var at ACC_SRC or a weight slice, written with
+ *    `+=`, it reads at least one COMPACT edge var, and every operand depends on (src, etype)
+ *    alone (COMPACT edge vars at ROW, node vars at SRC, weights at ETYPE/SRC_NTYPE/ALL,
+ *    constants). Case (b) is the backward of a compact value: its COMPACT gradient already
+ *    holds the sum over the row's edges, so e.g. dx[src] += dhs * W^T must count each
+ *    unique row once. Otherwise once per edge e: COMPACT vars are read at edge_compact[e],
+ *    and a COMPACT output written with `+=` (a gradient) adds into row edge_compact[e].
+ *    pass_compact never creates case (b) in a forward program.
  *  - In DOM_TYPE, the out/in access ACC_ETYPE (or ACC_ROW) on an etype-indexed weight is
  *    W[r]; ACC_SRC_NTYPE is W[etype_src[r]], ACC_DST_NTYPE is W[etype_dst[r]].
  *  - In DOM_GLOBAL (NLL_LOSS) every operand is read whole with ACC_ALL, the loss is
@@ -202,6 +209,10 @@ int ir_remove_dead(ir_program *p);
  * ir_add_stmt keep nforward right: a non-backward statement inserted inside the forward
  * part, or appended while the program is all forward, extends it. */
 int ir_insert_stmt(ir_program *p, int index, const ir_stmt *s);
+/* 1 when a DOM_EDGE statement runs once per unique (src, etype) row (see above). */
+int ir_stmt_per_unique(const ir_program *p, const ir_stmt *s);
+/* 1 when reading this operand in a DOM_EDGE statement depends on (src, etype) alone. */
+int ir_operand_src_etype_only(const ir_program *p, const ir_operand *o);
 /* One statement in the printout's form, without newline. */
 void ir_print_stmt(const ir_program *p, int index, FILE *f);
 
