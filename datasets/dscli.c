@@ -215,8 +215,7 @@ static void info_text(const hg_graph *g, const hg_stats *s, const ds_entry *e)
 {
     check c[5];
     int mismatches = fill_checks(s, e, c);
-    printf("dataset %s%s%s%s\n\n", g->name ? g->name : "", e ? " (" : "",
-           e ? e->description : "", e ? ")" : "");
+    printf("dataset %s%s%s\n\n", g->name ? g->name : "", e ? ": " : "", e ? e->description : "");
     printf("%-24s %12s %12s\n", "", "loaded", "expected");
     for (int i = 0; i < 5; i++) {
         printf("%-24s %12lld", c[i].what, (long long)c[i].got);
@@ -264,8 +263,9 @@ static int cmd_info(int argc, char **argv)
 typedef enum { CHILD_PLAIN, CHILD_STDOUT, CHILD_CURL } child_mode;
 
 /* curl's stderr mixes its progress bar with "curl: (N) ..." errors: the bar is passed
- * through, the error kept so that the caller can say it in its own single line. */
-static void relay_segment(rg_str *seg, rg_str *captured)
+ * through, the error kept so that the caller can say it in its own single line. Blank
+ * segments only end a bar line that was drawn (else they would leave an empty line). */
+static void relay_segment(rg_str *seg, rg_str *captured, int *bar_drawn)
 {
     if (!seg->len) return;
     if (!strncmp(seg->s, "curl: ", 6)) {
@@ -273,8 +273,12 @@ static void relay_segment(rg_str *seg, rg_str *captured)
             seg->s[--seg->len] = 0;
         captured->len = 0;
         rg_str_puts(captured, seg->s);
-    } else {
+    } else if (strspn(seg->s, " \t\r\n") < seg->len) {
         fwrite(seg->s, 1, seg->len, stderr);
+        *bar_drawn = seg->s[seg->len - 1] != '\n';
+    } else if (*bar_drawn && strchr(seg->s, '\n')) {
+        fputc('\n', stderr);
+        *bar_drawn = 0;
     }
     seg->len = 0;
     seg->s[0] = 0;
@@ -283,6 +287,7 @@ static void relay_segment(rg_str *seg, rg_str *captured)
 static void drain(int fd, child_mode mode, rg_str *captured)
 {
     rg_str seg = {0};
+    int bar_drawn = 0;
     char buf[4096];
     for (ssize_t n; (n = read(fd, buf, sizeof buf)) != 0;) {
         if (n < 0) {
@@ -295,10 +300,11 @@ static void drain(int fd, child_mode mode, rg_str *captured)
                 continue;
             }
             rg_str_putc(&seg, buf[i]);
-            if (buf[i] == '\n' || buf[i] == '\r') relay_segment(&seg, captured);
+            if (buf[i] == '\n' || buf[i] == '\r') relay_segment(&seg, captured, &bar_drawn);
         }
     }
-    if (mode == CHILD_CURL && seg.s) relay_segment(&seg, captured);
+    if (mode == CHILD_CURL && seg.s) relay_segment(&seg, captured, &bar_drawn);
+    if (bar_drawn) fputc('\n', stderr);
     fflush(stderr);
     rg_str_free(&seg);
 }
