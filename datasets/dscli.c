@@ -250,8 +250,10 @@ static int cmd_info(int argc, char **argv)
     if (!g) return fail("info", &err);
     hg_stats s;
     hg_stats_compute(g, &s);
-    const ds_entry *e = ds_find(a.name);
-    if (!e && g->name) e = ds_find(g->name);
+    /* a folder named after a registered set is compared with it; a synth: graph is not */
+    int synth = !strncmp(a.name, "synth:", strlen("synth:"));
+    const ds_entry *e = synth ? NULL : ds_find(a.name);
+    if (!e && !synth && g->name) e = ds_find(g->name);
     if (a.json) info_json(g, &s, e);
     else info_text(g, &s, e);
     hg_free(g);
