@@ -250,6 +250,8 @@ int mp_parse_bytes(const char *text, size_t *out, rg_err *err)
         return bad_size(text, "expected a number such as 24e9, 24GB or 512MiB", err);
     char *end;
     double v = strtod(p, &end);
+    if (strspn(p, "0123456789.eE+-") < (size_t)(end - p))   /* strtod also reads hex */
+        return bad_size(text, "expected a decimal number", err);
     while (isspace((unsigned char)*end)) end++;
     const char *u = end;
     while (isalpha((unsigned char)*end)) end++;
