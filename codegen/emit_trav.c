@@ -1,0 +1,788 @@
+/* The traversal template emitter: turns a fused group of edgewise / nodewise statements
+ * into edge-centric or node-centric CUDA kernels (warp per row, lanes over heads x features). */
+#include "codegen/emit_trav.h"
+#include "kernels/templates.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WARPS_PER_BLOCK 8
+#define DST_RUN 16   /* edge-centric partial aggregation: positions of the dst-sorted order per warp */
+
+/* How a kernel walks its rows. Each statement is then evaluated at its own shape: a
+ * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
+ * hoisting to the outermost legal level by construction. */
+typedef enum form {
+    FORM_EDGE,        /* warp per edge, etype order, atomics into e.dst / e.src */
+    FORM_EDGE_DSTRUN, /* warp per run of the dst-sorted order, partial sums flushed per dst */
+    FORM_NODE,        /* warp per dst node, passes over its incoming edges, no dst atomics */
+    FORM_UNIQUE,      /* warp per unique (src, etype) row (compact outputs) */
+    FORM_NODE_DOM     /* warp per node, DOM_NODE statements */
+} form;
+
+typedef enum dest { DEST_SCRATCH, DEST_ACC, DEST_PLAIN, DEST_ATOMIC } dest;
+
+typedef struct kgen {
+    const ir_program *ir;
+    const cg_config *cfg;
+    const int *mat;
+    form f;
+    rg_str body;
+    int *var_used, *var_written;  /* per var: appears as a kernel parameter / is written */
+    int arr_used[KG__COUNT];
+    int *scr_off;                 /* per var: scratch offset or -1 */
+    int *acc_off;                 /* per var: accumulator offset or -1 */
+    int scr_size;
+    int needs_cr;
+} kgen;
+
+static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
+
+static int var_heads(const ir_var *v) { return v->heads > 0 ? v->heads : 1; }
+
+static const char *arr(kgen *g, kp_graph_array a)
+{
+    g->arr_used[a] = 1;
+    return kp_graph_array_name(a);
+}
+
+/* Element offset inside a row of `v` for head h and feature d, with broadcasting. */
+static void elem_expr(const ir_var *v, const char *h, const char *d, char *out, size_t n)
+{
+    int hv = var_heads(v), dv = v->dim;
+    char hp[64] = "", dp[64] = "";
+    if (hv > 1) snprintf(hp, sizeof hp, "(%s) * %d", h, dv);
+    if (dv > 1) snprintf(dp, sizeof dp, "(%s)", d);
+    if (*hp && *dp) snprintf(out, n, "%s + %s", hp, dp);
+    else if (*hp) snprintf(out, n, "%s", hp);
+    else if (*dp) snprintf(out, n, "%s", dp);
+    else snprintf(out, n, "0");
+}
+
+/* Row index expression of a variable accessed with `acc` in the current row context. */
+static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err *err)
+{
+    const ir_var *v = V(g, var);
+    switch (v->kind) {
+    case IR_VAR_NODE:
+        if (acc == IR_ACC_SRC) snprintf(out, n, "sn");
+        else if (acc == IR_ACC_DST) snprintf(out, n, "dn");
+        else if (acc == IR_ACC_ROW && g->f == FORM_NODE_DOM) snprintf(out, n, "n");
+        else return rg_errf(err, "node variable %s read with an access this loop cannot give", v->name);
+        return 0;
+    case IR_VAR_EDGE:
+        if (acc != IR_ACC_ROW) return rg_errf(err, "edge variable %s needs its own row", v->name);
+        if (g->f == FORM_UNIQUE) {
+            if (v->layout != IR_LAYOUT_COMPACT) return rg_errf(err, "compact rows cannot read per-edge %s", v->name);
+            snprintf(out, n, "u");
+        } else if (g->f == FORM_NODE_DOM) {
+            return rg_errf(err, "a node loop cannot read edge variable %s", v->name);
+        } else if (v->layout == IR_LAYOUT_COMPACT) {
+            g->needs_cr = 1;
+            snprintf(out, n, "cr");
+        } else {
+            snprintf(out, n, "e");
+        }
+        return 0;
+    case IR_VAR_WEIGHT:
+        switch (acc) {
+        case IR_ACC_ETYPE: snprintf(out, n, "t"); return 0;
+        case IR_ACC_NTYPE: snprintf(out, n, "nt"); return 0;
+        case IR_ACC_SRC_NTYPE: snprintf(out, n, "%s[t]", arr(g, KG_ETYPE_SRC_NTYPE)); return 0;
+        case IR_ACC_DST_NTYPE: snprintf(out, n, "%s[t]", arr(g, KG_ETYPE_DST_NTYPE)); return 0;
+        case IR_ACC_ALL: snprintf(out, n, "0"); return 0;
+        default: return rg_errf(err, "weight %s read with a non-type access", v->name);
+        }
+    case IR_VAR_SCALAR: snprintf(out, n, "0"); return 0;
+    }
+    return rg_errf(err, "bad variable kind");
+}
+
+/* Reference to element (h, d) of an operand, as an lvalue or rvalue expression. */
+static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char *d, char *out, size_t n,
+                       rg_err *err)
+{
+    if (op->acc == IR_ACC_CONST || op->var < 0) {
+        snprintf(out, n, "(%.17gf)", op->cval);
+        return 0;
+    }
+    const ir_var *v = V(g, op->var);
+    char el[160], row[96];
+    elem_expr(v, h, d, el, sizeof el);
+    if (g->acc_off[op->var] >= 0 && op->acc == IR_ACC_DST) {
+        snprintf(out, n, "scr[%d + %s]", g->acc_off[op->var], el);
+        return 0;
+    }
+    if (g->scr_off[op->var] >= 0) {
+        snprintf(out, n, "scr[%d + %s]", g->scr_off[op->var], el);
+        return 0;
+    }
+    if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
+    g->var_used[op->var] = 1;
+    snprintf(out, n, "v%d[(size_t)(%s) * %lld + %s]", op->var, row, (long long)ir_var_row_width(v), el);
+    return 0;
+}
+
+static dest dest_of(kgen *g, const ir_stmt *s, rg_err *err, int *bad)
+{
+    const ir_var *v = V(g, s->out.var);
+    *bad = 0;
+    if (g->acc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_DST) return DEST_ACC;
+    if (g->scr_off[s->out.var] >= 0) return DEST_SCRATCH;
+    switch (v->kind) {
+    case IR_VAR_NODE:
+        if (s->out.acc == IR_ACC_ROW) return DEST_PLAIN;
+        if (!s->accumulate) break;
+        return DEST_ATOMIC;
+    case IR_VAR_EDGE:
+        if (v->layout == IR_LAYOUT_COMPACT && g->f != FORM_UNIQUE) {
+            if (!s->accumulate) break;
+            return DEST_ATOMIC;
+        }
+        return DEST_PLAIN;
+    case IR_VAR_WEIGHT:
+    case IR_VAR_SCALAR:
+        if (!s->accumulate) break;
+        return DEST_ATOMIC;
+    }
+    *bad = 1;
+    rg_errf(err, "statement writing %s: a plain '=' here would race between rows", v->name);
+    return DEST_PLAIN;
+}
+
+/* Emits `target (op)= value` for element (h, d) of the statement's output. */
+static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
+{
+    int bad;
+    dest dk = dest_of(g, s, err, &bad);
+    if (bad) return -1;
+    char ref[512];
+    if (operand_ref(g, &s->out, "h", "d", ref, sizeof ref, err)) return -1;
+    g->var_written[s->out.var] = 1;
+    if (dk == DEST_ATOMIC) rg_str_printf(&g->body, "            atomicAdd(&%s, %s);\n", ref, value);
+    else if (s->accumulate || dk == DEST_ACC) rg_str_printf(&g->body, "            %s += %s;\n", ref, value);
+    else rg_str_printf(&g->body, "            %s = %s;\n", ref, value);
+    return 0;
+}
+
+static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_err *err)
+{
+    char a[512] = "", b[512] = "";
+    if (s->nin > 0 && operand_ref(g, &s->in[0], "h", "d", a, sizeof a, err)) return -1;
+    if (s->nin > 1 && operand_ref(g, &s->in[1], "h", "d", b, sizeof b, err)) return -1;
+    switch (s->op) {
+    case IR_OP_ADD: snprintf(out, n, "%s + %s", a, b); return 0;
+    case IR_OP_SUB: snprintf(out, n, "%s - %s", a, b); return 0;
+    case IR_OP_MUL: snprintf(out, n, "%s * %s", a, b); return 0;
+    case IR_OP_DIV: snprintf(out, n, "%s / %s", a, b); return 0;
+    case IR_OP_EXP: snprintf(out, n, "expf(%s)", a); return 0;
+    case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, %.9gf)", a, s->cval); return 0;
+    case IR_OP_RELU: snprintf(out, n, "fmaxf(%s, 0.f)", a); return 0;
+    case IR_OP_COPY: snprintf(out, n, "%s", a); return 0;
+    case IR_OP_LEAKYRELU_GRAD: snprintf(out, n, "lrelu_grad(%s, %s, %.9gf)", a, b, s->cval); return 0;
+    case IR_OP_RELU_GRAD: snprintf(out, n, "(%s > 0.f ? %s : 0.f)", b, a); return 0;
+    default: return rg_errf(err, "op %s is not elementwise", ir_op_name(s->op));
+    }
+}
+
+/* Loop of lanes over the output's heads x dim elements. */
+static void open_elem_loop(kgen *g, const ir_var *out)
+{
+    int total = var_heads(out) * out->dim;
+    rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += 32) {\n"
+                            "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
+                  total, out->dim, out->dim);
+}
+
+static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    const ir_var *out = V(g, s->out.var);
+    char val[1400];
+    if (s->op == IR_OP_CONCAT) {
+        const ir_var *a = V(g, s->in[0].var);
+        char ra[512], rb[512];
+        if (operand_ref(g, &s->in[0], "h", "d", ra, sizeof ra, err) ||
+            operand_ref(g, &s->in[1], "h", "(d - %%DA%%)", rb, sizeof rb, err))
+            return -1;
+        /* substitute the first operand's width into the second reference */
+        char *p = strstr(rb, "%DA%");
+        char rb2[600];
+        if (p) {
+            *p = 0;
+            snprintf(rb2, sizeof rb2, "%s%d%s", rb, a->dim, p + 4);
+        } else {
+            snprintf(rb2, sizeof rb2, "%s", rb);
+        }
+        snprintf(val, sizeof val, "(d < %d ? %s : %s)", a->dim, ra, rb2);
+    } else if (s->op == IR_OP_SLICE) {
+        char dexpr[64], ra[512];
+        snprintf(dexpr, sizeof dexpr, "d + %d", s->iarg);
+        if (operand_ref(g, &s->in[0], "h", dexpr, ra, sizeof ra, err)) return -1;
+        snprintf(val, sizeof val, "%s", ra);
+    } else if (elementwise_value(g, s, val, sizeof val, err)) {
+        return -1;
+    }
+    open_elem_loop(g, out);
+    rg_str_printf(&g->body, "            const float r = %s;\n", val);
+    if (emit_store(g, s, "r", err)) return -1;
+    rg_str_puts(&g->body, "        }\n");
+    return 0;
+}
+
+static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    const ir_var *out = V(g, s->out.var);
+    const ir_var *a = V(g, s->in[0].var);
+    const ir_var *b = s->in[1].var >= 0 ? V(g, s->in[1].var) : a;
+    int D = a->dim > b->dim ? a->dim : b->dim;
+    char ra[512], rb[512];
+    if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
+        operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
+        return -1;
+    rg_str_printf(&g->body,
+                  "        for (int h = 0; h < %d; h++) {\n"
+                  "            float p = 0.f;\n"
+                  "            for (int dd = lane; dd < %d; dd += 32) p = fmaf(%s, %s, p);\n"
+                  "            p = warp_sum(p);\n"
+                  "            const int d = 0; (void)d;\n"
+                  "            if (lane == 0) {\n",
+                  var_heads(out), D, ra, rb);
+    if (emit_store(g, s, "p", err)) return -1;
+    rg_str_puts(&g->body, "            }\n        }\n");
+    return 0;
+}
+
+/* A linear operator evaluated row by row (fallback when it is not lowered to a GEMM). */
+static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    const ir_var *out = V(g, s->out.var), *x = V(g, s->in[0].var), *w = V(g, s->in[1].var);
+    int K = s->transpose_w ? w->dim : w->rows_dim, N = s->transpose_w ? w->rows_dim : w->dim;
+    int per_head = var_heads(w) > 1;
+    char xrow[96], wrow[96];
+    if (row_expr(g, s->in[0].var, s->in[0].acc, xrow, sizeof xrow, err) ||
+        row_expr(g, s->in[1].var, s->in[1].acc, wrow, sizeof wrow, err))
+        return -1;
+    if (g->scr_off[s->in[0].var] >= 0) return rg_errf(err, "row-wise linear needs a materialized input");
+    g->var_used[s->in[0].var] = g->var_used[s->in[1].var] = 1;
+    long long ldx = ir_var_row_width(x), wslice = (long long)var_heads(w) * K * N;
+    const char *welem = s->transpose_w ? "(size_t)nn * K_ + k" : "(size_t)k * N_ + nn";
+    rg_str_printf(&g->body,
+                  "        for (int i = lane; i < %d; i += 32) {\n"
+                  "            const int h = i / %d, d = i %% %d; (void)d;\n"
+                  "            const int K_ = %d, N_ = %d;\n"
+                  "            const int hh = %s, nn = %s;\n"
+                  "            const float* xr = v%d + (size_t)(%s) * %lld + %s;\n"
+                  "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
+                  "            float r = 0.f;\n"
+                  "            for (int k = 0; k < K_; k++) r = fmaf(xr[k], wr[%s], r);\n",
+                  var_heads(out) * out->dim, per_head ? out->dim : var_heads(out) * out->dim,
+                  per_head ? out->dim : var_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
+                  s->in[0].var, xrow, ldx, per_head && var_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
+                  wslice, welem);
+    (void)N;
+    if (emit_store(g, s, "r", err)) return -1;
+    rg_str_puts(&g->body, "        }\n");
+    return 0;
+}
+
+/* Weight-gradient contribution of one row: dW[slice] += x^T dy (atomics). */
+static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    const ir_var *w = V(g, s->out.var), *x = V(g, s->in[0].var), *dy = V(g, s->in[1].var);
+    char wrow[96], xr[512], dr[512];
+    if (row_expr(g, s->out.var, s->out.acc, wrow, sizeof wrow, err)) return -1;
+    g->var_used[s->out.var] = g->var_written[s->out.var] = 1;
+    int H = var_heads(w);
+    if (w->rows_dim == 0) {
+        /* vector weight: dw[h][d] += dy[h] * x[h][d] */
+        if (operand_ref(g, &s->in[0], "h", "d", xr, sizeof xr, err) ||
+            operand_ref(g, &s->in[1], "h", "0", dr, sizeof dr, err))
+            return -1;
+        rg_str_printf(&g->body,
+                      "        for (int i = lane; i < %d; i += 32) {\n"
+                      "            const int h = i / %d, d = i %% %d;\n"
+                      "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s * %s);\n"
+                      "        }\n",
+                      H * w->dim, w->dim, w->dim, s->out.var, wrow, H * w->dim, dr, xr);
+        return 0;
+    }
+    int K = w->rows_dim, N = w->dim;
+    /* x and dy rows are seen flat when the weight is shared across heads */
+    if (H == 1) {
+        char xrow[96], drow[96];
+        if (row_expr(g, s->in[0].var, s->in[0].acc, xrow, sizeof xrow, err) ||
+            row_expr(g, s->in[1].var, s->in[1].acc, drow, sizeof drow, err))
+            return -1;
+        if (g->scr_off[s->in[0].var] >= 0 || g->scr_off[s->in[1].var] >= 0)
+            return rg_errf(err, "row-wise weight gradient needs materialized inputs");
+        g->var_used[s->in[0].var] = g->var_used[s->in[1].var] = 1;
+        snprintf(xr, sizeof xr, "v%d[(size_t)(%s) * %lld + k]", s->in[0].var, xrow, (long long)ir_var_row_width(x));
+        snprintf(dr, sizeof dr, "v%d[(size_t)(%s) * %lld + c]", s->in[1].var, drow, (long long)ir_var_row_width(dy));
+    } else {
+        if (operand_ref(g, &s->in[0], "h", "k", xr, sizeof xr, err) ||
+            operand_ref(g, &s->in[1], "h", "c", dr, sizeof dr, err))
+            return -1;
+    }
+    rg_str_printf(&g->body,
+                  "        for (int i = lane; i < %d; i += 32) {\n"
+                  "            const int h = i / %d, k = (i / %d) %% %d, c = i %% %d; (void)h;\n"
+                  "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s * %s);\n"
+                  "        }\n",
+                  H * K * N, K * N, N, K, N, s->out.var, wrow, H * K * N, xr, dr);
+    return 0;
+}
+
+static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    int rc;
+    switch (s->op) {
+    case IR_OP_DOT: rc = emit_dot(g, s, err); break;
+    case IR_OP_LINEAR: rc = emit_rowwise_linear(g, s, err); break;
+    case IR_OP_WGRAD: rc = emit_rowwise_wgrad(g, s, err); break;
+    case IR_OP_WEIGHT_MM: case IR_OP_NLL_LOSS: case IR_OP_NLL_GRAD:
+        return rg_errf(err, "%s cannot be part of a traversal", ir_op_name(s->op));
+    default: rc = emit_elementwise(g, s, err); break;
+    }
+    if (rc) return -1;
+    rg_str_puts(&g->body, "        __syncwarp();\n");
+    return 0;
+}
+
+/* ---- phases and scratch ---- */
+
+static int aggregated_at(const ir_stmt *s, int var)
+{
+    return s->out.var == var && s->accumulate && (s->out.acc == IR_ACC_DST || s->out.acc == IR_ACC_SRC);
+}
+
+int et_phases(const ir_program *ir, const lw_trav *tr, int *phases)
+{
+    int phase = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        const ir_stmt *s = &ir->stmts[tr->stmts[i].stmt];
+        for (int j = 0; j < i && phases; j++) {
+            if (phases[j] != phase) continue;
+            const ir_stmt *w = &ir->stmts[tr->stmts[j].stmt];
+            for (int k = 0; k < s->nin; k++)
+                if (s->in[k].var >= 0 && aggregated_at(w, s->in[k].var) && s->in[k].acc != IR_ACC_ROW) {
+                    phase++;
+                    goto next;
+                }
+        }
+    next:
+        if (phases) phases[i] = phase;
+    }
+    return phase + 1;
+}
+
+static form form_of(const lw_trav *tr, const cg_config *cfg)
+{
+    if (tr->dom == IR_DOM_NODE) return FORM_NODE_DOM;
+    if (tr->compact_rows) return FORM_UNIQUE;
+    if (cfg->node_centric) return FORM_NODE;
+    return cfg->partial_agg && tr->has_dst_aggregation ? FORM_EDGE_DSTRUN : FORM_EDGE;
+}
+
+static void add_scratch(kgen *g, int *off, int var)
+{
+    if (off[var] >= 0) return;
+    off[var] = g->scr_size;
+    g->scr_size += (int)ir_var_row_width(V(g, var));
+}
+
+/* Gives shared-memory homes to register-only temporaries and to per-node accumulators. */
+static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (phases[i] != phase && g->f != FORM_NODE) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        int v = s->out.var;
+        if (!g->mat[v] && s->out.acc == IR_ACC_ROW) add_scratch(g, g->scr_off, v);
+        if ((g->f == FORM_NODE || g->f == FORM_EDGE_DSTRUN) && s->out.acc == IR_ACC_DST && s->accumulate &&
+            V(g, v)->kind == IR_VAR_NODE)
+            add_scratch(g, g->acc_off, v);
+    }
+}
+
+/* ---- kernel assembly ---- */
+
+static void emit_row_context(kgen *g, const cg_config *cfg)
+{
+    rg_str *b = &g->body;
+    if (g->f == FORM_UNIQUE) {
+        rg_str_printf(b, "        const int sn = %s[u], t = %s[u]; (void)sn; (void)t;\n", arr(g, KG_UNIQUE_SRC),
+                      arr(g, KG_UNIQUE_ETYPE));
+        return;
+    }
+    if (g->f == FORM_NODE_DOM) {
+        rg_str_printf(b, "        const int nt = %s[n]; (void)nt;\n", arr(g, KG_NODE_NTYPE));
+        return;
+    }
+    rg_str_printf(b, "        const int sn = %s[e], dn = %s[e], t = %s[e]; (void)sn; (void)dn; (void)t;\n",
+                  arr(g, KG_SRC), arr(g, KG_DST), arr(g, KG_ETYPE));
+    if (g->needs_cr) {
+        if (cfg->compact == CFG_COMPACT_BSEARCH)
+            rg_str_printf(b, "        const int cr = compact_find(%s, %s, t, sn);\n", arr(g, KG_UNIQUE_SRC),
+                          arr(g, KG_UNIQUE_ETYPE_PTR));
+        else
+            rg_str_printf(b, "        const int cr = %s[e];\n", arr(g, KG_EDGE_COMPACT));
+    }
+}
+
+/* Adds node accumulators into global memory (+=: other instances may contribute too). */
+static void emit_flush(kgen *g, const char *node, int reset)
+{
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->acc_off[v] < 0) continue;
+        int w = (int)ir_var_row_width(V(g, v));
+        rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += 32) {\n", w);
+        if (g->mat[v]) {
+            g->var_used[v] = g->var_written[v] = 1;
+            rg_str_printf(&g->body, "            %sv%d[(size_t)(%s) * %d + i]%s scr[%d + i]%s;\n",
+                          g->f == FORM_EDGE_DSTRUN ? "atomicAdd(&" : "", v, node, w,
+                          g->f == FORM_EDGE_DSTRUN ? "," : " +=", g->acc_off[v], g->f == FORM_EDGE_DSTRUN ? ")" : "");
+        }
+        if (reset) rg_str_printf(&g->body, "            scr[%d + i] = 0.f;\n", g->acc_off[v]);
+        rg_str_puts(&g->body, "        }\n");
+    }
+    rg_str_puts(&g->body, "        __syncwarp();\n");
+}
+
+static void emit_zero_acc(kgen *g)
+{
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->acc_off[v] >= 0)
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.f;\n",
+                          (long long)ir_var_row_width(V(g, v)), g->acc_off[v]);
+    rg_str_puts(&g->body, "    __syncwarp();\n");
+}
+
+static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_err *err)
+{
+    for (int i = 0; i < tr->nstmts; i++)
+        if (phases[i] == phase && emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err)) return -1;
+    return 0;
+}
+
+/* The row loop of one kernel: which rows a warp takes and the statements run per row. */
+static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, int nphases, rg_err *err)
+{
+    rg_str *b = &g->body;
+    rg_str stmts = {0};
+    /* emit statements first (into their own buffer) to learn whether the compact row is needed */
+    rg_str saved = g->body;
+    g->body = stmts;
+    int rc = 0;
+    if (g->f == FORM_NODE) {
+        for (int p = 0; p < nphases && !rc; p++) {
+            rg_str_printf(&g->body, "    for (int q = %s[n]; q < %s[n + 1]; q++) {\n        const int e = %s[q];\n",
+                          arr(g, KG_IN_PTR), arr(g, KG_IN_PTR), arr(g, KG_IN_EID));
+            size_t ctx_at = g->body.len;
+            rc = emit_phase_stmts(g, tr, phases, p, err);
+            /* row context is inserted after the statements told us what they need */
+            rg_str tail = {0};
+            rg_str_puts(&tail, g->body.s + ctx_at);
+            g->body.len = ctx_at;
+            g->body.s[ctx_at] = 0;
+            emit_row_context(g, g->cfg);
+            rg_str_puts(&g->body, tail.s ? tail.s : "");
+            rg_str_free(&tail);
+            rg_str_puts(&g->body, "    }\n    __syncwarp();\n");
+        }
+        emit_flush(g, "n", 0);
+    } else {
+        rc = emit_phase_stmts(g, tr, phases, phase, err);
+        rg_str tail = g->body;
+        g->body = (rg_str){0};
+        emit_row_context(g, g->cfg);
+        rg_str_puts(&g->body, tail.s ? tail.s : "");
+        rg_str_free(&tail);
+    }
+    stmts = g->body;
+    g->body = saved;
+    if (rc) {
+        rg_str_free(&stmts);
+        return -1;
+    }
+    switch (g->f) {
+    case FORM_EDGE:
+        rg_str_printf(b, "    const int e = blockIdx.x * %d + warp;\n    if (e >= num_rows) return;\n    {\n%s    }\n",
+                      WARPS_PER_BLOCK, stmts.s);
+        break;
+    case FORM_EDGE_DSTRUN:
+        emit_zero_acc(g);
+        rg_str_printf(b,
+                      "    const int q0 = (blockIdx.x * %d + warp) * %d;\n"
+                      "    int cur = -1;\n"
+                      "    for (int q = q0; q < min(q0 + %d, num_rows); q++) {\n"
+                      "        const int e = %s[q];\n"
+                      "        const int dnext = %s[e];\n"
+                      "        if (dnext != cur) {\n"
+                      "            if (cur >= 0) {\n",
+                      WARPS_PER_BLOCK, DST_RUN, DST_RUN, arr(g, KG_IN_EID), arr(g, KG_DST));
+        emit_flush(g, "cur", 1);
+        rg_str_printf(b, "            }\n            cur = dnext;\n        }\n%s    }\n    if (cur >= 0) {\n", stmts.s);
+        emit_flush(g, "cur", 0);
+        rg_str_puts(b, "    }\n");
+        break;
+    case FORM_NODE:
+        rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n",
+                      WARPS_PER_BLOCK);
+        emit_zero_acc(g);
+        rg_str_puts(b, stmts.s);
+        break;
+    case FORM_UNIQUE:
+        rg_str_printf(b, "    const int u = blockIdx.x * %d + warp;\n    if (u >= num_rows) return;\n    {\n%s    }\n",
+                      WARPS_PER_BLOCK, stmts.s);
+        break;
+    case FORM_NODE_DOM:
+        rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n    {\n%s    }\n",
+                      WARPS_PER_BLOCK, stmts.s);
+        break;
+    }
+    rg_str_free(&stmts);
+    return 0;
+}
+
+static kp_size rows_size(form f)
+{
+    switch (f) {
+    case FORM_EDGE: case FORM_EDGE_DSTRUN: return KS_EDGES;
+    case FORM_UNIQUE: return KS_UNIQUE;
+    default: return KS_NODES;
+    }
+}
+
+static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment)
+{
+    rg_str_puts(src, ktpl_prelude);
+    rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
+    if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", 32 * WARPS_PER_BLOCK);
+    rg_str_printf(src, "%s(int num_rows", k->name);
+    kp_add_param(k, KP_INT, rows_size(g->f), 0, "num_rows");
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (!g->var_used[v]) continue;
+        char pname[32];
+        snprintf(pname, sizeof pname, "v%d", v);
+        rg_str_printf(src, ",\n    %sfloat* __restrict__ v%d /* %s */", g->var_written[v] ? "" : "const ", v,
+                      V(g, v)->name);
+        kp_add_param(k, KP_VAR, v, 0, pname);
+    }
+    for (int a = 0; a < KG__COUNT; a++) {
+        if (!g->arr_used[a]) continue;
+        const char *name = kp_graph_array_name((kp_graph_array)a);
+        rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
+        kp_add_param(k, KP_GRAPH, a, 0, name);
+    }
+    rg_str_printf(src, ")\n{\n    extern __shared__ float smem[];\n"
+                       "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
+                       "    float* scr = smem + warp * %d; (void)scr;\n%s}\n",
+                  g->scr_size > 0 ? g->scr_size : 1, g->body.s);
+    k->grid_kind = KGRID_ROWS;
+    k->grid_rows_size = rows_size(g->f);
+    k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? WARPS_PER_BLOCK * DST_RUN : WARPS_PER_BLOCK;
+    k->block_x = 32 * WARPS_PER_BLOCK;
+    k->shmem_bytes = WARPS_PER_BLOCK * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(float);
+}
+
+static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const int *mat, form f)
+{
+    memset(g, 0, sizeof *g);
+    g->ir = ir;
+    g->cfg = cfg;
+    g->mat = mat;
+    g->f = f;
+    g->var_used = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->var_written = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->scr_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    g->acc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = -1;
+}
+
+static void kgen_free(kgen *g)
+{
+    free(g->var_used);
+    free(g->var_written);
+    free(g->scr_off);
+    free(g->acc_off);
+    rg_str_free(&g->body);
+}
+
+static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg, form f,
+                           const int *phases, int phase, int nphases, const char *name, int backward, kp_plan *plan,
+                           rg_err *err)
+{
+    kgen g;
+    kgen_init(&g, ir, cfg, mat, f);
+    if (f == FORM_NODE) {
+        for (int p = 0; p < nphases; p++) plan_scratch(&g, tr, phases, p);
+    } else {
+        plan_scratch(&g, tr, phases, phase);
+    }
+    int rc = emit_rows(&g, tr, phases, phase, nphases, err);
+    if (rc == 0) {
+        kp_kernel *k = kp_add_kernel(plan);
+        snprintf(k->name, sizeof k->name, "%s", name);
+        k->category = KC_TRAVERSAL;
+        k->backward = backward;
+        rg_str src = {0};
+        char comment[160];
+        static const char *form_names[] = {"edge-centric", "edge-centric, dst-sorted partial aggregation",
+                                           "node-centric over incoming edges", "compact (src, etype) rows",
+                                           "node rows"};
+        snprintf(comment, sizeof comment, "%s: traversal, %s, %d statement(s)", name, form_names[f], tr->nstmts);
+        assemble(&g, k, &src, comment);
+        k->source = src.s;
+        for (int i = 0; i < tr->nstmts; i++) k->flops += 2.0;  /* per row and element, rough */
+    }
+    kgen_free(&g);
+    return rc;
+}
+
+int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
+            const char *name, int backward, kp_plan *plan, rg_err *err)
+{
+    form f = form_of(tr, cfg);
+    int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof(int));
+    int nphases = et_phases(ir, tr, phases);
+    int rc = 0;
+    if (f == FORM_NODE || nphases == 1) {
+        rc = emit_one_kernel(ir, tr, materialized, cfg, f, phases, 0, nphases, name, backward, plan, err);
+    } else {
+        for (int p = 0; p < nphases && !rc; p++) {
+            char kname[64];
+            snprintf(kname, sizeof kname, "%s_p%d", name, p);
+            rc = emit_one_kernel(ir, tr, materialized, cfg, f, phases, p, nphases, kname, backward, plan, err);
+        }
+    }
+    free(phases);
+    if (rc) rg_err_prefix(err, "cannot emit %s", name);
+    return rc;
+}
+
+/* ---- statements outside both templates ---- */
+
+static int emit_weight_mm(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
+{
+    const ir_var *o = &ir->vars[s->out.var], *A = &ir->vars[s->in[0].var], *B = &ir->vars[s->in[1].var];
+    /* out[r][h] = A[ta(r)][h or 0] (Kin x M) * B[r][h] (M x N, or a vector of M) */
+    int HA = var_heads(A), HB = var_heads(B), H = var_heads(o);
+    int Kin = A->rows_dim, M = A->dim;
+    int vec = B->rows_dim == 0;
+    int N = vec ? 1 : B->dim;
+    int Mb = vec ? B->dim : B->rows_dim;
+    if (Kin == 0) return rg_errf(err, "weight product: %s is not a matrix", A->name);
+    /* a shared A maps Kin to all heads' columns: head h uses columns h*Mb .. h*Mb+Mb-1 */
+    int a_cols_per_head = HA == 1 && HB > 1 ? Mb : 0;
+    if (M != (HA == 1 && HB > 1 ? HB * Mb : Mb)) return rg_errf(err, "weight product %s x %s: inner widths differ", A->name, B->name);
+    const char *asl = s->in[0].acc == IR_ACC_SRC_NTYPE ? "etype_src_ntype[r]"
+                      : s->in[0].acc == IR_ACC_DST_NTYPE ? "etype_dst_ntype[r]"
+                      : s->in[0].acc == IR_ACC_ALL ? "0" : "r";
+    int total = H * Kin * N;
+    char col0[48];
+    snprintf(col0, sizeof col0, a_cols_per_head ? "h * %d" : "0 * %d", Mb);
+    k->category = KC_OTHER;
+    k->grid_kind = KGRID_ROWS;
+    k->grid_rows_size = KS_ETYPES;
+    k->rows_per_block = 1;
+    k->block_x = 256;
+    rg_str_puts(src, ktpl_prelude);
+    rg_str_printf(src,
+                  "\n/* %s: %s[r] = %s[%s] x %s[r] for every edge type r */\n"
+                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ A, const float* __restrict__ B,\n"
+                  "    float* __restrict__ O, const int* __restrict__ etype_src_ntype, const int* __restrict__ etype_dst_ntype)\n"
+                  "{\n"
+                  "    const int r = blockIdx.x;\n"
+                  "    if (r >= num_rows) return;\n"
+                  "    const float* a = A + (size_t)(%s) * %d;\n"
+                  "    const float* b = B + (size_t)r * %d;\n"
+                  "    for (int i = threadIdx.x; i < %d; i += blockDim.x) {\n"
+                  "        const int h = i / %d, kk = (i / %d) %% %d, c = i %% %d;\n"
+                  "        const float* ah = a + (size_t)(%s) * %d * %d;\n"
+                  "        const int col0 = %s;\n"
+                  "        float acc = 0.f;\n"
+                  "        for (int m = 0; m < %d; m++)\n"
+                  "            acc = fmaf(ah[(size_t)kk * %d + col0 + m], b[(size_t)h * %d + (size_t)m * %d + c], acc);\n"
+                  "        O[(size_t)r * %d + i] = acc;\n"
+                  "    }\n"
+                  "}\n",
+                  k->name, o->name, A->name, asl, B->name, k->name, asl, HA * Kin * M, HB * Mb * N, total, Kin * N, N,
+                  Kin, N, HA > 1 ? "h" : "0", Kin, M, col0, Mb, M, HB > 1 ? Mb * N : 0, N, total);
+    kp_add_param(k, KP_INT, KS_ETYPES, 0, "num_rows");
+    kp_add_param(k, KP_VAR, s->in[0].var, 0, "A");
+    kp_add_param(k, KP_VAR, s->in[1].var, 0, "B");
+    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
+    kp_add_param(k, KP_GRAPH, KG_ETYPE_SRC_NTYPE, 0, "etype_src_ntype");
+    kp_add_param(k, KP_GRAPH, KG_ETYPE_DST_NTYPE, 0, "etype_dst_ntype");
+    return 0;
+}
+
+static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
+{
+    const ir_var *x = &ir->vars[s->in[0].var];
+    int C = (int)ir_var_row_width(x);
+    if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
+    k->category = KC_OTHER;
+    k->grid_kind = KGRID_ROWS;
+    k->grid_rows_size = KS_NODES;
+    k->rows_per_block = WARPS_PER_BLOCK;
+    k->block_x = 32 * WARPS_PER_BLOCK;
+    int grad = s->op == IR_OP_NLL_GRAD;
+    rg_str_puts(src, ktpl_prelude);
+    rg_str_printf(src,
+                  "\n/* %s: %s */\n"
+                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const float* __restrict__ L,\n"
+                  "    float* __restrict__ O%s)\n"
+                  "{\n"
+                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
+                  "    const int n = blockIdx.x * %d + warp;\n"
+                  "    if (n >= num_rows) return;\n"
+                  "    const float* x = X + (size_t)n * %d;\n"
+                  "    float m = -3.402823466e38f;\n"
+                  "    for (int c = lane; c < %d; c += 32) m = fmaxf(m, x[c]);\n"
+                  "    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "    float z = 0.f;\n"
+                  "    for (int c = lane; c < %d; c += 32) z += expf(x[c] - m);\n"
+                  "    z = warp_sum(z);\n"
+                  "    const int label = (int)L[n];\n",
+                  k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", k->name,
+                  grad ? ", const float* __restrict__ dloss" : "", WARPS_PER_BLOCK, C, C, C);
+    if (grad)
+        rg_str_printf(src,
+                      "    const float scale = dloss[0] / (float)num_rows;\n"
+                      "    for (int c = lane; c < %d; c += 32)\n"
+                      "        O[(size_t)n * %d + c] %s (expf(x[c] - m) / z - (c == label ? 1.f : 0.f)) * scale;\n"
+                      "}\n",
+                      C, C, s->accumulate ? "+=" : "=");
+    else
+        rg_str_puts(src, "    if (lane == 0) atomicAdd(O, -(x[label] - m - logf(z)) / (float)num_rows);\n}\n");
+    kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
+    kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
+    kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
+    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
+    if (grad) kp_add_param(k, KP_VAR, s->in[2].var, 0, "dloss");
+    return 0;
+}
+
+int et_emit_other(const ir_program *ir, int stmt, const cg_config *cfg, const char *name, int backward,
+                  kp_plan *plan, rg_err *err)
+{
+    (void)cfg;
+    const ir_stmt *s = &ir->stmts[stmt];
+    kp_kernel *k = kp_add_kernel(plan);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->backward = backward;
+    rg_str src = {0};
+    int rc;
+    if (s->op == IR_OP_WEIGHT_MM) rc = emit_weight_mm(ir, s, k, &src, err);
+    else if (s->op == IR_OP_NLL_LOSS || s->op == IR_OP_NLL_GRAD) rc = emit_nll(ir, s, k, &src, err);
+    else rc = rg_errf(err, "no kernel form for %s outside the templates", ir_op_name(s->op));
+    if (rc) {
+        rg_str_free(&src);
+        plan->nkernels--;
+        rg_err_prefix(err, "cannot emit %s", name);
+        return -1;
+    }
+    k->source = src.s;
+    return 0;
+}

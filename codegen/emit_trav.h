@@ -1,0 +1,26 @@
+/* The traversal template emitter: turns a fused group of edgewise / nodewise statements
+ * into edge-centric or node-centric CUDA kernels (warp per row, lanes over heads x features). */
+#ifndef ET_EMIT_TRAV_H
+#define ET_EMIT_TRAV_H
+
+#include "codegen/config.h"
+#include "codegen/kplan.h"
+#include "codegen/lower.h"
+
+/* Phase of each statement of a traversal: a statement that reads, at e.dst or e.src, a
+ * variable aggregated earlier in the same group starts a new phase (a grid-wide dependency:
+ * another kernel in edge-centric form, another pass over the incoming edges in node-centric
+ * form). phases[i] is for tr->stmts[i]; returns the number of phases. */
+int et_phases(const ir_program *ir, const lw_trav *tr, int *phases);
+
+/* Emits the kernels of one traversal instance. `materialized[v]` says which variables live
+ * in device memory; the others are per-row scratch in shared memory. */
+int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
+            const char *name, int backward, kp_plan *plan, rg_err *err);
+
+/* A single statement the templates do not cover (weight-weight products, the loss) as a
+ * simple kernel. */
+int et_emit_other(const ir_program *ir, int stmt, const cg_config *cfg, const char *name, int backward,
+                  kp_plan *plan, rg_err *err);
+
+#endif
