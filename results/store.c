@@ -107,6 +107,14 @@ _Static_assert(sizeof MIGRATIONS / sizeof MIGRATIONS[0] == RS_SCHEMA_VERSION,
 #define KERNEL_COLS "kernel, category, median_ns, spread_ns"
 #define METRIC_COLS "kernel, name, value, unit"
 
+/* Number of columns in one of the lists above. */
+static int ncols(const char *cols)
+{
+    int n = 1;
+    for (const char *p = cols; *p; p++) n += *p == ',';
+    return n;
+}
+
 /* ---------------------------------------------------------------- sqlite helpers ---- */
 
 static int db_fail(const rs_store *s, rg_err *err, const char *what)
@@ -268,8 +276,9 @@ static int enable_wal(rs_store *s, rg_err *err)
         int is_wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
         sqlite3_finalize(st);
         if (is_wal) return 0;
-        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED && rc != SQLITE_ROW)
-            return db_fail(s, err, "enabling WAL");
+        if (rc == SQLITE_ROW)   /* e.g. an in-memory database: concurrent writers need WAL */
+            return rg_errf(err, "%s: cannot use WAL journal mode here", s->path);
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) return db_fail(s, err, "enabling WAL");
         if (attempt * 10 > RS_BUSY_TIMEOUT_MS)
             return rg_errf(err, "%s: cannot switch to WAL mode: database busy", s->path);
         usleep(10000);
@@ -322,6 +331,10 @@ static rs_store *open_store(const char *path, int create, int readonly, rg_err *
     int64_t version;
     if (check_identity(s, &version, err)) goto fail;
     if (readonly) {
+        if (version == 0) {
+            rg_errf(err, "%s: an empty database, not a results store", path);
+            goto fail;
+        }
         if (version != RS_SCHEMA_VERSION) {
             rg_errf(err, "%s: results schema version %lld, expected %d (open it once with explore to upgrade it)",
                     path, (long long)version, RS_SCHEMA_VERSION);
@@ -1217,7 +1230,7 @@ static char *placeholders(int first, int n)
 
 static int merge_datasets(merge_ctx *c)
 {
-    enum { NSTAT = 15 };
+    const int NSTAT = ncols(DATASET_STAT_COLS);
     char *ph = placeholders(2, NSTAT);
     char *ins = rg_xasprintf("INSERT INTO datasets(name, " DATASET_STAT_COLS ") VALUES (?1, %s)", ph);
     /* the destination's statistics win; src fills them only where it has none */
@@ -1281,7 +1294,7 @@ static int merge_variants(merge_ctx *c)
  * ended in src, its end is copied so the merged store shows the final state. */
 static int merge_runs(merge_ctx *c)
 {
-    enum { NCOLS = 12 };
+    const int NCOLS = ncols(RUN_COLS);
     char *ph = placeholders(1, NCOLS);
     char *ins = rg_xasprintf("INSERT INTO runs(" RUN_COLS ") VALUES (%s)", ph);
     free(ph);
@@ -1320,10 +1333,11 @@ static int merge_runs(merge_ctx *c)
 }
 
 /* Copies the child rows (kernel times or metrics) of one measurement. */
-static int copy_children(merge_ctx *c, const char *table, const char *cols, int ncols, int64_t src_mid, int64_t dst_mid)
+static int copy_children(merge_ctx *c, const char *table, const char *cols, int64_t src_mid, int64_t dst_mid)
 {
+    int n = ncols(cols);
     char *sel = rg_xasprintf("SELECT %s FROM %s WHERE measurement_id = ?1 ORDER BY id", cols, table);
-    char *ph = placeholders(2, ncols);
+    char *ph = placeholders(2, n);
     char *ins = rg_xasprintf("INSERT INTO %s(measurement_id, %s) VALUES (?1, %s)", table, cols, ph);
     sqlite3_stmt *q = prepare(c->src, sel, c->err);
     sqlite3_stmt *put = q ? prepare(c->dst, ins, c->err) : NULL;
@@ -1335,7 +1349,7 @@ static int copy_children(merge_ctx *c, const char *table, const char *cols, int 
     while (!rc && (step = sqlite3_step(q)) == SQLITE_ROW) {
         sqlite3_reset(put);
         sqlite3_bind_int64(put, 1, dst_mid);
-        bind_row(put, 2, q, 0, ncols);
+        bind_row(put, 2, q, 0, n);
         rc = step_done(c->dst, put, c->err, "merging kernel times and metrics");
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading kernel times and metrics");
@@ -1359,7 +1373,7 @@ static int map_ids(merge_ctx *c, sqlite3_stmt *q, int64_t ids[3])
 
 static int merge_measurements(merge_ctx *c)
 {
-    enum { NCOLS = 18 };
+    const int NCOLS = ncols(MEAS_COLS);
     char *ph = placeholders(4, NCOLS);
     char *ins = rg_xasprintf("INSERT INTO measurements(run_id, dataset_id, variant_id, " MEAS_COLS ") VALUES (?1, ?2, ?3, %s)", ph);
     free(ph);
@@ -1382,8 +1396,8 @@ static int merge_measurements(merge_ctx *c)
         bind_row(put, 4, q, 5, NCOLS);
         if ((rc = step_done(c->dst, put, c->err, "merging measurements"))) break;
         int64_t src_mid = sqlite3_column_int64(q, 0), dst_mid = sqlite3_last_insert_rowid(c->dst->db);
-        rc = copy_children(c, "kernel_times", KERNEL_COLS, 4, src_mid, dst_mid) ||
-             copy_children(c, "metrics", METRIC_COLS, 4, src_mid, dst_mid) ? -1 : 0;
+        rc = copy_children(c, "kernel_times", KERNEL_COLS, src_mid, dst_mid) ||
+             copy_children(c, "metrics", METRIC_COLS, src_mid, dst_mid) ? -1 : 0;
         c->stats->measurements_added++;
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading measurements");
