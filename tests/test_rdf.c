@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 #include "datasets/loaders.h"
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,22 @@ static const char *load_error(loader_fn load, const char *dir)
     }
     assert_true(strlen(err.msg) > 0);
     return err.msg;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Removes a fixture folder and frees its name (tests leave nothing in /tmp). */
+static void drop_dir(char *dir)
+{
+    RG_ASSERT(strncmp(dir, "/tmp/", 5) == 0);   /* only folders from tu_tmpdir */
+    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    free(dir);
 }
 
 static void write_fixture(const char *dir, const char *name, const char *text)
@@ -140,7 +157,7 @@ static void test_aifb_rules(void **state)
         id7_in += g->dst[e] == pubs && strcmp(g->etype_names[g->etype[e]], "ontology#publication") == 0;
     assert_int_equal(id7_in, 2);
     hg_free(g);
-    free(dir);
+    drop_dir(dir);
 }
 
 /* ---------------------------------------------------------------- MUTAG (N-Triples) */
@@ -190,7 +207,7 @@ static void test_mutag_rules(void **state)
         into_ten += g->dst[e] == ten && strcmp(g->etype_names[g->etype[e]], "charge") == 0;
     assert_int_equal(into_ten, 2);
     hg_free(g);
-    free(dir);
+    drop_dir(dir);
 }
 
 static void test_gzip_equals_plain(void **state)
@@ -209,8 +226,8 @@ static void test_gzip_equals_plain(void **state)
     hg_free(a);
     hg_free(b);
     free(gz);
-    free(plain);
-    free(zipped);
+    drop_dir(plain);
+    drop_dir(zipped);
 }
 
 /* ---------------------------------------------------------------- BGS and AM */
@@ -245,7 +262,7 @@ static void test_bgs_rules(void **state)
     const char *msg = load_error(rdf_load_bgs, dir);
     assert_non_null(strstr(msg, "z_bad.nt"));
     assert_non_null(strstr(msg, "ref/a/b/c"));
-    free(dir);
+    drop_dir(dir);
 }
 
 static const char AM_A[] =
@@ -278,7 +295,7 @@ static void test_am_rules(void **state)
     const char *msg = load_error(rdf_load_am, dir);
     assert_non_null(strstr(msg, "c.nt"));
     assert_non_null(strstr(msg, "x/y-1"));
-    free(dir);
+    drop_dir(dir);
 }
 
 /* ---------------------------------------------------------------- bad input */
@@ -292,7 +309,7 @@ static void test_malformed_triple(void **state)
                   "<" M "d1> <" M "charge> \"unterminated .\n");
     const char *msg = load_error(rdf_load_mutag, dir);
     assert_non_null(strstr(msg, "bad.nt:2:"));   /* file:line:col from serd */
-    free(dir);
+    drop_dir(dir);
 }
 
 static void test_malformed_turtle(void **state)
@@ -307,7 +324,7 @@ static void test_malformed_turtle(void **state)
     msg = load_error(rdf_load_aifb, dir);
     assert_non_null(strstr(msg, "bad.ttl"));
     assert_non_null(strstr(msg, "undefined prefix"));
-    free(dir);
+    drop_dir(dir);
 }
 
 /* Enough distinct triples that the compressed stream is several KiB, then cut in half. */
@@ -351,8 +368,8 @@ static void test_truncated_gzip(void **state)
     rg_str_free(&text);
     free(full);
     free(cut);
-    free(dir);
-    free(cut_dir);
+    drop_dir(dir);
+    drop_dir(cut_dir);
 }
 
 static void test_no_rdf_files(void **state)
@@ -369,7 +386,7 @@ static void test_no_rdf_files(void **state)
     msg = load_error(rdf_load_aifb, missing);
     assert_non_null(strstr(msg, "absent"));
     free(missing);
-    free(dir);
+    drop_dir(dir);
 }
 
 static void test_only_dropped_triples(void **state)
@@ -384,7 +401,7 @@ static void test_only_dropped_triples(void **state)
     const char *msg = load_error(rdf_load_aifb, dir);
     assert_non_null(strstr(msg, "empty"));
     assert_non_null(strstr(msg, "aifb"));
-    free(dir);
+    drop_dir(dir);
 }
 
 /* ---------------------------------------------------------------- real data */
