@@ -971,6 +971,8 @@ static int32_t ntype_of_class(rdf_ctx *c, graph_state *g, int32_t cls)
     }
     if (g->class_ntype[cls] < 0) {
         int32_t nt = hgb_ntype(g->b, strtab_get(&c->names, cls, NULL));
+        /* one node type per distinct class name, so nt <= cls < class_cap */
+        RG_ASSERT(nt < g->class_cap);
         g->class_ntype[cls] = nt;
         g->ntype_size[nt] = 0;
     }
