@@ -3,6 +3,7 @@
 #include "datasets/loaders.h"
 #include "datasets/textio.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,29 @@
 /* wikikg2 has 535 relations; the bound only stops a stray id from making millions of types. */
 #define OGB_MAX_RELATIONS (1 << 20)
 
-/* The raw/ folder: dir/raw, or dir itself when it already holds the raw files. */
+/* dir/SUB/raw for the one SUB that has it: OGB's zips unzip to a folder of their own
+ * (mag/, wikikg-v2/), so a user may point at the folder they unzipped into. */
+static char *raw_below(const char *dir, const char *probe)
+{
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char *found = NULL;
+    int matches = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char *raw = rg_xasprintf("%s/%s/raw", dir, e->d_name);
+        char *p = tio_find(raw, probe);
+        if (p && ++matches == 1) found = rg_xstrdup(raw);
+        free(p);
+        free(raw);
+    }
+    closedir(d);
+    if (matches == 1) return found;
+    free(found);
+    return NULL;
+}
+
+/* The raw/ folder: dir/raw, dir itself when it holds the raw files, or dir/SUB/raw. */
 static char *raw_dir(const char *dir, const char *probe, rg_err *err)
 {
     char *raw = rg_xasprintf("%s/raw", dir);
@@ -21,6 +44,7 @@ static char *raw_dir(const char *dir, const char *probe, rg_err *err)
         free(p);
         return rg_xstrdup(dir);
     }
+    if ((raw = raw_below(dir, probe))) return raw;
     rg_errf(err, "ogb: no raw/ folder in %s (give the dataset root, the folder that holds raw/%s)", dir, probe);
     return NULL;
 }
