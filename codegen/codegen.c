@@ -1,0 +1,180 @@
+/* From a lowered program and one config to a launch plan: decides which variables live in
+ * device memory, emits every instance's kernels in program order, and lists zero-fills. */
+#include "codegen/codegen.h"
+#include "codegen/emit_gemm.h"
+#include "codegen/emit_trav.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TOUCH_NONE (-1)
+#define TOUCH_MANY (-2)
+
+static void touch(int *owner, int var, int inst)
+{
+    if (var < 0) return;
+    if (owner[var] == TOUCH_NONE) owner[var] = inst;
+    else if (owner[var] != inst) owner[var] = TOUCH_MANY;
+}
+
+static void touch_stmt(int *owner, const ir_stmt *s, int inst)
+{
+    touch(owner, s->out.var, inst);
+    for (int k = 0; k < s->nin; k++) touch(owner, s->in[k].var, inst);
+}
+
+/* Which instance touches each variable (TOUCH_MANY if several). */
+static void find_owners(const ir_program *ir, const lw_program *lp, int *owner)
+{
+    for (int v = 0; v < ir->nvars; v++) owner[v] = TOUCH_NONE;
+    for (int i = 0; i < lp->ninst; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind == LW_GEMM) touch_stmt(owner, &ir->stmts[in->u.gemm.stmt], i);
+        else if (in->kind == LW_FALLBACK) touch_stmt(owner, &ir->stmts[in->u.fallback_stmt], i);
+        else
+            for (int j = 0; j < in->u.trav.nstmts; j++) touch_stmt(owner, &ir->stmts[in->u.trav.stmts[j].stmt], i);
+        if (in->kind == LW_GEMM && in->u.gemm.scalar_var >= 0) touch(owner, in->u.gemm.scalar_var, i);
+    }
+}
+
+/* Variables whose values the run reports or validates can never be scratch. */
+static int must_materialize(const ir_program *ir, int v)
+{
+    const ir_var *x = &ir->vars[v];
+    if (x->role != IR_ROLE_TEMP || v == ir->output || v == ir->loss) return 1;
+    if (x->layout == IR_LAYOUT_COMPACT || x->kind == IR_VAR_WEIGHT || x->kind == IR_VAR_SCALAR) return 1;
+    if (x->grad_of >= 0) {
+        ir_role r = ir->vars[x->grad_of].role;
+        if (r == IR_ROLE_PARAM || r == IR_ROLE_INPUT) return 1;
+    }
+    return 0;
+}
+
+/* A temporary touched only by this traversal can live in per-row shared memory when every
+ * access sees the same row within one pass, or (node-centric) it is a per-dst sum. */
+static int scratch_ok(const ir_program *ir, const lw_trav *tr, const int *phases, int node_form, int v)
+{
+    const ir_var *x = &ir->vars[v];
+    int phase = -1, agg_only = 1;
+    for (int i = 0; i < tr->nstmts; i++) {
+        const ir_stmt *s = &ir->stmts[tr->stmts[i].stmt];
+        const ir_operand *ops[1 + IR_MAX_IN];
+        int nops = 0;
+        ops[nops++] = &s->out;
+        for (int k = 0; k < s->nin; k++) ops[nops++] = &s->in[k];
+        for (int k = 0; k < nops; k++) {
+            if (ops[k]->var != v) continue;
+            if (ops[k]->acc != IR_ACC_ROW) {
+                if (!(ops[k]->acc == IR_ACC_DST && x->kind == IR_VAR_NODE)) return 0;
+            } else {
+                agg_only = 0;
+            }
+            if (k == 0 && s->op == IR_OP_WGRAD) return 0;
+            if (phase < 0) phase = phases[i];
+            else if (phase != phases[i] && !(node_form && agg_only)) return 0;
+        }
+    }
+    if (x->kind == IR_VAR_NODE && tr->dom == IR_DOM_EDGE) return node_form && agg_only;
+    return agg_only == 0;
+}
+
+static void decide_materialization(const ir_program *ir, const lw_program *lp, const cg_config *cfg, int *mat)
+{
+    int *owner = rg_xmalloc((size_t)ir->nvars * sizeof *owner);
+    find_owners(ir, lp, owner);
+    for (int v = 0; v < ir->nvars; v++) mat[v] = owner[v] != TOUCH_NONE || must_materialize(ir, v);
+    for (int i = 0; i < lp->ninst; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_TRAV) continue;
+        const lw_trav *tr = &in->u.trav;
+        int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
+        et_phases(ir, tr, phases);
+        int node_form = tr->dom == IR_DOM_EDGE && !tr->compact_rows && cfg->node_centric;
+        for (int v = 0; v < ir->nvars; v++)
+            if (owner[v] == i && !must_materialize(ir, v) && scratch_ok(ir, tr, phases, node_form, v)) mat[v] = 0;
+        free(phases);
+    }
+    free(owner);
+}
+
+static void add_zero_fills(const ir_program *ir, const int *mat, kp_plan *plan)
+{
+    plan->zero_vars = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
+    for (int v = 0; v < ir->nvars; v++) {
+        int zero = ir->vars[v].zero_init;
+        for (int s = 0; s < ir->nstmts && !zero; s++)
+            zero = ir->stmts[s].op == IR_OP_NLL_LOSS && ir->stmts[s].out.var == v;
+        if (zero && mat[v]) plan->zero_vars[plan->nzero++] = v;
+    }
+}
+
+int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (cfg_validate(cfg, err)) return -1;
+    out->nvars = ir->nvars;
+    out->materialized = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof(int));
+    decide_materialization(ir, lp, cfg, out->materialized);
+    int rc = 0;
+    for (int i = 0; i < lp->ninst && !rc; i++) {
+        const lw_instance *in = &lp->inst[i];
+        switch (in->kind) {
+        case LW_GEMM: rc = eg_emit(ir, &in->u.gemm, cfg, in->name, in->backward, &out->plan, err); break;
+        case LW_TRAV:
+            rc = et_emit(ir, &in->u.trav, out->materialized, cfg, in->name, in->backward, &out->plan, err);
+            break;
+        case LW_FALLBACK: rc = et_emit_other(ir, in->u.fallback_stmt, cfg, in->name, in->backward, &out->plan, err); break;
+        }
+    }
+    if (rc) {
+        cg_variant_free(out);
+        return -1;
+    }
+    add_zero_fills(ir, out->materialized, &out->plan);
+    return 0;
+}
+
+void cg_variant_free(cg_variant *v)
+{
+    kp_plan_free(&v->plan);
+    free(v->materialized);
+    memset(v, 0, sizeof *v);
+}
+
+int cg_write_sources(const cg_variant *v, const ir_program *ir, const char *dir, rg_err *err)
+{
+    if (rg_mkdir_p(dir, err)) return -1;
+    for (int i = 0; i < v->plan.nkernels; i++) {
+        const kp_kernel *k = &v->plan.kernels[i];
+        char *path = rg_xasprintf("%s/%s.cu", dir, k->name);
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            rg_errf(err, "cannot write %s", path);
+            free(path);
+            return -1;
+        }
+        fputs(k->source, f);
+        fclose(f);
+        free(path);
+    }
+    const char **names = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof *names);
+    for (int i = 0; i < ir->nvars; i++) names[i] = ir->vars[i].name;
+    char *path = rg_xasprintf("%s/plan.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        free(names);
+        rg_errf(err, "cannot write %s", path);
+        free(path);
+        return -1;
+    }
+    fprintf(f, "# launch plan of %s: kernels in order (each in <name>.cu)\n", ir->name);
+    fprintf(f, "# device memory:");
+    for (int i = 0; i < ir->nvars; i++)
+        if (v->materialized[i]) fprintf(f, " %s", ir->vars[i].name);
+    fputc('\n', f);
+    kp_print(&v->plan, names, f);
+    fclose(f);
+    free(path);
+    free(names);
+    return 0;
+}

@@ -1,0 +1,23 @@
+/* From a lowered program and one config to a launch plan: decides which variables live in
+ * device memory, emits every instance's kernels in program order, and lists zero-fills. */
+#ifndef CG_CODEGEN_H
+#define CG_CODEGEN_H
+
+#include "codegen/config.h"
+#include "codegen/kplan.h"
+#include "codegen/lower.h"
+
+typedef struct cg_variant {
+    kp_plan plan;
+    int *materialized;   /* [ir->nvars] 1: allocated in device memory */
+    int nvars;
+} cg_variant;
+
+/* Emits the kernels of lp (lowered from ir) under cfg. Fails with the reason when an
+ * instance cannot be expressed; nothing is left allocated then. */
+int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err);
+void cg_variant_free(cg_variant *v);
+/* Writes each kernel's source to DIR/<name>.cu and the launch plan to DIR/plan.txt. */
+int cg_write_sources(const cg_variant *v, const ir_program *ir, const char *dir, rg_err *err);
+
+#endif

@@ -1,0 +1,489 @@
+/* Runs a variant's launch plan on the GPU: graph structures uploaded once, kernels compiled
+ * in parallel and loaded, every tensor allocated once, arguments bound, launched and timed. */
+#include "kernels/exec.h"
+#include "kernels/prof.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t kx_size(const hg_graph *g, int id)
+{
+    switch (id) {
+    case KS_NODES: return g->num_nodes;
+    case KS_EDGES: return g->num_edges;
+    case KS_UNIQUE: return g->num_unique;
+    case KS_NTYPES: return g->num_ntypes;
+    case KS_ETYPES: return g->num_etypes;
+    default: RG_DIE("unknown size id %d", id);
+    }
+}
+
+/* ---- graph ---- */
+
+static const int32_t *segments(const hg_graph *g, int rowset, int *nseg, int32_t *one)
+{
+    switch (rowset) {
+    case KR_EDGES: *nseg = g->num_etypes; return g->etype_ptr;
+    case KR_UNIQUE: *nseg = g->num_etypes; return g->unique_etype_ptr;
+    case KR_NODES_BY_NTYPE: *nseg = g->num_ntypes; return g->ntype_ptr;
+    case KR_NODES_ALL:
+        one[0] = 0;
+        one[1] = g->num_nodes;
+        *nseg = 1;
+        return one;
+    default: RG_DIE("bad row set %d", rowset);
+    }
+}
+
+int kx_tile_table(const hg_graph *g, int rowset, int rows_per_tile, int **type, int **row0)
+{
+    int nseg;
+    int32_t one[2];
+    const int32_t *ptr = segments(g, rowset, &nseg, one);
+    int n = 0;
+    for (int s = 0; s < nseg; s++) n += (ptr[s + 1] - ptr[s] + rows_per_tile - 1) / rows_per_tile;
+    *type = rg_xmalloc((size_t)(n ? n : 1) * sizeof(int));
+    *row0 = rg_xmalloc((size_t)(n ? n : 1) * sizeof(int));
+    int k = 0;
+    for (int s = 0; s < nseg; s++)
+        for (int r = ptr[s]; r < ptr[s + 1]; r += rows_per_tile) {
+            (*type)[k] = s;
+            (*row0)[k++] = r;
+        }
+    return n;
+}
+
+static int upload_array(kx_graph *kg, kp_graph_array a, const int32_t *host, size_t count, rg_err *err)
+{
+    size_t bytes = count * sizeof(int32_t);
+    if (krt_alloc(&kg->arr[a], bytes ? bytes : 4, err)) return -1;
+    kg->bytes += bytes;
+    return bytes ? krt_upload(kg->arr[a], host, bytes, err) : 0;
+}
+
+int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->g = g;
+    int32_t *node_ntype = rg_xmalloc((size_t)g->num_nodes * sizeof(int32_t));
+    for (int t = 0; t < g->num_ntypes; t++)
+        for (int v = g->ntype_ptr[t]; v < g->ntype_ptr[t + 1]; v++) node_ntype[v] = t;
+    int32_t *unique_etype = rg_xmalloc((size_t)(g->num_unique ? g->num_unique : 1) * sizeof(int32_t));
+    for (int r = 0; r < g->num_etypes; r++)
+        for (int u = g->unique_etype_ptr[r]; u < g->unique_etype_ptr[r + 1]; u++) unique_etype[u] = r;
+    size_t E = (size_t)g->num_edges, N = (size_t)g->num_nodes, R = (size_t)g->num_etypes;
+    int rc = upload_array(out, KG_SRC, g->src, E, err) || upload_array(out, KG_DST, g->dst, E, err) ||
+             upload_array(out, KG_ETYPE, g->etype, E, err) || upload_array(out, KG_ETYPE_PTR, g->etype_ptr, R + 1, err) ||
+             upload_array(out, KG_IN_PTR, g->in_ptr, N + 1, err) || upload_array(out, KG_IN_EID, g->in_eid, E, err) ||
+             upload_array(out, KG_OUT_PTR, g->out_ptr, N + 1, err) || upload_array(out, KG_OUT_EID, g->out_eid, E, err) ||
+             upload_array(out, KG_UNIQUE_SRC, g->unique_src, (size_t)g->num_unique, err) ||
+             upload_array(out, KG_UNIQUE_ETYPE_PTR, g->unique_etype_ptr, R + 1, err) ||
+             upload_array(out, KG_EDGE_COMPACT, g->edge_compact, E, err) ||
+             upload_array(out, KG_NTYPE_PTR, g->ntype_ptr, (size_t)g->num_ntypes + 1, err) ||
+             upload_array(out, KG_ETYPE_SRC_NTYPE, g->etype_src, R, err) ||
+             upload_array(out, KG_ETYPE_DST_NTYPE, g->etype_dst, R, err) ||
+             upload_array(out, KG_NODE_NTYPE, node_ntype, N, err) ||
+             upload_array(out, KG_UNIQUE_ETYPE, unique_etype, (size_t)g->num_unique, err);
+    free(node_ntype);
+    free(unique_etype);
+    if (rc) {
+        kx_graph_free(out);
+        rg_err_prefix(err, "uploading graph %s", g->name);
+        return -1;
+    }
+    return 0;
+}
+
+void kx_graph_free(kx_graph *kg)
+{
+    for (int a = 0; a < KG__COUNT; a++) krt_free(kg->arr[a]);
+    for (int i = 0; i < kg->ntiles; i++) {
+        krt_free(kg->tiles[i].type_d);
+        krt_free(kg->tiles[i].row0_d);
+    }
+    free(kg->tiles);
+    memset(kg, 0, sizeof *kg);
+}
+
+static const kx_tiles *find_tiles(const kx_graph *kg, int rowset, int rows)
+{
+    for (int i = 0; i < kg->ntiles; i++)
+        if (kg->tiles[i].rowset == rowset && kg->tiles[i].rows_per_tile == rows) return &kg->tiles[i];
+    return NULL;
+}
+
+static int ensure_tiles(kx_graph *kg, int rowset, int rows, rg_err *err)
+{
+    if (find_tiles(kg, rowset, rows)) return 0;
+    int *type, *row0;
+    int n = kx_tile_table(kg->g, rowset, rows, &type, &row0);
+    if (kg->ntiles == kg->cap_tiles) {
+        kg->cap_tiles = kg->cap_tiles ? 2 * kg->cap_tiles : 8;
+        kg->tiles = rg_xrealloc(kg->tiles, (size_t)kg->cap_tiles * sizeof *kg->tiles);
+    }
+    kx_tiles *t = &kg->tiles[kg->ntiles];
+    memset(t, 0, sizeof *t);
+    t->rowset = rowset;
+    t->rows_per_tile = rows;
+    t->ntiles = n;
+    size_t bytes = (size_t)(n ? n : 1) * sizeof(int);
+    int rc = krt_alloc((void **)&t->type_d, bytes, err) || krt_alloc((void **)&t->row0_d, bytes, err) ||
+             krt_upload(t->type_d, type, bytes, err) || krt_upload(t->row0_d, row0, bytes, err);
+    free(type);
+    free(row0);
+    if (rc) {
+        krt_free(t->type_d);
+        krt_free(t->row0_d);
+        return -1;
+    }
+    kg->bytes += 2 * bytes;
+    kg->ntiles++;
+    return 0;
+}
+
+/* ---- compilation ---- */
+
+typedef struct compile_job {
+    const kp_plan *plan;
+    kx_compiled *out;
+    int sm;
+    int next;
+    int failed_at;
+    rg_err err;
+    pthread_mutex_t lock;
+} compile_job;
+
+static void *compile_worker(void *arg)
+{
+    compile_job *job = arg;
+    for (;;) {
+        pthread_mutex_lock(&job->lock);
+        int i = job->failed_at >= 0 ? job->plan->nkernels : job->next++;
+        pthread_mutex_unlock(&job->lock);
+        if (i >= job->plan->nkernels) return NULL;
+        const kp_kernel *k = &job->plan->kernels[i];
+        char name[80];
+        snprintf(name, sizeof name, "%s.cu", k->name);
+        krt_source src = {.name = name, .code = k->source};
+        rg_err e;
+        if (krt_compile(&src, job->sm, &job->out->cubins[i], &e)) {
+            pthread_mutex_lock(&job->lock);
+            if (job->failed_at < 0 || i < job->failed_at) {
+                job->failed_at = i;
+                job->err = e;
+            }
+            pthread_mutex_unlock(&job->lock);
+        }
+    }
+}
+
+int kx_compile(const kp_plan *plan, int sm, int threads, kx_compiled *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->n = plan->nkernels;
+    out->cubins = rg_xcalloc((size_t)(out->n ? out->n : 1), sizeof *out->cubins);
+    out->modules = rg_xcalloc((size_t)(out->n ? out->n : 1), sizeof *out->modules);
+    out->kernels = rg_xcalloc((size_t)(out->n ? out->n : 1), sizeof *out->kernels);
+    compile_job job = {.plan = plan, .out = out, .sm = sm, .failed_at = -1};
+    pthread_mutex_init(&job.lock, NULL);
+    if (threads < 1) threads = 1;
+    if (threads > 32) threads = 32;
+    pthread_t tid[32];
+    double t0 = rg_now();
+    for (int i = 0; i < threads; i++) pthread_create(&tid[i], NULL, compile_worker, &job);
+    for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
+    out->compile_wall_s = rg_now() - t0;
+    pthread_mutex_destroy(&job.lock);
+    for (int i = 0; i < out->n; i++) out->cache_hits += out->cubins[i].from_cache;
+    if (job.failed_at >= 0) {
+        rg_errf(err, "compile error in %s: %s", plan->kernels[job.failed_at].name, job.err.msg);
+        kx_compiled_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+int kx_load(kx_compiled *c, rg_err *err)
+{
+    for (int i = 0; i < c->n; i++) {
+        if (c->modules[i]) continue;
+        if (krt_module_load(&c->cubins[i], &c->modules[i], err)) return -1;
+    }
+    return 0;
+}
+
+void kx_compiled_free(kx_compiled *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        if (c->modules && c->modules[i]) krt_module_unload(c->modules[i]);
+        if (c->cubins) krt_cubin_free(&c->cubins[i]);
+    }
+    free(c->cubins);
+    free(c->modules);
+    free(c->kernels);
+    memset(c, 0, sizeof *c);
+}
+
+static int get_kernels(const kp_plan *plan, kx_compiled *c, rg_err *err)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!c->kernels[i].handle && krt_get_kernel(c->modules[i], plan->kernels[i].name, &c->kernels[i], err))
+            return -1;
+    return 0;
+}
+
+/* ---- buffers ---- */
+
+static size_t var_bytes(const ir_program *ir, int v, const hg_graph *g)
+{
+    const ir_var *x = &ir->vars[v];
+    int64_t rows = ir_var_rows(x, g->num_nodes, g->num_edges, g->num_unique, g->num_ntypes, g->num_etypes);
+    return (size_t)rows * (size_t)ir_var_row_width(x) * sizeof(float);
+}
+
+mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
+                   kx_buffers *out, rg_err *err)
+{
+    kx_graph *kg = (kx_graph *)kg_const;  /* tile tables are added lazily, once per shape */
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < v->plan.nkernels; i++) {
+        const kp_kernel *k = &v->plan.kernels[i];
+        for (int j = 0; j < k->nparams; j++)
+            if (k->params[j].kind == KP_TILE_TYPE && ensure_tiles(kg, k->params[j].id, (int)k->params[j].ival, err))
+                return MP_FAIL;
+    }
+    out->graph_bytes = kg->bytes;
+    if (mem_limit && kg->bytes >= mem_limit) {
+        char a[32], b[32];
+        rg_errf(err, "out of memory: the graph structures alone need %s, over the limit of %s",
+                mp_format_bytes(kg->bytes, a), mp_format_bytes(mem_limit, b));
+        return MP_OOM;
+    }
+    out->mp = mp_new(mp_cuda_allocator(), mem_limit ? mem_limit - kg->bytes : 0);
+    out->nvars = ir->nvars;
+    out->id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
+    for (int i = 0; i < ir->nvars; i++) {
+        out->id[i] = -1;
+        if (!v->materialized[i]) continue;
+        out->id[i] = mp_declare(out->mp, ir->vars[i].name, var_bytes(ir, i, kg->g), err);
+        if (out->id[i] < 0) return MP_FAIL;
+    }
+    mp_status st = mp_alloc_all(out->mp, err);
+    if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", kg->bytes / 1e6);
+    return st;
+}
+
+void kx_buffers_free(kx_buffers *b)
+{
+    if (b->mp) mp_destroy(b->mp);
+    free(b->id);
+    memset(b, 0, sizeof *b);
+}
+
+size_t kx_peak_bytes(const kx_buffers *b) { return (b->mp ? mp_peak_bytes(b->mp) : 0) + b->graph_bytes; }
+
+void *kx_var_ptr(const kx_buffers *b, int var)
+{
+    return (var >= 0 && var < b->nvars && b->id[var] >= 0) ? mp_ptr(b->mp, b->id[var]) : NULL;
+}
+
+int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
+{
+    for (int i = 0; i < v->plan.nzero; i++) {
+        int var = v->plan.zero_vars[i];
+        if (krt_memset(kx_var_ptr(b, var), 0, mp_bytes(b->mp, b->id[var]), err)) return -1;
+    }
+    return 0;
+}
+
+int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
+               rg_err *err)
+{
+    for (int i = 0; i < ir->nvars; i++) {
+        void *d = kx_var_ptr(b, i);
+        if (!d) continue;
+        size_t bytes = mp_bytes(b->mp, b->id[i]);
+        if (host_values && host_values[i]) {
+            size_t n = bytes / sizeof(float);
+            float *tmp = rg_xmalloc(bytes ? bytes : 1);
+            for (size_t j = 0; j < n; j++) tmp[j] = (float)host_values[i][j];
+            int rc = krt_upload(d, tmp, bytes, err);
+            free(tmp);
+            if (rc) return -1;
+        } else if (krt_poison(d, bytes, err)) {
+            return -1;
+        }
+    }
+    return kx_reset(v, b, err);
+}
+
+/* ---- launching ---- */
+
+typedef union arg_slot {
+    void *p;
+    int i;
+} arg_slot;
+
+static int launch_kernel(const kp_kernel *k, const krt_kernel *kk, const kx_buffers *b, const kx_graph *kg,
+                         int *launched, rg_err *err)
+{
+    arg_slot slots[KP_MAX_PARAMS];
+    void *args[KP_MAX_PARAMS];
+    int64_t gx = 0;
+    const kx_tiles *tiles = NULL;
+    for (int j = 0; j < k->nparams; j++) {
+        const kp_param *p = &k->params[j];
+        switch (p->kind) {
+        case KP_VAR: slots[j].p = kx_var_ptr(b, p->id); break;
+        case KP_GRAPH: slots[j].p = kg->arr[p->id]; break;
+        case KP_TILE_TYPE: case KP_TILE_ROW0:
+            tiles = find_tiles(kg, p->id, (int)p->ival);
+            RG_ASSERT(tiles);
+            slots[j].p = p->kind == KP_TILE_TYPE ? (void *)tiles->type_d : (void *)tiles->row0_d;
+            break;
+        case KP_INT: slots[j].i = p->id >= 0 ? (int)kx_size(kg->g, p->id) : (int)p->ival; break;
+        }
+        args[j] = &slots[j];
+    }
+    switch (k->grid_kind) {
+    case KGRID_FIXED: gx = k->grid_x_fixed; break;
+    case KGRID_ROWS: gx = (kx_size(kg->g, k->grid_rows_size) + k->rows_per_block - 1) / k->rows_per_block; break;
+    case KGRID_TILES:
+        tiles = find_tiles(kg, k->tile_rowset, k->tile_rows);
+        RG_ASSERT(tiles);
+        gx = tiles->ntiles;
+        break;
+    }
+    *launched = gx > 0;
+    if (gx <= 0) return 0;
+    krt_dim3 grid = {(unsigned)gx, (unsigned)k->grid_y, (unsigned)k->grid_z};
+    krt_dim3 block = {(unsigned)k->block_x, (unsigned)k->block_y, 1};
+    if (krt_launch(kk, grid, block, (size_t)k->shmem_bytes, args, err)) {
+        rg_err_prefix(err, "launching %s", k->name);
+        return -1;
+    }
+    return 0;
+}
+
+static int launch_sequence(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg,
+                           int *nlaunched, rg_err *err)
+{
+    int n = 0;
+    for (int i = 0; i < v->plan.nkernels; i++) {
+        int launched;
+        if (launch_kernel(&v->plan.kernels[i], &c->kernels[i], b, kg, &launched, err)) return -1;
+        n += launched;
+    }
+    if (nlaunched) *nlaunched = n;
+    return 0;
+}
+
+int kx_launch_all(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
+                  rg_err *err)
+{
+    kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
+    if (get_kernels(&v->plan, c, err)) return -1;
+    if (launch_sequence(v, c, b, kg, NULL, err)) return -1;
+    return krt_sync(err);
+}
+
+double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err)
+{
+    void *d = kx_var_ptr(b, var);
+    if (!d) {
+        rg_errf(err, "variable %s is not in device memory", ir->vars[var].name);
+        return NULL;
+    }
+    size_t bytes = var_bytes(ir, var, kg->g), n = bytes / sizeof(float);
+    float *tmp = rg_xmalloc(bytes ? bytes : 1);
+    if (krt_download(tmp, d, bytes, err)) {
+        free(tmp);
+        return NULL;
+    }
+    double *out = rg_xmalloc((n ? n : 1) * sizeof(double));
+    for (size_t i = 0; i < n; i++) out[i] = tmp[i];
+    free(tmp);
+    return out;
+}
+
+/* ---- timing ---- */
+
+static int kernel_index(const kp_plan *plan, const char *name)
+{
+    for (int i = 0; i < plan->nkernels; i++)
+        if (!strcmp(plan->kernels[i].name, name)) return i;
+    return -1;
+}
+
+static void summarize_runs(const kprof_records *rec, int per_run, int repeats, kx_timing *out)
+{
+    double *totals = rg_xcalloc((size_t)repeats, sizeof(double));
+    for (size_t i = 0; i < rec->n && per_run > 0; i++) {
+        size_t r = i / (size_t)per_run;
+        if (r < (size_t)repeats) totals[r] += (double)(rec->v[i].end_ns - rec->v[i].start_ns) / 1e6;
+    }
+    out->stddev_ms = repeats > 1 ? gsl_stats_sd(totals, 1, (size_t)repeats) : 0;
+    gsl_sort(totals, 1, (size_t)repeats);
+    out->median_ms = gsl_stats_median_from_sorted_data(totals, 1, (size_t)repeats);
+    out->min_ms = totals[0];
+    out->max_ms = totals[repeats - 1];
+    free(totals);
+}
+
+int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg, int warmup,
+            int repeats, kx_timing *out, rg_err *err)
+{
+    kx_compiled *c = (kx_compiled *)c_const;
+    memset(out, 0, sizeof *out);
+    if (repeats < 1) repeats = 1;
+    if (get_kernels(&v->plan, c, err)) return -1;
+    int per_run = 0;
+    for (int i = 0; i < warmup; i++)
+        if (kx_reset(v, b, err) || launch_sequence(v, c, b, kg, &per_run, err)) return -1;
+    if (krt_sync(err) || kprof_start(err)) return -1;
+    int rc = 0;
+    for (int r = 0; r < repeats && !rc; r++) rc = kx_reset(v, b, err) || launch_sequence(v, c, b, kg, &per_run, err);
+    kprof_records rec = {0};
+    if (kprof_stop(&rec, err) || rc) {
+        kprof_records_free(&rec);
+        return -1;
+    }
+    if (rec.n != (size_t)per_run * (size_t)repeats) {
+        rg_errf(err, "profiler saw %zu kernels, expected %d x %d", rec.n, per_run, repeats);
+        kprof_records_free(&rec);
+        return -1;
+    }
+    out->repeats = repeats;
+    out->method = kprof_method_name(rec.method);
+    summarize_runs(&rec, per_run, repeats, out);
+    size_t ns = 0;
+    kprof_summary *sum = kprof_summarize(&rec, repeats, &ns);
+    out->kernels = rg_xcalloc(ns ? ns : 1, sizeof *out->kernels);
+    for (size_t i = 0; i < ns; i++) {
+        int ki = kernel_index(&v->plan, sum[i].name);
+        kx_kernel_time *kt = &out->kernels[out->nkernels++];
+        snprintf(kt->name, sizeof kt->name, "%s", sum[i].name);
+        kt->median_ns = sum[i].median_per_repeat_ns;
+        kt->min_ns = sum[i].min_ns;
+        kt->max_ns = sum[i].max_ns;
+        kt->category = ki >= 0 ? v->plan.kernels[ki].category : KC_OTHER;
+        kt->backward = ki >= 0 ? v->plan.kernels[ki].backward : 0;
+        double ms = kt->median_ns / 1e6;
+        if (kt->category == KC_GEMM) out->gemm_ms += ms;
+        else if (kt->category == KC_TRAVERSAL) out->traversal_ms += ms;
+        else out->other_ms += ms;
+        if (kt->backward) out->bwd_ms += ms; else out->fwd_ms += ms;
+    }
+    kprof_summary_free(sum, ns);
+    kprof_records_free(&rec);
+    return 0;
+}
+
+void kx_timing_free(kx_timing *t)
+{
+    free(t->kernels);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,98 @@
+/* Runs a variant's launch plan on the GPU: graph structures uploaded once, kernels compiled
+ * in parallel and loaded, every tensor allocated once, arguments bound, launched and timed. */
+#ifndef KX_EXEC_H
+#define KX_EXEC_H
+
+#include "codegen/codegen.h"
+#include "datasets/hgraph.h"
+#include "kernels/memplan.h"
+#include "kernels/rt.h"
+
+/* ---- graph structures on the device (once per dataset) ---- */
+typedef struct kx_tiles {
+    int rowset, rows_per_tile, ntiles;
+    int *type_d, *row0_d;
+} kx_tiles;
+
+typedef struct kx_graph {
+    const hg_graph *g;
+    void *arr[KG__COUNT];
+    size_t bytes;          /* device bytes of the graph structures and tile tables */
+    int ntiles, cap_tiles;
+    kx_tiles *tiles;
+} kx_graph;
+
+int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err);
+void kx_graph_free(kx_graph *kg);
+int64_t kx_size(const hg_graph *g, int kp_size_id);
+/* Host-side tile table of a row set (for tests and the CPU-side checks). Caller frees. */
+int kx_tile_table(const hg_graph *g, int rowset, int rows_per_tile, int **type, int **row0);
+
+/* ---- compilation (no device needed) and loading ---- */
+typedef struct kx_compiled {
+    int n;
+    krt_cubin *cubins;
+    krt_module **modules;  /* after kx_load */
+    krt_kernel *kernels;
+    double compile_wall_s;
+    int cache_hits;
+} kx_compiled;
+
+/* Compiles every kernel of the plan for sm_<sm> with `threads` threads. On failure err
+ * names the kernel and carries its log. */
+int kx_compile(const kp_plan *plan, int sm, int threads, kx_compiled *out, rg_err *err);
+int kx_load(kx_compiled *c, rg_err *err);
+void kx_compiled_free(kx_compiled *c);
+
+/* ---- buffers ---- */
+typedef struct kx_buffers {
+    mp_plan *mp;
+    int *id;               /* [nvars] memplan id or -1 */
+    int nvars;
+    size_t graph_bytes;
+} kx_buffers;
+
+/* Allocates every materialized variable. Returns MP_OK, MP_OOM (err says which tensor and
+ * the limit; nothing crashed) or MP_FAIL. mem_limit counts graph structures too (0 = none). */
+mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg, size_t mem_limit,
+                   kx_buffers *out, rg_err *err);
+void kx_buffers_free(kx_buffers *b);
+size_t kx_peak_bytes(const kx_buffers *b);   /* variant tensors + graph structures */
+void *kx_var_ptr(const kx_buffers *b, int var);
+
+/* Uploads the values of every input, graph-derived input, label and parameter (float64 on
+ * the host, as the reference has them; NULL entries are skipped), poisons every other
+ * buffer, then zero-fills the accumulation targets. */
+int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
+               rg_err *err);
+/* Zero-fills the accumulation targets only (between timed repeats). */
+int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err);
+/* Launches every kernel once, in order, then waits. */
+int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
+/* Downloads a variable as float64 (caller frees). */
+double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err);
+
+/* ---- timing ---- */
+typedef struct kx_kernel_time {
+    char name[64];
+    kp_category category;
+    int backward;
+    double median_ns, min_ns, max_ns;
+} kx_kernel_time;
+
+typedef struct kx_timing {
+    int repeats;
+    double median_ms, min_ms, max_ms, stddev_ms;   /* per run: sum of its kernels' times */
+    double gemm_ms, traversal_ms, other_ms;        /* medians per category */
+    double fwd_ms, bwd_ms;
+    int nkernels;
+    kx_kernel_time *kernels;
+    const char *method;                            /* "cupti" or "cudaEvent" */
+} kx_timing;
+
+/* Warm-up runs, then `repeats` timed runs under the CUPTI activity API. */
+int kx_time(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, int warmup,
+            int repeats, kx_timing *out, rg_err *err);
+void kx_timing_free(kx_timing *t);
+
+#endif
