@@ -26,6 +26,11 @@ hg_graph *npy_load_mag_sub(const char *dir, const char *name, rg_err *err);
 /* Generator (datasets/synth.c): "aifb" (a registered name) or "nodes=..,edges=..,ntypes=..,
  * etypes=..,ratio=..[,seed=..]". Deterministic for a seed. */
 hg_graph *synth_generate(const char *spec, rg_err *err);
+/* The same graph before preprocessing: a builder holding the edges (reserved to size) for
+ * hgb_finish(b, *add_reverse, err), so generation and preprocessing can be timed apart. */
+hg_builder *synth_build(const char *spec, int *add_reverse, rg_err *err);
+/* Multi-line description of the synth: specs (profiles, keys, whether reverse types are added). */
+const char *synth_help(void);
 
 /* Versioned, checksummed binary cache of a finished graph (datasets/gcache.c). */
 int gcache_write(const char *path, const hg_graph *g, rg_err *err);

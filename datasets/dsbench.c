@@ -1,0 +1,251 @@
+/* `explore datasets bench`: times parsing (mutag, fb15k237), the binary cache (write, load)
+ * and synth:mag (generate, preprocess, cache load, peak RSS), one row per measurement. */
+#include "datasets/dsbench.h"
+#include "datasets/dataset.h"
+#include "datasets/loaders.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char BENCH_HELP[] =
+    "usage: explore datasets bench [--data-dir DIR] [--phase parse|cache|synth-mag] [--repeat N]\n\n"
+    "  parse      parse time of mutag and fb15k237 from the data dir (best of N)\n"
+    "  cache      binary cache write and load time of the same, and the speed-up over parsing\n"
+    "  synth-mag  synth:mag generate and preprocess time, peak RSS against the edge arrays\n"
+    "             (src + dst + etype, 12 B/edge), cache write and load time\n"
+    "Without --phase all three run in this process (peak RSS is then the largest of them;\n"
+    "datasets/bench.sh runs each phase in its own process). N defaults to 3.\n"
+    "Output: one tab-separated row per measurement: dataset, measure, value, unit, note.\n";
+
+static const char *const REAL_SETS[] = {"mutag", "fb15k237"};
+#define REAL_SET_COUNT ((int)(sizeof REAL_SETS / sizeof REAL_SETS[0]))
+
+typedef struct bench_opts {
+    const char *data_dir;
+    const char *phase;
+    int repeat;
+} bench_opts;
+
+static void row(const char *dataset, const char *measure, double value, const char *unit, const char *note)
+{
+    printf("%s\t%s\t%.3f\t%s\t%s\n", dataset, measure, value, unit, note ? note : "");
+    fflush(stdout);
+}
+
+static void rss_row(const char *phase)
+{
+    char note[64];
+    snprintf(note, sizeof note, "whole process, phase %s", phase);
+    row("-", "peak RSS", rg_peak_rss_kb() / 1024.0, "MB", note);
+}
+
+static double mb(double bytes) { return bytes / (1 << 20); }
+
+/* The dataset's folder under the data dir, or NULL (reported as a skip row) when absent. */
+static char *dataset_dir(const bench_opts *o, const char *name)
+{
+    ds_options opt = {.data_dir = o->data_dir, .no_cache = 1, .quiet = 1};
+    const ds_entry *e = ds_find(name);
+    RG_ASSERT(e != NULL);
+    char *dir = ds_entry_dir(e, &opt);
+    char *missing = ds_missing_files(e, dir);
+    if (!missing) return dir;
+    char note[512];
+    snprintf(note, sizeof note, "skipped: %s lacks %s", dir, missing);
+    row(name, "parse", 0, "-", note);
+    free(missing);
+    free(dir);
+    return NULL;
+}
+
+/* Parses `repeat` times with the registry's loader; returns the last graph and the best time. */
+static hg_graph *parse_best(const bench_opts *o, const char *name, const char *dir, double *best)
+{
+    const ds_entry *e = ds_find(name);
+    hg_graph *g = NULL;
+    *best = 1e30;
+    for (int i = 0; i < o->repeat; i++) {
+        rg_err err;
+        hg_free(g);   /* keep one parsed graph alive at a time */
+        double t0 = rg_now();
+        g = e->load(dir, name, &err);
+        double t = rg_now() - t0;
+        if (!g) {
+            fprintf(stderr, "explore datasets bench: %s: %s\n", name, err.msg);
+            return NULL;
+        }
+        if (t < *best) *best = t;
+    }
+    return g;
+}
+
+static int phase_parse(const bench_opts *o)
+{
+    for (int i = 0; i < REAL_SET_COUNT; i++) {
+        char *dir = dataset_dir(o, REAL_SETS[i]);
+        if (!dir) continue;
+        double best;
+        hg_graph *g = parse_best(o, REAL_SETS[i], dir, &best);
+        free(dir);
+        if (!g) return 1;
+        char note[128];
+        snprintf(note, sizeof note, "best of %d; %d nodes, %d edges", o->repeat, g->num_nodes, g->num_edges);
+        row(REAL_SETS[i], "parse", best, "s", note);
+        hg_free(g);
+    }
+    rss_row("parse");
+    return 0;
+}
+
+static char *bench_tmpdir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *tmpl = rg_xasprintf("%s/rgnn-bench-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(tmpl)) {
+        perror("explore datasets bench: mkdtemp");
+        free(tmpl);
+        return NULL;
+    }
+    return tmpl;
+}
+
+static int same_graph(const hg_graph *a, const hg_graph *b)
+{
+    size_t bytes = (size_t)a->num_edges * sizeof(int32_t);
+    return a->num_nodes == b->num_nodes && a->num_edges == b->num_edges && a->num_unique == b->num_unique &&
+           !memcmp(a->src, b->src, bytes) && !memcmp(a->dst, b->dst, bytes) &&
+           !memcmp(a->in_eid, b->in_eid, bytes) && !memcmp(a->edge_compact, b->edge_compact, bytes);
+}
+
+/* Writes g to dir/bench.hgc, then loads it `repeat` times (checking it reads back equal);
+ * rows for both, with the speed-up over parse_s when that is known (> 0). */
+static int cache_rows(const bench_opts *o, const char *label, const char *dir, hg_graph *g, double parse_s)
+{
+    char *path = rg_xasprintf("%s/bench.hgc", dir);
+    rg_err err;
+    double t0 = rg_now();
+    if (gcache_write(path, g, &err) != 0) {
+        fprintf(stderr, "explore datasets bench: %s: %s\n", label, err.msg);
+        free(path);
+        return 1;
+    }
+    double write_s = rg_now() - t0, best = 1e30;
+    struct stat st;
+    char note[160];
+    snprintf(note, sizeof note, "%.1f MB file", stat(path, &st) == 0 ? mb((double)st.st_size) : 0.0);
+    row(label, "cache write", write_s, "s", note);
+    int rc = 0;
+    for (int i = 0; i < o->repeat && rc == 0; i++) {
+        t0 = rg_now();
+        hg_graph *back = gcache_read(path, &err);
+        double t = rg_now() - t0;
+        if (!back || !same_graph(g, back)) {
+            fprintf(stderr, "explore datasets bench: %s: cache read back %s\n", label,
+                    back ? "differs from the graph written" : err.msg);
+            rc = 1;
+        }
+        if (t < best) best = t;
+        hg_free(back);
+    }
+    if (rc == 0) {
+        if (parse_s > 0) snprintf(note, sizeof note, "best of %d; %.0fx faster than parsing", o->repeat, parse_s / best);
+        else snprintf(note, sizeof note, "best of %d", o->repeat);
+        row(label, "cache load", best, "s", note);
+    }
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+static int phase_cache(const bench_opts *o)
+{
+    char *tmp = bench_tmpdir();
+    if (!tmp) return 1;
+    int rc = 0;
+    for (int i = 0; i < REAL_SET_COUNT && rc == 0; i++) {
+        char *dir = dataset_dir(o, REAL_SETS[i]);
+        if (!dir) continue;
+        double parse_s;
+        hg_graph *g = parse_best(o, REAL_SETS[i], dir, &parse_s);
+        free(dir);
+        if (!g) { rc = 1; break; }
+        rc = cache_rows(o, REAL_SETS[i], tmp, g, parse_s);
+        hg_free(g);
+    }
+    rmdir(tmp);
+    free(tmp);
+    if (rc == 0) rss_row("cache");
+    return rc;
+}
+
+static int phase_synth_mag(const bench_opts *o)
+{
+    rg_err err;
+    int add_reverse;
+    double t0 = rg_now();
+    hg_builder *b = synth_build("synth:mag", &add_reverse, &err);
+    double t1 = rg_now();
+    hg_graph *g = b ? hgb_finish(b, add_reverse, &err) : NULL;
+    double t2 = rg_now();
+    if (!g) {
+        fprintf(stderr, "explore datasets bench: synth:mag: %s\n", err.msg);
+        return 1;
+    }
+    double peak = rg_peak_rss_kb() / 1024.0, edge_mb = mb(12.0 * g->num_edges);
+    char note[160];
+    snprintf(note, sizeof note, "%d nodes, %d edges", g->num_nodes, g->num_edges);
+    row("synth:mag", "generate", t1 - t0, "s", note);
+    row("synth:mag", "preprocess", t2 - t1, "s", "hgb_finish: sort, CSRs, compaction maps");
+    snprintf(note, sizeof note, "generate + preprocess: %.2fx the edge arrays (%.0f MB)", peak / edge_mb, edge_mb);
+    row("synth:mag", "peak RSS", peak, "MB", note);
+    char *tmp = bench_tmpdir();
+    int rc = tmp ? cache_rows(o, "synth:mag", tmp, g, 0) : 1;
+    if (tmp) rmdir(tmp);
+    free(tmp);
+    hg_free(g);
+    if (rc == 0) rss_row("synth-mag");
+    return rc;
+}
+
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(BENCH_HELP, stdout);
+            return 1;
+        }
+        int has_value = i + 1 < argc;
+        if (!strcmp(a, "--data-dir") && has_value) o->data_dir = argv[++i];
+        else if (!strcmp(a, "--phase") && has_value) o->phase = argv[++i];
+        else if (!strcmp(a, "--repeat") && has_value) o->repeat = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "explore datasets bench: unknown or incomplete option '%s'\n%s", a, BENCH_HELP);
+            return -1;
+        }
+    }
+    if (o->repeat < 1 || o->repeat > 100) {
+        fprintf(stderr, "explore datasets bench: --repeat takes 1 to 100\n");
+        return -1;
+    }
+    if (o->phase && strcmp(o->phase, "parse") && strcmp(o->phase, "cache") && strcmp(o->phase, "synth-mag")) {
+        fprintf(stderr, "explore datasets bench: unknown phase '%s' (parse, cache, synth-mag)\n", o->phase);
+        return -1;
+    }
+    return 0;
+}
+
+int dsbench_main(int argc, char **argv)
+{
+    bench_opts o = {.repeat = 3};
+    int parsed = parse_args(argc, argv, &o);
+    if (parsed != 0) return parsed > 0 ? 0 : 2;
+    int all = !o.phase, rc = 0;
+    if (all || !strcmp(o.phase, "parse")) rc |= phase_parse(&o);
+    if (rc == 0 && (all || !strcmp(o.phase, "cache"))) rc |= phase_cache(&o);
+    if (rc == 0 && (all || !strcmp(o.phase, "synth-mag"))) rc |= phase_synth_mag(&o);
+    return rc ? 1 : 0;
+}
