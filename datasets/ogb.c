@@ -164,17 +164,23 @@ static int read_edge_csv(hg_builder *b, int32_t etype, const char *path, int64_t
     return rc;
 }
 
-/* num-edge-list.csv.gz beside an edge file, when present: the row count must match. */
-static int check_edge_count(const char *dir, int64_t rows, rg_err *err)
+/* num-edge-list.csv.gz beside an edge file, when present (*want = -1 when absent): used to
+ * reserve room up front, and the row count must match it. */
+static int published_edge_count(const char *dir, int64_t *want, rg_err *err)
 {
+    *want = -1;
     char *path = tio_find(dir, "num-edge-list.csv.gz");
     if (!path) return 0;
-    int64_t want = 0;
-    int rc = read_single_count(path, &want, err);
-    if (rc == 0 && want != rows)
-        rc = rg_errf(err, "%s says %lld edges but the edge file has %lld rows", path, (long long)want, (long long)rows);
+    int rc = read_single_count(path, want, err);
     free(path);
     return rc;
+}
+
+static int check_edge_count(const char *dir, int64_t want, int64_t rows, rg_err *err)
+{
+    if (want < 0 || want == rows) return 0;
+    return rg_errf(err, "%s/num-edge-list.csv.gz says %lld edges but the edge file has %lld rows", dir,
+                   (long long)want, (long long)rows);
 }
 
 static int read_relation(hg_builder *b, const char *raw, char *const f[3], const ogb_types *ty, rg_err *err)
@@ -183,9 +189,11 @@ static int read_relation(hg_builder *b, const char *raw, char *const f[3], const
     int32_t etype = hgb_etype(b, f[1], ht, tt);
     char *dir = rg_xasprintf("%s/relations/%s___%s___%s", raw, f[0], f[1], f[2]);
     char *path = tio_require(dir, "edge.csv.gz", "ogb", err);
-    int64_t rows = 0;
-    int rc = path ? read_edge_csv(b, etype, path, ty->counts[ht], ty->counts[tt], &rows, err) : -1;
-    if (rc == 0) rc = check_edge_count(dir, rows, err);
+    int64_t rows = 0, want;
+    int rc = path ? published_edge_count(dir, &want, err) : -1;
+    if (rc == 0 && want > 0) hgb_reserve(b, hgb_num_edges(b) + want);
+    if (rc == 0) rc = read_edge_csv(b, etype, path, ty->counts[ht], ty->counts[tt], &rows, err);
+    if (rc == 0) rc = check_edge_count(dir, want, rows, err);
     free(path);
     free(dir);
     return rc;
@@ -297,10 +305,13 @@ static int wiki_load(const char *raw, wiki_ctx *c, rg_err *err)
     hgb_ntype_count_at_least(c->b, c->entity, c->num_nodes);
     char *ep = tio_require(raw, "edge.csv.gz", "ogb-wikikg2", err);
     char *tp = ep ? tio_require(raw, "edge_reltype.csv.gz", "ogb-wikikg2", err) : NULL;
-    tio_reader *edges = tp ? tio_open(ep, err) : NULL;
+    int64_t want = -1;
+    rc = tp ? published_edge_count(raw, &want, err) : -1;
+    if (rc == 0 && want > 0) hgb_reserve(c->b, want);
+    tio_reader *edges = rc == 0 ? tio_open(ep, err) : NULL;
     tio_reader *types = edges ? tio_open(tp, err) : NULL;
     rc = types ? wiki_edges(c, edges, types, err) : -1;
-    if (rc == 0) rc = check_edge_count(raw, c->rows, err);
+    if (rc == 0) rc = check_edge_count(raw, want, c->rows, err);
     tio_close(edges);
     tio_close(types);
     free(ep);
