@@ -17,7 +17,7 @@ typedef struct kprof_record {
     char *name;
     uint64_t start_ns, end_ns;   /* only differences are meaningful */
     int grid[3], block[3];
-    int registers;               /* per thread */
+    int registers;               /* per thread; CUPTI gives the allocation (may exceed numRegs) */
     int static_smem, dynamic_smem;
     uint32_t stream_id;          /* 0 under the cudaEvent fallback */
 } kprof_record;

@@ -568,12 +568,27 @@ struct krt_module {
     int sm;
 };
 
+/* A cubin runs only on its own major version, at an equal or newer minor. Checked up front
+ * because libraries load lazily: the driver would only complain at the first use. */
+static int check_arch(int cubin_sm, rg_err *err)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return cuda_fail(err, e, "cannot query the current device");
+    int major = device_attr(cudaDevAttrComputeCapabilityMajor, dev);
+    int minor = device_attr(cudaDevAttrComputeCapabilityMinor, dev);
+    if (cubin_sm <= 0 || (cubin_sm / 10 == major && cubin_sm % 10 <= minor)) return 0;
+    return rg_errf(err, "cannot load a cubin for sm_%d on device %d (sm_%d%d): compile for sm_%d%d",
+                   cubin_sm, dev, major, minor, major, minor);
+}
+
 int krt_module_load(const krt_cubin *cubin, krt_module **out, rg_err *err)
 {
     RG_ASSERT(cubin && out);
     *out = NULL;
     if (krt_require_device(err)) return -1;
     if (!cubin->data || cubin->size == 0) return rg_errf(err, "cannot load an empty cubin");
+    if (check_arch(cubin->sm, err)) return -1;
     cudaLibrary_t lib;
     cudaError_t e = cudaLibraryLoadData(&lib, cubin->data, NULL, NULL, 0, NULL, NULL, 0);
     if (e != cudaSuccess)
@@ -599,8 +614,9 @@ int krt_get_kernel(krt_module *m, const char *name, krt_kernel *out, rg_err *err
     memset(out, 0, sizeof *out);
     cudaKernel_t k;
     cudaError_t e = cudaLibraryGetKernel(&k, m->lib, name);
-    if (e != cudaSuccess)
+    if (e == cudaErrorSymbolNotFound)
         return cuda_fail(err, e, "kernel '%s' not found in the module (is it extern \"C\"?)", name);
+    if (e != cudaSuccess) return cuda_fail(err, e, "cannot get kernel '%s' from the module", name);
     /* The runtime takes a cudaKernel_t wherever it takes a kernel as const void *. */
     struct cudaFuncAttributes attr;
     e = cudaFuncGetAttributes(&attr, (const void *)k);

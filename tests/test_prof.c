@@ -139,7 +139,9 @@ static void profile_launches(kprof_method method)
         assert_int_equal(r.v[i].grid[0], 8);
         assert_int_equal(r.v[i].grid[1], 1);
         assert_int_equal(r.v[i].block[0], 128);
-        assert_int_equal(r.v[i].registers, k.num_regs);
+        /* CUPTI reports the registers allocated, which may be rounded up (16 vs 8 seen
+         * on an H100); the cudaEvent fallback reports the compiled count. */
+        assert_true(r.v[i].registers >= k.num_regs && r.v[i].registers > 0);
         if (i) assert_true(r.v[i].start_ns >= r.v[i - 1].start_ns);
     }
     size_t ns;

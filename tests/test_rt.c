@@ -133,10 +133,14 @@ static void test_second_compile_is_cache_hit(void **state)
     krt_source src = pattern_source();
     krt_cubin a, b;
     rg_err err;
+    double t0 = rg_now();
     assert_int_equal(krt_compile(&src, 90, &a, &err), 0);
+    double t1 = rg_now();
     char *path = entry_path(dir, &a);
     assert_true(rg_file_exists(path));
     assert_int_equal(krt_compile(&src, 90, &b, &err), 0);
+    printf("compile (NVRTC + store) %.1f ms, cache hit %.3f ms, cubin %zu bytes\n",
+           (t1 - t0) * 1e3, (rg_now() - t1) * 1e3, a.size);
     assert_int_equal(b.from_cache, 1);
     assert_string_equal(a.key, b.key);
     assert_int_equal(a.size, b.size);
@@ -514,7 +518,9 @@ static void test_missing_kernel_and_bad_launch(void **state)
     void *args[] = {&dev, &n, &scale};
     krt_dim3 one = {1, 1, 1}, too_big = {4096, 1, 1}, empty = {0, 1, 1};
     assert_int_equal(krt_launch(&k, one, too_big, 0, args, &err), -1);
-    assert_non_null(strstr(err.msg, "cudaErrorInvalidConfiguration"));
+    /* CUDA 13 on an H100 says cudaErrorInvalidValue; older releases InvalidConfiguration. */
+    if (!strstr(err.msg, "cudaErrorInvalidConfiguration") && !strstr(err.msg, "cudaErrorInvalidValue"))
+        fail_msg("unexpected: %s", err.msg);
     assert_int_equal(krt_launch(&k, empty, one, 0, args, &err), -1);
     /* Neither failure is sticky: a correct launch still runs. */
     krt_dim3 block = {64, 1, 1};
@@ -539,8 +545,8 @@ static void test_cubin_for_other_arch_is_refused(void **state)
     krt_cubin c;
     krt_module *m;
     assert_int_equal(krt_compile(&src, other, &c, &err), 0);
-    assert_int_equal(krt_module_load(&c, &m, &err), -1);
-    assert_non_null(strstr(err.msg, "cudaError"));
+    if (krt_module_load(&c, &m, &err) == 0) fail_msg("an sm_%d cubin loaded on sm_%d", other, gpu.sm);
+    if (!strstr(err.msg, "cannot load a cubin for sm_")) fail_msg("unexpected: %s", err.msg);
     krt_cubin_free(&c);
     assert_int_equal(krt_sync(&err), 0);
 }
