@@ -15,6 +15,7 @@ typedef struct gemm_shape {
     int y_head_stride;
     int w_slice;        /* floats per type slice of W */
     int w_head_stride;
+    int y_sums_heads;   /* per-head products summed into a one-head output */
 } gemm_shape;
 
 /* Graph arrays the kernel reads, in parameter order. */
@@ -52,13 +53,19 @@ static int resolve_shape(const ir_program *ir, const lw_gemm *gm, gemm_shape *sh
     sh->w_head_stride = sh->K * sh->N;
     sh->w_slice = wheads * sh->K * sh->N;
     sh->x_head_stride = (wheads > 1 && sh->x->heads > 1) ? sh->K : 0;
-    sh->y_head_stride = wheads > 1 ? sh->N : 0;
+    /* A one-head output of a per-head product receives the sum over heads (the adjoint of
+     * broadcasting an input over heads): every head's block adds into the same row. */
+    sh->y_sums_heads = wheads > 1 && !gm->outer_product && sh->y->heads <= 1;
+    sh->y_head_stride = wheads > 1 && !sh->y_sums_heads ? sh->N : 0;
     if (sh->x_head_stride == 0 && sh->ldx != sh->K)
         return rg_errf(err, "GEMM over %s: X row width %d does not match K=%d", w->name, sh->ldx, sh->K);
+    if (gm->outer_product && w->rows_dim == 0 && sh->y->dim != 1)
+        return rg_errf(err, "gradient of vector weight %s from a %d-wide dY is not an outer product", w->name,
+                       sh->y->dim);
     if (gm->outer_product) {
         if (sh->ldy != sh->N * (wheads > 1 ? wheads : 1) && !(sh->N == 1 && sh->ldy == wheads))
             return rg_errf(err, "outer product into %s: dY row width %d does not match N=%d", w->name, sh->ldy, sh->N);
-    } else if (sh->ldy != sh->N * wheads) {
+    } else if (sh->ldy != sh->N * (sh->y_sums_heads ? 1 : wheads)) {
         return rg_errf(err, "GEMM over %s: Y row width %d does not match %d heads x N=%d", w->name, sh->ldy, wheads, sh->N);
     }
     return 0;
@@ -195,6 +202,9 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         (sh.s && index_expr(gm->scalar_idx, gm->rows, cfg, &u, sidx, sizeof sidx, err)) ||
         weight_slice_expr(gm->w_acc, gm->rows, &u, wsl, sizeof wsl, err))
         return -1;
+    if (sh.y_sums_heads && !gm->y_atomic && !gm->accumulate)
+        return rg_errf(err, "per-head products summed into one-head %s need an accumulation (+=) target",
+                       sh.y->name);
     kp_rowset rs = rowset_of(gm);
     segment_end_expr(rs, &u, segend, sizeof segend);
     int T = cfg->tile, C = cfg->coarsen, TY = T / C;
@@ -283,7 +293,7 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         "        const float v = acc[i] * %s;\n"
         "        float* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
         scal, yrow, sh.ldy, sh.y_head_stride);
-    if (gm->y_atomic) rg_str_puts(src, "        atomicAdd(y, v);\n");
+    if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "        atomicAdd(y, v);\n");
     else if (gm->accumulate) rg_str_puts(src, "        *y += v;\n");
     else rg_str_puts(src, "        *y = v;\n");
     rg_str_puts(src, "    }\n}\n");

@@ -185,6 +185,20 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
     }
 }
 
+/* Broadcast shape of a statement: the largest heads and dim among its output and operands. */
+static void iter_shape(const kgen *g, const ir_stmt *s, int *H, int *D)
+{
+    const ir_var *o = V(g, s->out.var);
+    *H = var_heads(o);
+    *D = o->dim;
+    for (int k = 0; k < s->nin; k++) {
+        if (s->in[k].var < 0) continue;
+        const ir_var *v = V(g, s->in[k].var);
+        if (var_heads(v) > *H) *H = var_heads(v);
+        if (v->dim > *D) *D = v->dim;
+    }
+}
+
 /* Loop of lanes over the output's heads x dim elements. */
 static void open_elem_loop(kgen *g, const ir_var *out)
 {
@@ -222,6 +236,27 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     } else if (elementwise_value(g, s, val, sizeof val, err)) {
         return -1;
     }
+    int H, D;
+    iter_shape(g, s, &H, &D);
+    int Ho = var_heads(out), Do = out->dim;
+    int concat_like = s->op == IR_OP_CONCAT || s->op == IR_OP_SLICE;
+    if (!concat_like && (Ho < H || Do < D)) {
+        /* a narrower output receives the sum over the broadcast axis */
+        rg_str_printf(&g->body,
+                      "        for (int i = lane; i < %d; i += 32) {\n"
+                      "            const int h0 = i / %d, d0 = i %% %d;\n"
+                      "            float r = 0.f;\n"
+                      "            for (int hh = 0; hh < %d; hh++)\n"
+                      "                for (int dd = 0; dd < %d; dd++) {\n"
+                      "                    const int h = %s, d = %s; (void)h; (void)d;\n"
+                      "                    r += %s;\n"
+                      "                }\n"
+                      "            { const int h = h0, d = d0; (void)h; (void)d;\n",
+                      Ho * Do, Do, Do, Ho < H ? H : 1, Do < D ? D : 1, Ho < H ? "hh" : "h0", Do < D ? "dd" : "d0", val);
+        if (emit_store(g, s, "r", err)) return -1;
+        rg_str_puts(&g->body, "            }\n        }\n");
+        return 0;
+    }
     open_elem_loop(g, out);
     rg_str_printf(&g->body, "            const float r = %s;\n", val);
     if (emit_store(g, s, "r", err)) return -1;
@@ -235,18 +270,33 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     const ir_var *a = V(g, s->in[0].var);
     const ir_var *b = s->in[1].var >= 0 ? V(g, s->in[1].var) : a;
     int D = a->dim > b->dim ? a->dim : b->dim;
+    int H, Dmax;
+    iter_shape(g, s, &H, &Dmax);
     char ra[512], rb[512];
     if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
         operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
         return -1;
-    rg_str_printf(&g->body,
-                  "        for (int h = 0; h < %d; h++) {\n"
-                  "            float p = 0.f;\n"
-                  "            for (int dd = lane; dd < %d; dd += 32) p = fmaf(%s, %s, p);\n"
-                  "            p = warp_sum(p);\n"
-                  "            const int d = 0; (void)d;\n"
-                  "            if (lane == 0) {\n",
-                  var_heads(out), D, ra, rb);
+    if (var_heads(out) == 1 && H > 1) {
+        /* one-head output of per-head operands: the sum over heads too */
+        rg_str_printf(&g->body,
+                      "        {\n"
+                      "            float p = 0.f;\n"
+                      "            for (int h = 0; h < %d; h++)\n"
+                      "                for (int dd = lane; dd < %d; dd += 32) p = fmaf(%s, %s, p);\n"
+                      "            p = warp_sum(p);\n"
+                      "            const int h = 0, d = 0; (void)h; (void)d;\n"
+                      "            if (lane == 0) {\n",
+                      H, D, ra, rb);
+    } else {
+        rg_str_printf(&g->body,
+                      "        for (int h = 0; h < %d; h++) {\n"
+                      "            float p = 0.f;\n"
+                      "            for (int dd = lane; dd < %d; dd += 32) p = fmaf(%s, %s, p);\n"
+                      "            p = warp_sum(p);\n"
+                      "            const int d = 0; (void)d;\n"
+                      "            if (lane == 0) {\n",
+                      var_heads(out), D, ra, rb);
+    }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
     return 0;
@@ -294,16 +344,20 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
     g->var_used[s->out.var] = g->var_written[s->out.var] = 1;
     int H = var_heads(w);
     if (w->rows_dim == 0) {
-        /* vector weight: dw[h][d] += dy[h] * x[h][d] */
+        /* vector weight: the broadcast product x * dy, reduced into w's [heads][dim] slice */
+        int BH, BD;
+        char wel[160];
+        iter_shape(g, s, &BH, &BD);
+        elem_expr(w, "h", "d", wel, sizeof wel);
         if (operand_ref(g, &s->in[0], "h", "d", xr, sizeof xr, err) ||
-            operand_ref(g, &s->in[1], "h", "0", dr, sizeof dr, err))
+            operand_ref(g, &s->in[1], "h", "d", dr, sizeof dr, err))
             return -1;
         rg_str_printf(&g->body,
                       "        for (int i = lane; i < %d; i += 32) {\n"
                       "            const int h = i / %d, d = i %% %d;\n"
-                      "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s * %s);\n"
+                      "            atomicAdd(&v%d[(size_t)(%s) * %d + %s], %s * %s);\n"
                       "        }\n",
-                      H * w->dim, w->dim, w->dim, s->out.var, wrow, H * w->dim, dr, xr);
+                      BH * BD, BD, BD, s->out.var, wrow, H * w->dim, wel, dr, xr);
         return 0;
     }
     int K = w->rows_dim, N = w->dim;
