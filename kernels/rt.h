@@ -63,7 +63,8 @@ void krt_cubin_free(krt_cubin *c);
  * and the arch, as 32 hex digits in key_hex. */
 void krt_cache_key(const krt_source *src, int sm, char key_hex[33]);
 /* The cache folder: $RGNN_KCACHE, else $XDG_CACHE_HOME/rgnn/cubin, else
- * $HOME/.cache/rgnn/cubin. NULL when RGNN_KCACHE=off (caching disabled). Caller frees. */
+ * $HOME/.cache/rgnn/cubin (else /tmp/rgnn-cubin-cache). NULL when RGNN_KCACHE=off
+ * (caching disabled). Read at every compile, so tests may change it. Caller frees. */
 char *krt_cache_dir(void);
 
 /* Counters since the start or the last reset, shared by all threads. */
