@@ -1,0 +1,153 @@
+/* The design space as data: named value lists per config key (built-in "default" and
+ * "full", or a file), enumerated into configs, with invalid points pruned and explained. */
+#include "explorer/space.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The default space: the papers' dimensions (compaction x reordering x tile x coarsening x
+ * launch bounds) and the traversal form; 144 points. */
+static const char DEFAULT_SPACE[] =
+    "compact: off bsearch direct\n"
+    "reorder: off on\n"
+    "tile: 16 32\n"
+    "coarsen: 1 2 4\n"
+    "lb: off on\n"
+    "w: shmem\n"
+    "trav: node edge\n"
+    "pagg: on\n";
+
+static const char FULL_SPACE[] =
+    "compact: off bsearch direct\n"
+    "reorder: off on\n"
+    "tile: 16 32 64\n"
+    "coarsen: 1 2 4\n"
+    "lb: off on\n"
+    "w: shmem reg\n"
+    "trav: node edge\n"
+    "pagg: on off\n";
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static int parse_line(sp_space *sp, char *line, const char *where, int lineno, rg_err *err)
+{
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    line = trim(line);
+    if (!*line) return 0;
+    char *colon = strchr(line, ':');
+    if (!colon) return rg_errf(err, "%s:%d: expected 'key: value value ...'", where, lineno);
+    *colon = 0;
+    char *key = trim(line);
+    if (sp->ndims == SP_MAX_DIMS) return rg_errf(err, "%s:%d: too many keys", where, lineno);
+    sp_dim *d = &sp->dims[sp->ndims];
+    memset(d, 0, sizeof *d);
+    snprintf(d->key, sizeof d->key, "%s", key);
+    for (int i = 0; i < sp->ndims; i++)
+        if (!strcmp(sp->dims[i].key, key)) return rg_errf(err, "%s:%d: key '%s' given twice", where, lineno, key);
+    char *save = NULL;
+    for (char *v = strtok_r(colon + 1, " \t,", &save); v; v = strtok_r(NULL, " \t,", &save)) {
+        if (d->nvals == SP_MAX_VALS) return rg_errf(err, "%s:%d: too many values for %s", where, lineno, key);
+        cg_config probe;
+        cfg_default(&probe);
+        char kv[64];
+        snprintf(kv, sizeof kv, "%s=%s", key, v);
+        if (cfg_parse(&probe, kv, err)) {
+            rg_err_prefix(err, "%s:%d", where, lineno);
+            return -1;
+        }
+        snprintf(d->vals[d->nvals++], sizeof d->vals[0], "%s", v);
+    }
+    if (d->nvals == 0) return rg_errf(err, "%s:%d: key '%s' has no values", where, lineno, key);
+    sp->ndims++;
+    return 0;
+}
+
+static int parse_text(sp_space *sp, const char *text, const char *where, rg_err *err)
+{
+    char *copy = rg_xstrdup(text), *save = NULL;
+    int lineno = 0, rc = 0;
+    /* strtok_r would skip empty lines and lose line numbers: split by hand */
+    for (char *line = copy; line && !rc; line = save) {
+        char *nl = strchr(line, '\n');
+        save = nl ? nl + 1 : NULL;
+        if (nl) *nl = 0;
+        lineno++;
+        rc = parse_line(sp, line, where, lineno, err);
+    }
+    free(copy);
+    return rc;
+}
+
+int sp_load(const char *spec, sp_space *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", spec);
+    if (!strcmp(spec, "default")) return parse_text(out, DEFAULT_SPACE, "default space", err);
+    if (!strcmp(spec, "full")) return parse_text(out, FULL_SPACE, "full space", err);
+    FILE *f = fopen(spec, "r");
+    if (!f) return rg_errf(err, "--space: '%s' is neither default, full nor a readable file", spec);
+    rg_str text = {0};
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
+        buf[n] = 0;
+        rg_str_puts(&text, buf);
+    }
+    fclose(f);
+    int rc = parse_text(out, text.s ? text.s : "", spec, err);
+    rg_str_free(&text);
+    if (rc == 0 && out->ndims == 0) return rg_errf(err, "%s: the space file lists no keys", spec);
+    return rc;
+}
+
+int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
+{
+    long total = 1;
+    for (int i = 0; i < s->ndims; i++) total *= s->dims[i].nvals;
+    if (total > 100000) return rg_errf(err, "space %s has %ld points: too many", s->name, total);
+    sp_point *p = rg_xcalloc((size_t)total, sizeof *p);
+    int idx[SP_MAX_DIMS] = {0};
+    for (long k = 0; k < total; k++) {
+        cfg_default(&p[k].cfg);
+        for (int i = 0; i < s->ndims; i++) {
+            char kv[64];
+            snprintf(kv, sizeof kv, "%s=%s", s->dims[i].key, s->dims[i].vals[idx[i]]);
+            RG_ASSERT(cfg_parse(&p[k].cfg, kv, NULL) == 0);  /* checked by sp_load */
+        }
+        rg_err why;
+        p[k].valid = cfg_validate(&p[k].cfg, &why) == 0;
+        if (!p[k].valid) snprintf(p[k].reason, sizeof p[k].reason, "%s", why.msg);
+        for (int i = s->ndims - 1; i >= 0; i--) {
+            if (++idx[i] < s->dims[i].nvals) break;
+            idx[i] = 0;
+        }
+    }
+    *points = p;
+    *n = (int)total;
+    return 0;
+}
+
+int sp_count_valid(const sp_point *p, int n)
+{
+    int c = 0;
+    for (int i = 0; i < n; i++) c += p[i].valid;
+    return c;
+}
+
+void sp_print(const sp_space *s, FILE *f)
+{
+    fprintf(f, "# design space %s\n", s->name);
+    for (int i = 0; i < s->ndims; i++) {
+        fprintf(f, "%s:", s->dims[i].key);
+        for (int j = 0; j < s->dims[i].nvals; j++) fprintf(f, " %s", s->dims[i].vals[j]);
+        fputc('\n', f);
+    }
+}

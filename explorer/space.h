@@ -1,0 +1,38 @@
+/* The design space as data: named value lists per config key (built-in "default" and
+ * "full", or a file), enumerated into configs, with invalid points pruned and explained. */
+#ifndef SP_SPACE_H
+#define SP_SPACE_H
+
+#include "codegen/config.h"
+
+#define SP_MAX_DIMS 16
+#define SP_MAX_VALS 8
+
+typedef struct sp_dim {
+    char key[16];
+    int nvals;
+    char vals[SP_MAX_VALS][16];
+} sp_dim;
+
+typedef struct sp_space {
+    char name[256];
+    int ndims;
+    sp_dim dims[SP_MAX_DIMS];
+} sp_space;
+
+typedef struct sp_point {
+    cg_config cfg;
+    int valid;
+    char reason[sizeof(rg_err)];   /* why it is invalid */
+} sp_point;
+
+/* "default", "full", or a file of lines `key: v1 v2 ...` (# comments). Keys and values are
+ * checked against the config parser, with file:line in the message. */
+int sp_load(const char *spec, sp_space *out, rg_err *err);
+/* Every combination, in a stable order (last key fastest). Caller frees *points. */
+int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err);
+int sp_count_valid(const sp_point *p, int n);
+/* The space as text (what `--space FILE` accepts). */
+void sp_print(const sp_space *s, FILE *f);
+
+#endif
