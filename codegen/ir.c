@@ -296,94 +296,122 @@ static int max_int(int a, int b) { return a > b ? a : b; }
 
 #define VFAIL(...) do { rg_errf(err, __VA_ARGS__); goto fail; } while (0)
 
-/* Shape rules of each op (ir.h). Returns 0 or -1 with a message (without the prefix). */
+/* An output of (oh, od) can take a broadcast result of (h, d): the same size, a wider
+ * output of a size-1 axis (broadcast), or a narrower size-1 output that receives the sum
+ * over the axis (the adjoint of broadcasting, codegen/ref.h). */
+static int out_fits(int oh, int od, int h, int d)
+{
+    return (oh == h || oh == 1 || h == 1) && (od == d || od == 1 || d == 1);
+}
+
+#define OUT_FITS_OR_FAIL(H, D)                                                                     \
+    do {                                                                                           \
+        if (!out_fits(o.heads, o.dim, (H), (D)))                                                   \
+            VFAIL("%s output %dx%d cannot hold %dx%d", ir_op_name(s->op), o.heads, o.dim, (H), (D)); \
+    } while (0)
+
+static int check_linear(const opshape *a, const opshape *b, const opshape *po, const ir_stmt *s, rg_err *err)
+{
+    opshape o = *po;
+    if (!b->is_matrix) VFAIL("linear needs a weight matrix as its second operand");
+    if (a->is_weight || o.is_weight) VFAIL("linear maps rows, not weights");
+    int kin = s->transpose_w ? b->dim : b->rows_dim, kout = s->transpose_w ? b->rows_dim : b->dim;
+    if (b->heads == 1) {
+        if (a->heads * a->dim != kin) VFAIL("linear input is %d wide, weight expects %d", a->heads * a->dim, kin);
+        if (o.heads * o.dim != kout) VFAIL("linear output is %d wide, weight gives %d", o.heads * o.dim, kout);
+        return 0;
+    }
+    if (a->heads != 1 && a->heads != b->heads)
+        VFAIL("linear input has %d heads, per-head weight has %d", a->heads, b->heads);
+    if (a->dim != kin) VFAIL("linear input is %d wide per head, weight expects %d", a->dim, kin);
+    if ((o.heads != b->heads && o.heads != 1) || o.dim != kout)
+        VFAIL("linear output is %dx%d, per-head weight gives %dx%d", o.heads, o.dim, b->heads, kout);
+    return 0;
+fail:
+    return -1;
+}
+
+static int check_weight_mm(const opshape *a, const opshape *b, const opshape *o, rg_err *err)
+{
+    if (!o->is_weight || !a->is_matrix || !b->is_weight)
+        VFAIL("weight_mm needs a weight matrix times a weight into a weight");
+    int kb = b->is_matrix ? b->rows_dim : b->dim;
+    int per_head = b->heads > 1 && a->heads == 1;
+    if (a->heads != 1 && a->heads != b->heads) VFAIL("weight_mm heads %d vs %d", a->heads, b->heads);
+    if (a->dim != (per_head ? b->heads * kb : kb))
+        VFAIL("weight_mm inner widths %d and %d do not match", a->dim, per_head ? b->heads * kb : kb);
+    int want_rows = b->is_matrix ? a->rows_dim : 0, want_dim = b->is_matrix ? b->dim : a->rows_dim;
+    if (o->heads != b->heads || o->rows_dim != want_rows || o->dim != want_dim)
+        VFAIL("weight_mm result must be %d heads of (%d, %d)", b->heads, want_rows, want_dim);
+    return 0;
+fail:
+    return -1;
+}
+
+static int check_wgrad(const opshape *a, const opshape *b, const opshape *o, rg_err *err)
+{
+    if (!o->is_weight) VFAIL("wgrad must write a weight gradient");
+    if (a->is_weight || b->is_weight) return 0;   /* DOM_TYPE products: ref.h's matrix rules */
+    if (o->is_matrix) {
+        int kin = o->heads == 1 ? a->heads * a->dim : a->dim, kout = o->heads == 1 ? b->heads * b->dim : b->dim;
+        if (kin != o->rows_dim || kout != o->dim)
+            VFAIL("wgrad outer product %dx%d into a (%d, %d) weight", kin, kout, o->rows_dim, o->dim);
+    } else if (!out_fits(o->heads, o->dim, a->heads > b->heads ? a->heads : b->heads, a->dim > b->dim ? a->dim : b->dim)
+               || (b->dim != 1 && b->dim != o->dim) || !broadcast_ok(a->heads, b->heads)) {
+        VFAIL("wgrad of a vector weight %dx%d from %dx%d and %dx%d", o->heads, o->dim, a->heads, a->dim, b->heads,
+              b->dim);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+/* Shape rules of each op (ir.h, with ref.h's reductions). 0 or -1 with a message. */
 static int check_shapes(const ir_program *p, const ir_stmt *s, rg_err *err)
 {
     opshape o = operand_shape(p, &s->out);
     opshape a = s->nin > 0 ? operand_shape(p, &s->in[0]) : o;
     opshape b = s->nin > 1 ? operand_shape(p, &s->in[1]) : o;
     switch (s->op) {
-    case IR_OP_LINEAR: {
-        if (!b.is_matrix) VFAIL("linear needs a weight matrix as its second operand");
-        if (a.is_weight || o.is_weight) VFAIL("linear maps rows, not weights");
-        int kin = s->transpose_w ? b.dim : b.rows_dim, kout = s->transpose_w ? b.rows_dim : b.dim;
-        if (b.heads == 1) {
-            if (a.heads * a.dim != kin)
-                VFAIL("linear input is %d wide, weight expects %d", a.heads * a.dim, kin);
-            if (o.heads * o.dim != kout)
-                VFAIL("linear output is %d wide, weight gives %d", o.heads * o.dim, kout);
-        } else {
-            if (a.heads != 1 && a.heads != b.heads)
-                VFAIL("linear input has %d heads, per-head weight has %d", a.heads, b.heads);
-            if (a.dim != kin) VFAIL("linear input is %d wide per head, weight expects %d", a.dim, kin);
-            if (o.heads != b.heads || o.dim != kout)
-                VFAIL("linear output is %dx%d, per-head weight gives %dx%d", o.heads, o.dim, b.heads, kout);
-        }
-        return 0;
-    }
+    case IR_OP_LINEAR: return check_linear(&a, &b, &o, s, err);
     case IR_OP_DOT:
         if (a.is_matrix || b.is_matrix) VFAIL("dot of a weight matrix");
         if (!broadcast_ok(a.heads, b.heads) || !broadcast_ok(a.dim, b.dim))
             VFAIL("dot operands %dx%d and %dx%d do not match", a.heads, a.dim, b.heads, b.dim);
-        if (o.dim != 1 || o.heads != max_int(a.heads, b.heads))
-            VFAIL("dot output must be %dx1, is %dx%d", max_int(a.heads, b.heads), o.heads, o.dim);
+        OUT_FITS_OR_FAIL(max_int(a.heads, b.heads), 1);
         return 0;
     case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
     case IR_OP_LEAKYRELU_GRAD: case IR_OP_RELU_GRAD:
         if (a.is_matrix || b.is_matrix) VFAIL("%s of a weight matrix", ir_op_name(s->op));
         if (!broadcast_ok(a.heads, b.heads) || !broadcast_ok(a.dim, b.dim))
-            VFAIL("%s operands %dx%d and %dx%d do not broadcast", ir_op_name(s->op),
-                  a.heads, a.dim, b.heads, b.dim);
-        if (!broadcast_ok(o.heads, max_int(a.heads, b.heads)) || !broadcast_ok(o.dim, max_int(a.dim, b.dim))
-            || o.heads < max_int(a.heads, b.heads) || o.dim < max_int(a.dim, b.dim))
-            VFAIL("%s output %dx%d cannot hold %dx%d", ir_op_name(s->op), o.heads, o.dim,
-                  max_int(a.heads, b.heads), max_int(a.dim, b.dim));
+            VFAIL("%s operands %dx%d and %dx%d do not broadcast", ir_op_name(s->op), a.heads, a.dim, b.heads, b.dim);
+        OUT_FITS_OR_FAIL(max_int(a.heads, b.heads), max_int(a.dim, b.dim));
         return 0;
     case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY:
         if (a.is_matrix != o.is_matrix || (a.is_matrix && a.rows_dim != o.rows_dim))
             VFAIL("%s between a matrix and a non-matrix", ir_op_name(s->op));
-        if (!broadcast_ok(o.heads, a.heads) || o.heads < a.heads || !broadcast_ok(o.dim, a.dim) || o.dim < a.dim)
-            VFAIL("%s output %dx%d cannot hold %dx%d", ir_op_name(s->op), o.heads, o.dim, a.heads, a.dim);
+        /* COPY between equal row widths of other (heads, dim) is a reshape (flat copy) */
+        if (s->op == IR_OP_COPY && !a.is_weight && o.heads * o.dim == a.heads * a.dim) return 0;
+        OUT_FITS_OR_FAIL(a.heads, a.dim);
         return 0;
     case IR_OP_CONCAT:
-        if (a.heads != b.heads || o.heads != a.heads || o.dim != a.dim + b.dim)
+        if (a.heads != b.heads || (o.heads != a.heads && o.heads != 1) || o.dim != a.dim + b.dim)
             VFAIL("concat of %dx%d and %dx%d into %dx%d", a.heads, a.dim, b.heads, b.dim, o.heads, o.dim);
         return 0;
     case IR_OP_SLICE:
-        if (o.heads != a.heads || s->iarg < 0 || s->iarg + o.dim > a.dim)
+        if (!out_fits(o.heads, 1, a.heads, 1) || s->iarg < 0 || s->iarg + o.dim > a.dim)
             VFAIL("slice [%d, %d) of a %d-wide value", s->iarg, s->iarg + o.dim, a.dim);
         return 0;
-    case IR_OP_WEIGHT_MM: {
-        if (!o.is_weight || !a.is_matrix || !b.is_weight)
-            VFAIL("weight_mm needs a weight matrix times a weight into a weight");
-        int kb = b.is_matrix ? b.rows_dim : b.dim;
-        int per_head = b.heads > 1 && a.heads == 1;
-        if (a.heads != 1 && a.heads != b.heads) VFAIL("weight_mm heads %d vs %d", a.heads, b.heads);
-        if (a.dim != (per_head ? b.heads * kb : kb))
-            VFAIL("weight_mm inner widths %d and %d do not match", a.dim, per_head ? b.heads * kb : kb);
-        int want_rows = b.is_matrix ? a.rows_dim : 0, want_dim = b.is_matrix ? b.dim : a.rows_dim;
-        if (o.heads != b.heads || o.rows_dim != want_rows || o.dim != want_dim)
-            VFAIL("weight_mm result must be %d heads of (%d, %d)", b.heads, want_rows, want_dim);
-        return 0;
-    }
-    case IR_OP_WGRAD:
-        if (!o.is_weight) VFAIL("wgrad must write a weight gradient");
-        if (o.is_matrix) {
-            int kin = o.heads == 1 ? a.heads * a.dim : a.dim, kout = o.heads == 1 ? b.heads * b.dim : b.dim;
-            if (kin != o.rows_dim || kout != o.dim)
-                VFAIL("wgrad outer product %dx%d into a (%d, %d) weight", kin, kout, o.rows_dim, o.dim);
-        } else if (!broadcast_ok(a.heads, b.heads) || !broadcast_ok(o.heads, max_int(a.heads, b.heads))
-                   || a.dim != o.dim || b.dim != 1) {
-            VFAIL("wgrad of a vector weight %dx%d from %dx%d and %dx%d", o.heads, o.dim,
-                  a.heads, a.dim, b.heads, b.dim);
-        }
-        return 0;
+    case IR_OP_WEIGHT_MM:
+        if (s->transpose_w || s->backward) return o.is_weight ? 0 : rg_errf(err, "weight_mm must write a weight");
+        return check_weight_mm(&a, &b, &o, err);
+    case IR_OP_WGRAD: return check_wgrad(&a, &b, &o, err);
     case IR_OP_NLL_LOSS:
         if (b.heads != 1 || b.dim != 1) VFAIL("nll_loss labels must be 1 wide");
         return 0;
     case IR_OP_NLL_GRAD:
         if (b.heads != 1 || b.dim != 1) VFAIL("nll_grad labels must be 1 wide");
-        if (o.heads != a.heads || o.dim != a.dim) VFAIL("nll_grad output must match its input");
+        if (o.heads * o.dim != a.heads * a.dim) VFAIL("nll_grad output must match its input");
         return 0;
     default:
         return 0;   /* ops added later: their operands' accesses are still checked */

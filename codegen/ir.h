@@ -50,6 +50,10 @@
  * Additions (D1, additive clarifications checked by ir_verify):
  *  - LINEAR with a per-head weight (wheads == H > 1) and an input with heads == 1: the
  *    input row is broadcast to every head, out[h] = x * W[t][h] (reordered HGT uses it).
+ *  - COPY between rows of equal width but other (heads, dim) copies the row as a flat
+ *    vector (the language's reshape() of a stored value).
+ *  - Outputs narrower than the broadcast shape receive the sum over the broadcast axis
+ *    (codegen/ref.h states it); ir_verify accepts them.
  *  - Which rows a DOM_EDGE statement runs over (ir_stmt_per_unique() decides it):
  *    once per unique (src, etype) row u when (a) its output is a COMPACT edge var written
  *    with `=`, or (b) its output is a node var at ACC_SRC or a weight slice, written with
