@@ -1,0 +1,1209 @@
+/* The CPU reference executor: float64 evaluation of inter-operator IR programs on a graph,
+ * parallel over rows with pthreads; semantics in ir.h and ref.h. */
+#include "codegen/ref.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Hot dense kernels get an AVX2/FMA clone on x86-64 (the default build targets plain
+ * x86-64); the dispatcher picks it at load time when the CPU has it. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define REF_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define REF_HOT
+#endif
+
+#define SCATTER_CHUNK 8192   /* rows per scatter chunk: bounds the temporary buffer */
+#define MAX_THREADS 64
+
+/* ------------------------------------------------------------------ executor state */
+
+struct ref_exec {
+    const ir_program *p;
+    const hg_graph *g;
+    uint64_t seed;
+    int nthreads;
+    double **val;          /* [nvars] */
+    int64_t *rows, *width; /* [nvars] */
+    int32_t *node_ntype;   /* [num_nodes] */
+    int32_t *unique_etype; /* [num_unique] */
+};
+
+/* Where a statement's current row sits in the graph. */
+typedef struct rowctx {
+    int64_t row, compact;
+    int32_t src, dst, etype, ntype, src_ntype, dst_ntype;
+} rowctx;
+
+typedef enum iter_kind { IT_EDGES, IT_UNIQUE, IT_NODES, IT_TYPES, IT_GLOBAL } iter_kind;
+
+/* DIRECT: each row writes its own output row. SCATTER: rows add into shared rows (chunked,
+ * owner-computes). WACC: rows add into weight slices (per-thread accumulators).
+ * SERIAL: per-type and global statements, small enough to run on one thread. */
+typedef enum out_mode { OUT_DIRECT, OUT_SCATTER, OUT_WACC, OUT_SERIAL } out_mode;
+
+/* An operand resolved against the executor: where its rows live and their shape. */
+typedef struct opnd {
+    int var;               /* -1: constant */
+    ir_access acc;
+    double cval;
+    double *base;
+    int64_t width;         /* values per row (weights: per type slice) */
+    int kind;              /* ir_var_kind, -1 for a constant */
+    int compact;
+    int heads, dim, rows_dim;
+    int64_t sh, sd;        /* broadcasting strides over heads and dim (0 = broadcast) */
+} opnd;
+
+typedef struct splan {
+    ref_exec *x;
+    const ir_stmt *s;
+    ir_opkind op;          /* WGRAD into a vector weight runs as a reducing MUL */
+    iter_kind it;
+    int64_t nrows;
+    out_mode mode;
+    int aliased;           /* the output is also read: compute into scratch first */
+    int nin;
+    opnd out, in[IR_MAX_IN];
+    int H, D;              /* broadcast shape of elementwise ops */
+    int64_t ntargets;      /* SCATTER: rows of the output */
+    double inv_nodes;      /* NLL: 1 / num_nodes */
+    /* DOM_TYPE matrix products: per operand (in0, in1, out) whether a wheads-1 weight is
+     * split into H column blocks instead of shared */
+    int mm_heads, mm_split[3];
+    int reshape;           /* COPY between equal row widths: a flat copy (ir.h) */
+} splan;
+
+/* ------------------------------------------------------------------ small helpers */
+
+static int64_t opnd_row(const opnd *o, const rowctx *c)
+{
+    switch (o->acc) {
+    case IR_ACC_ROW: return o->compact ? c->compact : c->row;
+    case IR_ACC_SRC: return c->src;
+    case IR_ACC_DST: return c->dst;
+    case IR_ACC_ETYPE: return c->etype;
+    case IR_ACC_NTYPE: return c->ntype;
+    case IR_ACC_SRC_NTYPE: return c->src_ntype;
+    case IR_ACC_DST_NTYPE: return c->dst_ntype;
+    default: return 0;
+    }
+}
+
+static double *opnd_ptr(const opnd *o, const rowctx *c)
+{
+    if (o->var < 0) return (double *)&o->cval;
+    return o->base + opnd_row(o, c) * o->width;
+}
+
+static void fill_ctx(const ref_exec *x, iter_kind it, int64_t r, rowctx *c)
+{
+    const hg_graph *g = x->g;
+    c->row = r;
+    switch (it) {
+    case IT_EDGES:
+        c->src = g->src[r];
+        c->dst = g->dst[r];
+        c->etype = g->etype[r];
+        c->compact = g->edge_compact[r];
+        c->src_ntype = x->node_ntype[c->src];
+        c->dst_ntype = x->node_ntype[c->dst];
+        break;
+    case IT_UNIQUE:
+        c->src = g->unique_src[r];
+        c->dst = -1;
+        c->etype = x->unique_etype[r];
+        c->compact = r;
+        c->src_ntype = x->node_ntype[c->src];
+        c->dst_ntype = g->etype_dst[c->etype];
+        break;
+    case IT_NODES:
+        c->ntype = x->node_ntype[r];
+        c->compact = -1;
+        break;
+    case IT_TYPES:
+        c->etype = (int32_t)r;
+        c->src_ntype = g->etype_src[r];
+        c->dst_ntype = g->etype_dst[r];
+        c->compact = -1;
+        break;
+    case IT_GLOBAL:
+        c->compact = -1;
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ threads */
+
+typedef void (*range_fn)(void *arg, int tid, int64_t lo, int64_t hi);
+
+typedef struct prange {
+    range_fn fn;
+    void *arg;
+    int tid;
+    int64_t lo, hi;
+} prange;
+
+static void *prange_main(void *arg)
+{
+    prange *r = arg;
+    r->fn(r->arg, r->tid, r->lo, r->hi);
+    return NULL;
+}
+
+/* Splits [0, n) into nthreads contiguous ranges and runs fn on each (tid 0 on the caller). */
+static void parallel_for(int nthreads, int64_t n, range_fn fn, void *arg)
+{
+    if (nthreads > n) nthreads = n > 0 ? (int)n : 1;
+    if (nthreads <= 1 || n < 64) {
+        fn(arg, 0, 0, n);
+        return;
+    }
+    prange r[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    for (int t = 0; t < nthreads; t++)
+        r[t] = (prange){fn, arg, t, n * t / nthreads, n * (t + 1) / nthreads};
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&th[t], NULL, prange_main, &r[t]) != 0) RG_DIE("pthread_create failed");
+    fn(arg, 0, r[0].lo, r[0].hi);
+    for (int t = 1; t < nthreads; t++) pthread_join(th[t], NULL);
+}
+
+/* Runs fn(arg, tid, 0, 0) once on each of nthreads threads. */
+static void parallel_threads(int nthreads, range_fn fn, void *arg)
+{
+    if (nthreads <= 1) {
+        fn(arg, 0, 0, 0);
+        return;
+    }
+    prange r[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    for (int t = 0; t < nthreads; t++) r[t] = (prange){fn, arg, t, 0, 0};
+    for (int t = 1; t < nthreads; t++)
+        if (pthread_create(&th[t], NULL, prange_main, &r[t]) != 0) RG_DIE("pthread_create failed");
+    fn(arg, 0, 0, 0);
+    for (int t = 1; t < nthreads; t++) pthread_join(th[t], NULL);
+}
+
+/* ------------------------------------------------------------------ dense kernels */
+
+/* y[0..n) += x[0..k) * W (k x n, row-major): axpy form, unit stride on W and y. */
+REF_HOT static void mv_acc(double *restrict y, const double *restrict x, const double *restrict w,
+                           int k, int n)
+{
+    int i = 0;
+    for (; i + 4 <= k; i += 4) {
+        double a0 = x[i], a1 = x[i + 1], a2 = x[i + 2], a3 = x[i + 3];
+        const double *w0 = w + (int64_t)i * n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
+        for (int j = 0; j < n; j++) y[j] += a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
+    }
+    for (; i < k; i++) {
+        double a = x[i];
+        const double *wi = w + (int64_t)i * n;
+        for (int j = 0; j < n; j++) y[j] += a * wi[j];
+    }
+}
+
+/* y[0..k) += W (k x n) * x[0..n): x times W transposed (input gradients). */
+REF_HOT static void mvt_acc(double *restrict y, const double *restrict x, const double *restrict w,
+                            int k, int n)
+{
+    for (int i = 0; i < k; i++) {
+        const double *wi = w + (int64_t)i * n;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int j = 0;
+        for (; j + 4 <= n; j += 4) {
+            s0 += wi[j] * x[j];
+            s1 += wi[j + 1] * x[j + 1];
+            s2 += wi[j + 2] * x[j + 2];
+            s3 += wi[j + 3] * x[j + 3];
+        }
+        for (; j < n; j++) s0 += wi[j] * x[j];
+        y[i] += (s0 + s1) + (s2 + s3);
+    }
+}
+
+/* W (k x n) += x[0..k) (outer) y[0..n): weight gradients. */
+REF_HOT static void outer_acc(double *restrict w, const double *restrict x, const double *restrict y,
+                              int k, int n)
+{
+    for (int i = 0; i < k; i++) {
+        double a = x[i];
+        double *wi = w + (int64_t)i * n;
+        for (int j = 0; j < n; j++) wi[j] += a * y[j];
+    }
+}
+
+/* ------------------------------------------------------------------ row kernels */
+/* Every kernel ADDS its row's result into dst (callers zero dst for `=`). */
+
+static void k_linear(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *xo = &pl->in[0], *wo = &pl->in[1];
+    const double *x = opnd_ptr(xo, c), *w = opnd_ptr(wo, c);
+    int k = wo->rows_dim, n = wo->dim, tw = pl->s->transpose_w;
+    if (wo->heads == 1) {
+        if (tw) mvt_acc(dst, x, w, k, n);
+        else mv_acc(dst, x, w, k, n);
+        return;
+    }
+    int64_t xs = xo->heads == 1 ? 0 : xo->dim, os = pl->out.heads == 1 ? 0 : pl->out.dim;
+    for (int h = 0; h < wo->heads; h++) {
+        const double *wh = w + (int64_t)h * k * n;
+        if (tw) mvt_acc(dst + h * os, x + h * xs, wh, k, n);
+        else mv_acc(dst + h * os, x + h * xs, wh, k, n);
+    }
+}
+
+/* Outer product into a weight matrix slice (WGRAD from rows). */
+static void k_wgrad_rows(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *xo = &pl->in[0], *yo = &pl->in[1];
+    const double *x = opnd_ptr(xo, c), *y = opnd_ptr(yo, c);
+    int k = pl->out.rows_dim, n = pl->out.dim;
+    if (pl->out.heads == 1) {
+        outer_acc(dst, x, y, k, n);
+        return;
+    }
+    int64_t xs = xo->heads == 1 ? 0 : xo->dim, ys = yo->heads == 1 ? 0 : yo->dim;
+    for (int h = 0; h < pl->out.heads; h++)
+        outer_acc(dst + (int64_t)h * k * n, x + h * xs, y + h * ys, k, n);
+}
+
+#define EW_LOOP(EXPR)                                                     \
+    for (int h = 0; h < H; h++) {                                         \
+        const double *A = pa + h * a->sh, *B = pb + h * b->sh;            \
+        double *O = dst + h * o->sh;                                      \
+        for (int d = 0; d < D; d++) {                                     \
+            double va = A[d * a->sd], vb = B[d * b->sd];                  \
+            (void)va; (void)vb;                                           \
+            O[d * o->sd] += (EXPR);                                       \
+        }                                                                 \
+    }
+
+/* Elementwise ops (and WGRAD into a vector weight, run as a reducing MUL). */
+static void k_elementwise(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *a = &pl->in[0], *b = pl->nin > 1 ? &pl->in[1] : &pl->in[0], *o = &pl->out;
+    const double *pa = opnd_ptr(a, c), *pb = opnd_ptr(b, c);
+    int H = pl->H, D = pl->D;
+    double cv = pl->s->cval;
+    switch (pl->op) {
+    case IR_OP_ADD: EW_LOOP(va + vb); break;
+    case IR_OP_SUB: EW_LOOP(va - vb); break;
+    case IR_OP_MUL: case IR_OP_WGRAD: EW_LOOP(va * vb); break;
+    case IR_OP_DIV: EW_LOOP(va / vb); break;
+    case IR_OP_EXP: EW_LOOP(exp(va)); break;
+    case IR_OP_LEAKYRELU: EW_LOOP(va > 0 ? va : cv * va); break;
+    case IR_OP_RELU: EW_LOOP(va > 0 ? va : 0.0); break;
+    case IR_OP_COPY: EW_LOOP(va); break;
+    case IR_OP_LEAKYRELU_GRAD: EW_LOOP(vb > 0 ? va : cv * va); break;
+    case IR_OP_RELU_GRAD: EW_LOOP(vb > 0 ? va : 0.0); break;
+    default: RG_DIE("op %s is not elementwise", ir_op_name(pl->op));
+    }
+}
+
+static void k_dot(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *a = &pl->in[0], *b = &pl->in[1];
+    const double *pa = opnd_ptr(a, c), *pb = opnd_ptr(b, c);
+    for (int h = 0; h < pl->H; h++) {
+        const double *A = pa + h * a->sh, *B = pb + h * b->sh;
+        double s = 0;
+        for (int d = 0; d < pl->D; d++) s += A[d * a->sd] * B[d * b->sd];
+        dst[h * pl->out.sh] += s;
+    }
+}
+
+static void k_concat(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *a = &pl->in[0], *b = &pl->in[1];
+    const double *pa = opnd_ptr(a, c), *pb = opnd_ptr(b, c);
+    for (int h = 0; h < pl->H; h++) {
+        const double *A = pa + h * a->sh, *B = pb + h * b->sh;
+        double *O = dst + h * pl->out.sh;
+        for (int d = 0; d < a->dim; d++) O[d] += A[d];
+        for (int d = 0; d < b->dim; d++) O[a->dim + d] += B[d];
+    }
+}
+
+static void k_slice(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *a = &pl->in[0];
+    const double *pa = opnd_ptr(a, c) + pl->s->iarg;
+    for (int h = 0; h < pl->H; h++)
+        for (int d = 0; d < pl->out.dim; d++) dst[h * pl->out.sh + d] += pa[h * a->sh + d];
+}
+
+/* log(sum(exp(x))) and the max, stably. */
+static double log_sum_exp(const double *x, int n, double *max_out)
+{
+    double m = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > m) m = x[i];
+    double s = 0;
+    for (int i = 0; i < n; i++) s += exp(x[i] - m);
+    *max_out = m;
+    return m + log(s);
+}
+
+/* A label outside [0, C) makes the result NaN, so comparisons fail instead of reading
+ * out of bounds. */
+static int label_index(double v, int classes)
+{
+    if (!(v >= 0) || v >= classes || v != floor(v)) return -1;
+    return (int)v;
+}
+
+static void k_nll_grad(const splan *pl, const rowctx *c, double *dst)
+{
+    const opnd *xo = &pl->in[0];
+    const double *x = opnd_ptr(xo, c);
+    int n = xo->heads * xo->dim;
+    int lab = label_index(opnd_ptr(&pl->in[1], c)[0], n);
+    double scale = opnd_ptr(&pl->in[2], c)[0] * pl->inv_nodes, m;
+    double lse = log_sum_exp(x, n, &m);
+    for (int i = 0; i < n; i++) dst[i] += (exp(x[i] - lse) - (i == lab)) * scale;
+    if (lab < 0) dst[0] += NAN;
+}
+
+static void k_nll_loss(const splan *pl, const rowctx *c, double *dst)
+{
+    (void)c;
+    const opnd *xo = &pl->in[0], *lo = &pl->in[1];
+    int n = xo->heads * xo->dim;
+    int64_t nodes = pl->x->g->num_nodes;
+    double sum = 0, m;
+    for (int64_t v = 0; v < nodes; v++) {
+        const double *x = xo->base + v * xo->width;
+        int lab = label_index(lo->base[v * lo->width], n);
+        sum += lab < 0 ? NAN : log_sum_exp(x, n, &m) - x[lab];
+    }
+    dst[0] += sum * pl->inv_nodes;
+}
+
+/* ---- DOM_TYPE matrix products ---- */
+
+typedef struct mview {
+    int64_t off;
+    int rows, cols;
+    int64_t rs, cs;
+} mview;
+
+/* Head h's matrix of a weight operand: `column` views a vector as dim x 1, `split`
+ * takes column block h of a shared (wheads 1) weight, `transpose` swaps the axes. */
+static int make_view(const opnd *o, int column, int split, int transpose, int H, int h, mview *v)
+{
+    int dim = o->dim;
+    int64_t head_off = 0;
+    if (split) {
+        if (dim % H) return -1;
+        dim /= H;
+        head_off = (int64_t)h * dim;
+    } else if (o->heads > 1) {
+        head_off = (int64_t)h * (o->rows_dim > 0 ? o->rows_dim : 1) * o->dim;
+    }
+    if (o->rows_dim > 0) *v = (mview){head_off, o->rows_dim, dim, o->dim, 1};
+    else if (column) *v = (mview){head_off, dim, 1, 1, 0};
+    else *v = (mview){head_off, 1, dim, 0, 1};
+    if (transpose) {
+        int t = v->rows; v->rows = v->cols; v->cols = t;
+        int64_t u = v->rs; v->rs = v->cs; v->cs = u;
+    }
+    return 0;
+}
+
+/* The three views of head h under pl's split choices; -1 if the shapes do not agree. */
+static int mm_views(const splan *pl, int h, mview *va, mview *vb, mview *vo)
+{
+    int wgrad = pl->op == IR_OP_WGRAD, H = pl->mm_heads;
+    if (make_view(&pl->in[0], 0, pl->mm_split[0], wgrad, H, h, va) < 0) return -1;
+    if (make_view(&pl->in[1], !wgrad, pl->mm_split[1], !wgrad && pl->s->transpose_w, H, h, vb) < 0)
+        return -1;
+    if (va->cols != vb->rows) return -1;
+    const opnd *o = &pl->out;
+    if (o->rows_dim > 0) {
+        if (make_view(o, 0, pl->mm_split[2], 0, H, h, vo) < 0) return -1;
+        return vo->rows == va->rows && vo->cols == vb->cols ? 0 : -1;
+    }
+    /* a vector output takes a 1 x L or an L x 1 result */
+    int column = va->rows != 1;
+    if (column && vb->cols != 1) return -1;
+    if (make_view(o, column, pl->mm_split[2], 0, H, h, vo) < 0) return -1;
+    return vo->rows == va->rows && vo->cols == vb->cols ? 0 : -1;
+}
+
+static void k_matmul(const splan *pl, const rowctx *c, double *dst)
+{
+    const double *pa = opnd_ptr(&pl->in[0], c), *pb = opnd_ptr(&pl->in[1], c);
+    for (int h = 0; h < pl->mm_heads; h++) {
+        mview va, vb, vo;
+        if (mm_views(pl, h, &va, &vb, &vo) < 0) RG_DIE("matrix views changed between heads");
+        for (int i = 0; i < va.rows; i++)
+            for (int j = 0; j < vb.cols; j++) {
+                double s = 0;
+                for (int k = 0; k < va.cols; k++)
+                    s += pa[va.off + i * va.rs + k * va.cs] * pb[vb.off + k * vb.rs + j * vb.cs];
+                dst[vo.off + i * vo.rs + j * vo.cs] += s;
+            }
+    }
+}
+
+static void k_reshape(const splan *pl, const rowctx *c, double *dst)
+{
+    const double *a = opnd_ptr(&pl->in[0], c);
+    int64_t n = (int64_t)pl->out.heads * pl->out.dim;
+    for (int64_t i = 0; i < n; i++) dst[i] += a[i];
+}
+
+static void row_kernel(const splan *pl, const rowctx *c, double *dst)
+{
+    if (pl->reshape) {
+        k_reshape(pl, c, dst);
+        return;
+    }
+    switch (pl->op) {
+    case IR_OP_LINEAR: k_linear(pl, c, dst); break;
+    case IR_OP_DOT: k_dot(pl, c, dst); break;
+    case IR_OP_CONCAT: k_concat(pl, c, dst); break;
+    case IR_OP_SLICE: k_slice(pl, c, dst); break;
+    case IR_OP_NLL_GRAD: k_nll_grad(pl, c, dst); break;
+    case IR_OP_NLL_LOSS: k_nll_loss(pl, c, dst); break;
+    case IR_OP_WEIGHT_MM: k_matmul(pl, c, dst); break;
+    case IR_OP_WGRAD:
+        if (pl->it == IT_TYPES) k_matmul(pl, c, dst);
+        else if (pl->out.rows_dim > 0) k_wgrad_rows(pl, c, dst);
+        else k_elementwise(pl, c, dst);
+        break;
+    default: k_elementwise(pl, c, dst); break;
+    }
+}
+
+/* ------------------------------------------------------------------ planning (checks) */
+
+static const char *acc_label(ir_access a)
+{
+    static const char *const n[] = {"ROW", "SRC", "DST", "ETYPE", "NTYPE", "SRC_NTYPE",
+                                    "DST_NTYPE", "ALL", "CONST"};
+    return (unsigned)a < sizeof n / sizeof n[0] ? n[a] : "?";
+}
+
+static int widx_fits(const ir_var *v, ir_access acc)
+{
+    switch (acc) {
+    case IR_ACC_ETYPE: case IR_ACC_ROW: return v->widx == IR_WIDX_ETYPE;
+    case IR_ACC_NTYPE: case IR_ACC_SRC_NTYPE: case IR_ACC_DST_NTYPE: return v->widx == IR_WIDX_NTYPE;
+    case IR_ACC_ALL: return v->widx == IR_WIDX_NONE;
+    default: return 0;
+    }
+}
+
+/* Can this access be evaluated in this iteration space (so that opnd_row is in range)? */
+static int access_ok(const ir_var *v, iter_kind it, ir_access acc, int is_nll)
+{
+    switch (v->kind) {
+    case IR_VAR_SCALAR: return acc == IR_ACC_ALL;
+    case IR_VAR_WEIGHT:
+        switch (it) {
+        case IT_EDGES: case IT_UNIQUE:
+            return acc != IR_ACC_NTYPE && acc != IR_ACC_ROW && widx_fits(v, acc);
+        case IT_NODES: return (acc == IR_ACC_NTYPE || acc == IR_ACC_ALL) && widx_fits(v, acc);
+        case IT_TYPES: return acc != IR_ACC_NTYPE && widx_fits(v, acc);
+        case IT_GLOBAL: return acc == IR_ACC_ALL;
+        }
+        return 0;
+    case IR_VAR_EDGE:
+        if (acc != IR_ACC_ROW) return 0;
+        return it == IT_EDGES || (it == IT_UNIQUE && v->layout == IR_LAYOUT_COMPACT);
+    case IR_VAR_NODE:
+        if (it == IT_EDGES) return acc == IR_ACC_SRC || acc == IR_ACC_DST;
+        if (it == IT_UNIQUE) return acc == IR_ACC_SRC;
+        if (it == IT_NODES) return acc == IR_ACC_ROW;
+        return it == IT_GLOBAL && is_nll && acc == IR_ACC_ALL;
+    }
+    return 0;
+}
+
+static void set_strides(opnd *o)
+{
+    o->sh = o->heads == 1 ? 0 : o->dim;
+    o->sd = o->dim == 1 ? 0 : 1;
+}
+
+static int resolve_opnd(ref_exec *x, const ir_operand *src, iter_kind it, int is_nll, opnd *o,
+                        rg_err *err)
+{
+    memset(o, 0, sizeof *o);
+    o->acc = src->acc;
+    if (src->acc == IR_ACC_CONST) {
+        o->var = -1;
+        o->kind = -1;
+        o->cval = src->cval;
+        o->heads = o->dim = 1;
+        set_strides(o);
+        return 0;
+    }
+    const ir_program *p = x->p;
+    if (src->var < 0 || src->var >= p->nvars) return rg_errf(err, "variable id %d out of range", src->var);
+    const ir_var *v = &p->vars[src->var];
+    if (!access_ok(v, it, src->acc, is_nll))
+        return rg_errf(err, "cannot access '%s' with %s here", v->name, acc_label(src->acc));
+    o->var = src->var;
+    o->kind = v->kind;
+    o->compact = v->kind == IR_VAR_EDGE && v->layout == IR_LAYOUT_COMPACT;
+    o->base = x->val[src->var];
+    o->width = x->width[src->var];
+    o->heads = v->kind == IR_VAR_SCALAR ? 1 : v->heads;
+    o->dim = v->kind == IR_VAR_SCALAR ? 1 : v->dim;
+    o->rows_dim = v->kind == IR_VAR_WEIGHT ? v->rows_dim : 0;
+    set_strides(o);
+    return 0;
+}
+
+static int fits(int n, int full) { return n == 1 || n == full; }
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Broadcast shape of elementwise ops, DOT, CONCAT, SLICE (ref.h: narrower outputs sum). */
+static int plan_elementwise(splan *pl, rg_err *err)
+{
+    const opnd *o = &pl->out;
+    if (o->rows_dim > 0) return rg_errf(err, "writes a weight matrix elementwise");
+    int H = o->heads, D = 1;
+    for (int i = 0; i < pl->nin; i++) {
+        if (pl->in[i].rows_dim > 0) return rg_errf(err, "weight matrix operand in an elementwise op");
+        H = imax(H, pl->in[i].heads);
+        D = imax(D, pl->in[i].dim);
+    }
+    for (int i = 0; i < pl->nin; i++)
+        if (!fits(pl->in[i].heads, H))
+            return rg_errf(err, "operand %d has %d heads, the statement %d", i, pl->in[i].heads, H);
+    if (!fits(o->heads, H)) return rg_errf(err, "output has %d heads, operands %d", o->heads, H);
+    pl->H = H;
+    switch (pl->op) {
+    case IR_OP_CONCAT:
+        if (o->dim != pl->in[0].dim + pl->in[1].dim)
+            return rg_errf(err, "concat of widths %d and %d into %d", pl->in[0].dim, pl->in[1].dim, o->dim);
+        return 0;
+    case IR_OP_SLICE:
+        if (pl->s->iarg < 0 || pl->s->iarg + o->dim > pl->in[0].dim)
+            return rg_errf(err, "slice [%d, %d) of a %d-wide value", pl->s->iarg, pl->s->iarg + o->dim,
+                           pl->in[0].dim);
+        return 0;
+    case IR_OP_DOT:
+        if (o->dim != 1) return rg_errf(err, "dot output must be 1 wide, is %d", o->dim);
+        break;
+    default:
+        D = imax(D, o->dim);
+        if (!fits(o->dim, D)) return rg_errf(err, "output width %d, operands %d", o->dim, D);
+        break;
+    }
+    for (int i = 0; i < pl->nin; i++)
+        if (!fits(pl->in[i].dim, D))
+            return rg_errf(err, "operand %d is %d wide, the statement %d", i, pl->in[i].dim, D);
+    pl->D = D;
+    return 0;
+}
+
+static int is_row_var(const opnd *o) { return o->kind == IR_VAR_NODE || o->kind == IR_VAR_EDGE; }
+
+static int plan_linear(splan *pl, rg_err *err)
+{
+    const opnd *xo = &pl->in[0], *wo = &pl->in[1], *o = &pl->out;
+    if (!is_row_var(xo) || !is_row_var(o)) return rg_errf(err, "linear maps node/edge rows");
+    if (wo->kind != IR_VAR_WEIGHT || wo->rows_dim <= 0) return rg_errf(err, "linear needs a weight matrix");
+    int tw = pl->s->transpose_w;
+    int kin = tw ? wo->dim : wo->rows_dim, kout = tw ? wo->rows_dim : wo->dim;
+    if (wo->heads == 1) {
+        if (xo->heads * xo->dim != kin || o->heads * o->dim != kout)
+            return rg_errf(err, "linear %d -> %d with a %dx%d weight", xo->heads * xo->dim,
+                           o->heads * o->dim, kin, kout);
+        return 0;
+    }
+    if (!fits(xo->heads, wo->heads) || xo->dim != kin || !fits(o->heads, wo->heads) || o->dim != kout)
+        return rg_errf(err, "per-head linear %dx%d -> %dx%d with %d heads of %dx%d", xo->heads, xo->dim,
+                       o->heads, o->dim, wo->heads, kin, kout);
+    return 0;
+}
+
+static int plan_wgrad_rows(splan *pl, rg_err *err)
+{
+    const opnd *xo = &pl->in[0], *yo = &pl->in[1], *o = &pl->out;
+    if (o->kind != IR_VAR_WEIGHT) return rg_errf(err, "wgrad must write a weight");
+    if (o->rows_dim == 0) {
+        pl->op = IR_OP_WGRAD;
+        return plan_elementwise(pl, err);
+    }
+    if (!is_row_var(xo) || !is_row_var(yo)) return rg_errf(err, "wgrad of a matrix needs node/edge rows");
+    if (o->heads == 1) {
+        if (xo->heads * xo->dim != o->rows_dim || yo->heads * yo->dim != o->dim)
+            return rg_errf(err, "wgrad outer product %dx%d into %dx%d", xo->heads * xo->dim,
+                           yo->heads * yo->dim, o->rows_dim, o->dim);
+        return 0;
+    }
+    if (!fits(xo->heads, o->heads) || !fits(yo->heads, o->heads) || xo->dim != o->rows_dim
+        || yo->dim != o->dim)
+        return rg_errf(err, "per-head wgrad %dx%d (x) %dx%d into %d heads of %dx%d", xo->heads, xo->dim,
+                       yo->heads, yo->dim, o->heads, o->rows_dim, o->dim);
+    return 0;
+}
+
+/* Picks, for every wheads-1 weight in a DOM_TYPE product, shared or split per head. */
+static int plan_matmul(splan *pl, rg_err *err)
+{
+    const opnd *ops[3] = {&pl->in[0], &pl->in[1], &pl->out};
+    int H = 1;
+    for (int i = 0; i < 3; i++) {
+        if (ops[i]->kind != IR_VAR_WEIGHT)
+            return rg_errf(err, "%s in a type loop multiplies weights only", ir_op_name(pl->op));
+        H = imax(H, ops[i]->heads);
+    }
+    for (int i = 0; i < 3; i++)
+        if (!fits(ops[i]->heads, H)) return rg_errf(err, "weights with %d and %d heads", ops[i]->heads, H);
+    pl->mm_heads = H;
+    for (int mask = 0; mask < 8; mask++) {
+        int ok = 1;
+        for (int i = 0; i < 3; i++) {
+            pl->mm_split[i] = (mask >> i) & 1;
+            if (pl->mm_split[i] && (H == 1 || ops[i]->heads != 1)) ok = 0;
+        }
+        mview a, b, o;
+        if (ok && mm_views(pl, 0, &a, &b, &o) == 0) return 0;
+    }
+    return rg_errf(err, "%s shapes do not agree: (%d heads, %dx%d), (%d heads, %dx%d) into (%d heads, %dx%d)",
+                   ir_op_name(pl->op), ops[0]->heads, ops[0]->rows_dim, ops[0]->dim, ops[1]->heads,
+                   ops[1]->rows_dim, ops[1]->dim, ops[2]->heads, ops[2]->rows_dim, ops[2]->dim);
+}
+
+static int arity(ir_opkind op)
+{
+    switch (op) {
+    case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY: case IR_OP_SLICE: return 1;
+    case IR_OP_NLL_GRAD: return 3;
+    default: return 2;
+    }
+}
+
+static iter_kind iteration_of(const ir_program *p, const ir_stmt *s)
+{
+    switch (s->dom) {
+    case IR_DOM_EDGE: return ir_stmt_per_unique(p, s) ? IT_UNIQUE : IT_EDGES;
+    case IR_DOM_NODE: return IT_NODES;
+    case IR_DOM_TYPE: return IT_TYPES;
+    default: return IT_GLOBAL;
+    }
+}
+
+static int64_t iteration_rows(const hg_graph *g, iter_kind it)
+{
+    switch (it) {
+    case IT_EDGES: return g->num_edges;
+    case IT_UNIQUE: return g->num_unique;
+    case IT_NODES: return g->num_nodes;
+    case IT_TYPES: return g->num_etypes;
+    default: return 1;
+    }
+}
+
+static int choose_mode(splan *pl, rg_err *err)
+{
+    const opnd *o = &pl->out;
+    if (pl->it == IT_TYPES || pl->it == IT_GLOBAL) {
+        pl->mode = OUT_SERIAL;
+        return 0;
+    }
+    if (o->kind == IR_VAR_WEIGHT || o->kind == IR_VAR_SCALAR) pl->mode = OUT_WACC;
+    else if ((pl->it == IT_EDGES && o->kind == IR_VAR_EDGE && !o->compact) || pl->it == IT_NODES
+             || (pl->it == IT_UNIQUE && o->kind == IR_VAR_EDGE))
+        pl->mode = OUT_DIRECT;
+    else
+        pl->mode = OUT_SCATTER;
+    if (pl->mode != OUT_DIRECT && !pl->s->accumulate)
+        return rg_errf(err, "'%s' is written by many rows: it needs +=", pl->x->p->vars[o->var].name);
+    if (pl->mode != OUT_DIRECT && pl->aliased)
+        return rg_errf(err, "reads '%s', which it aggregates into", pl->x->p->vars[o->var].name);
+    pl->ntargets = pl->x->rows[o->var];
+    return 0;
+}
+
+static int plan_shapes(splan *pl, rg_err *err)
+{
+    switch (pl->op) {
+    case IR_OP_LINEAR: return plan_linear(pl, err);
+    case IR_OP_WGRAD:
+        if (pl->it == IT_TYPES && pl->out.rows_dim > 0) return plan_matmul(pl, err);
+        return plan_wgrad_rows(pl, err);
+    case IR_OP_WEIGHT_MM:
+        if (pl->it != IT_TYPES) return rg_errf(err, "weight_mm runs in a type loop");
+        return plan_matmul(pl, err);
+    case IR_OP_NLL_LOSS:
+        if (pl->it != IT_GLOBAL || pl->in[0].kind != IR_VAR_NODE || pl->in[1].kind != IR_VAR_NODE
+            || pl->in[1].heads * pl->in[1].dim != 1 || pl->out.kind != IR_VAR_SCALAR)
+            return rg_errf(err, "nll_loss reads node logits and 1-wide labels into a scalar");
+        return 0;
+    case IR_OP_NLL_GRAD:
+        if (pl->it != IT_NODES || pl->in[1].heads * pl->in[1].dim != 1 || pl->in[2].kind != IR_VAR_SCALAR
+            || pl->out.heads * pl->out.dim != pl->in[0].heads * pl->in[0].dim)
+            return rg_errf(err, "nll_grad maps node logits, 1-wide labels and the scalar dloss");
+        return 0;
+    case IR_OP_COPY:
+        if (pl->in[0].kind != IR_VAR_WEIGHT && pl->out.kind != IR_VAR_WEIGHT
+            && pl->in[0].heads * pl->in[0].dim == pl->out.heads * pl->out.dim) {
+            pl->reshape = 1;
+            return 0;
+        }
+        return plan_elementwise(pl, err);
+    default:
+        if ((int)pl->op < 0 || pl->op >= IR_OP__COUNT) return rg_errf(err, "unknown op %d", (int)pl->op);
+        return plan_elementwise(pl, err);
+    }
+}
+
+static int plan_stmt(ref_exec *x, int index, splan *pl, rg_err *err)
+{
+    const ir_program *p = x->p;
+    const ir_stmt *s = &p->stmts[index];
+    memset(pl, 0, sizeof *pl);
+    pl->x = x;
+    pl->s = s;
+    pl->op = s->op;
+    int rc = -1;
+    if ((int)s->op < 0 || s->op >= IR_OP__COUNT) {
+        rg_errf(err, "unknown op %d", (int)s->op);
+        goto out;
+    }
+    if (s->nin != arity(s->op)) {
+        rg_errf(err, "%s takes %d operands, has %d", ir_op_name(s->op), arity(s->op), s->nin);
+        goto out;
+    }
+    if (s->out.var < 0 || s->out.var >= p->nvars || s->out.acc == IR_ACC_CONST) {
+        rg_errf(err, "bad output operand");
+        goto out;
+    }
+    pl->it = iteration_of(p, s);
+    pl->nrows = iteration_rows(x->g, pl->it);
+    pl->nin = s->nin;
+    int nll = s->op == IR_OP_NLL_LOSS;
+    if (resolve_opnd(x, &s->out, pl->it, 0, &pl->out, err) < 0) goto out;
+    for (int i = 0; i < s->nin; i++) {
+        if (resolve_opnd(x, &s->in[i], pl->it, nll, &pl->in[i], err) < 0) goto out;
+        if (s->in[i].acc != IR_ACC_CONST && s->in[i].var == s->out.var) pl->aliased = 1;
+    }
+    pl->inv_nodes = 1.0 / (double)x->g->num_nodes;
+    if (plan_shapes(pl, err) < 0 || choose_mode(pl, err) < 0) goto out;
+    rc = 0;
+out:
+    if (rc < 0) rg_err_prefix(err, "%s: statement %d (%s, line %d)", p->name, index, ir_op_name(s->op), s->line);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ running a statement */
+
+typedef struct stmt_run {
+    splan *pl;
+    double **priv;        /* OUT_WACC: per-thread accumulators (NULL: write the output) */
+    /* OUT_SCATTER chunk */
+    int64_t chunk_lo;
+    double *tmp;
+    int64_t *tgt;
+} stmt_run;
+
+static void combine(double *dst, const double *src, int64_t n, int accumulate)
+{
+    if (accumulate)
+        for (int64_t i = 0; i < n; i++) dst[i] += src[i];
+    else
+        memcpy(dst, src, (size_t)n * sizeof *dst);
+}
+
+static void rows_direct(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    const splan *pl = sr->pl;
+    int64_t w = pl->out.width;
+    int acc = pl->s->accumulate;
+    double *scratch = pl->aliased ? rg_xmalloc((size_t)w * sizeof *scratch) : NULL;
+    rowctx c;
+    (void)tid;
+    for (int64_t r = lo; r < hi; r++) {
+        fill_ctx(pl->x, pl->it, r, &c);
+        double *dst = opnd_ptr(&pl->out, &c);
+        if (scratch) {
+            memset(scratch, 0, (size_t)w * sizeof *scratch);
+            row_kernel(pl, &c, scratch);
+            combine(dst, scratch, w, acc);
+        } else {
+            if (!acc) memset(dst, 0, (size_t)w * sizeof *dst);
+            row_kernel(pl, &c, dst);
+        }
+    }
+    free(scratch);
+}
+
+static void rows_wacc(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    const splan *pl = sr->pl;
+    double *base = sr->priv ? sr->priv[tid] : pl->out.base;
+    rowctx c;
+    for (int64_t r = lo; r < hi; r++) {
+        fill_ctx(pl->x, pl->it, r, &c);
+        row_kernel(pl, &c, base + opnd_row(&pl->out, &c) * pl->out.width);
+    }
+}
+
+static void reduce_priv(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    (void)tid;
+    int nt = sr->pl->x->nthreads;
+    double *out = sr->pl->out.base;
+    for (int t = 0; t < nt; t++)
+        for (int64_t i = lo; i < hi; i++) out[i] += sr->priv[t][i];
+}
+
+static void chunk_compute(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    const splan *pl = sr->pl;
+    int64_t w = pl->out.width;
+    rowctx c;
+    (void)tid;
+    for (int64_t i = lo; i < hi; i++) {
+        fill_ctx(pl->x, pl->it, sr->chunk_lo + i, &c);
+        double *t = sr->tmp + i * w;
+        memset(t, 0, (size_t)w * sizeof *t);
+        row_kernel(pl, &c, t);
+        sr->tgt[i] = opnd_row(&pl->out, &c);
+    }
+}
+
+/* Thread tid adds the chunk rows whose target it owns: no two threads touch one row. */
+static void chunk_scatter(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    const splan *pl = sr->pl;
+    int nt = pl->x->nthreads;
+    int64_t tlo = pl->ntargets * tid / nt, thi = pl->ntargets * (tid + 1) / nt, w = pl->out.width;
+    (void)lo; (void)hi;
+    int64_t n = sr->chunk_lo + SCATTER_CHUNK < pl->nrows ? SCATTER_CHUNK : pl->nrows - sr->chunk_lo;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = sr->tgt[i];
+        if (t < tlo || t >= thi) continue;
+        double *dst = pl->out.base + t * w;
+        const double *src = sr->tmp + i * w;
+        for (int64_t k = 0; k < w; k++) dst[k] += src[k];
+    }
+}
+
+static void run_scatter(stmt_run *sr)
+{
+    splan *pl = sr->pl;
+    sr->tmp = rg_xmalloc((size_t)SCATTER_CHUNK * (size_t)pl->out.width * sizeof(double));
+    sr->tgt = rg_xmalloc((size_t)SCATTER_CHUNK * sizeof *sr->tgt);
+    for (sr->chunk_lo = 0; sr->chunk_lo < pl->nrows; sr->chunk_lo += SCATTER_CHUNK) {
+        int64_t n = pl->nrows - sr->chunk_lo < SCATTER_CHUNK ? pl->nrows - sr->chunk_lo : SCATTER_CHUNK;
+        parallel_for(pl->x->nthreads, n, chunk_compute, sr);
+        /* every thread scans the whole chunk for the targets it owns */
+        parallel_threads(pl->x->nthreads, chunk_scatter, sr);
+    }
+    free(sr->tmp);
+    free(sr->tgt);
+}
+
+static void run_serial(splan *pl)
+{
+    int64_t w = pl->out.width;
+    double *scratch = rg_xmalloc((size_t)w * sizeof *scratch);
+    rowctx c;
+    for (int64_t r = 0; r < pl->nrows; r++) {
+        fill_ctx(pl->x, pl->it, r, &c);
+        memset(scratch, 0, (size_t)w * sizeof *scratch);
+        row_kernel(pl, &c, scratch);
+        combine(opnd_ptr(&pl->out, &c), scratch, w, pl->s->accumulate);
+    }
+    free(scratch);
+}
+
+static void run_wacc(stmt_run *sr)
+{
+    splan *pl = sr->pl;
+    int nt = pl->x->nthreads;
+    if (nt <= 1 || pl->nrows < 64) {
+        rows_wacc(sr, 0, 0, pl->nrows);
+        return;
+    }
+    int64_t count = pl->x->rows[pl->out.var] * pl->out.width;
+    sr->priv = rg_xmalloc((size_t)nt * sizeof *sr->priv);
+    for (int t = 0; t < nt; t++) sr->priv[t] = rg_xcalloc((size_t)count, sizeof(double));
+    parallel_for(nt, pl->nrows, rows_wacc, sr);
+    parallel_for(nt, count, reduce_priv, sr);
+    for (int t = 0; t < nt; t++) free(sr->priv[t]);
+    free(sr->priv);
+    sr->priv = NULL;
+}
+
+static void run_stmt(splan *pl)
+{
+    stmt_run sr = {.pl = pl};
+    switch (pl->mode) {
+    case OUT_DIRECT: parallel_for(pl->x->nthreads, pl->nrows, rows_direct, &sr); break;
+    case OUT_SCATTER: run_scatter(&sr); break;
+    case OUT_WACC: run_wacc(&sr); break;
+    case OUT_SERIAL: run_serial(pl); break;
+    }
+}
+
+/* ------------------------------------------------------------------ data */
+
+static uint64_t var_seed(const ref_exec *x, const ir_var *v)
+{
+    return rg_fnv1a64(v->name, strlen(v->name), RG_FNV_SEED ^ (x->seed * 0x9E3779B97F4A7C15ULL));
+}
+
+static void fill_uniform(double *a, int64_t n, uint64_t seed, double lo, double hi)
+{
+    rg_rng r;
+    rg_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) a[i] = lo + (hi - lo) * rg_rng_uniform(&r);
+}
+
+/* e.norm = 1 / c_{dst, etype}: edges are grouped by etype, so count dst ids per group. */
+static void fill_edge_norm(const hg_graph *g, double *norm)
+{
+    int32_t *count = rg_xcalloc((size_t)g->num_nodes + 1, sizeof *count);
+    for (int32_t r = 0; r < g->num_etypes; r++) {
+        int32_t lo = g->etype_ptr[r], hi = g->etype_ptr[r + 1];
+        for (int32_t e = lo; e < hi; e++) count[g->dst[e]]++;
+        for (int32_t e = lo; e < hi; e++) norm[e] = 1.0 / count[g->dst[e]];
+        for (int32_t e = lo; e < hi; e++) count[g->dst[e]] = 0;
+    }
+    free(count);
+}
+
+static int label_classes(const ir_program *p, int var)
+{
+    for (int i = 0; i < p->nstmts; i++) {
+        const ir_stmt *s = &p->stmts[i];
+        if (s->op == IR_OP_NLL_LOSS && s->nin > 1 && s->in[1].var == var && s->in[0].var >= 0
+            && s->in[0].var < p->nvars)
+            return (int)ir_var_row_width(&p->vars[s->in[0].var]);
+    }
+    return p->dims.out_dim > 0 ? p->dims.out_dim : 1;
+}
+
+static int fill_var(ref_exec *x, int id, rg_err *err)
+{
+    const ir_var *v = &x->p->vars[id];
+    double *a = x->val[id];
+    int64_t n = x->rows[id] * x->width[id];
+    uint64_t seed = var_seed(x, v);
+    switch (v->role) {
+    case IR_ROLE_INPUT:
+        fill_uniform(a, n, seed, -1.0, 1.0);
+        return 0;
+    case IR_ROLE_PARAM: {
+        double fan_in = v->rows_dim > 0 ? v->rows_dim : v->dim, fan_out = v->rows_dim > 0 ? v->dim : 1;
+        double lim = sqrt(6.0 / (fan_in + fan_out));
+        fill_uniform(a, n, seed, -lim, lim);
+        return 0;
+    }
+    case IR_ROLE_LABEL: {
+        int classes = label_classes(x->p, id);
+        rg_rng r;
+        rg_rng_seed(&r, seed);
+        for (int64_t i = 0; i < n; i++) a[i] = (double)rg_rng_below(&r, (uint64_t)classes);
+        return 0;
+    }
+    case IR_ROLE_GRAPH:
+        if (v->kind == IR_VAR_EDGE && v->layout == IR_LAYOUT_VANILLA && v->heads * v->dim == 1
+            && strstr(v->name, "norm")) {
+            fill_edge_norm(x->g, a);
+            return 0;
+        }
+        return rg_errf(err, "%s: unknown graph-derived input '%s' (known: a 1-wide edge 'norm')",
+                       x->p->name, v->name);
+    default:
+        /* temporaries: reset by each run range */
+        for (int64_t i = 0; i < n; i++) a[i] = v->zero_init ? 0.0 : NAN;
+        return 0;
+    }
+}
+
+static int is_data_role(ir_role r)
+{
+    return r == IR_ROLE_INPUT || r == IR_ROLE_PARAM || r == IR_ROLE_GRAPH || r == IR_ROLE_LABEL;
+}
+
+/* ------------------------------------------------------------------ public API */
+
+static int default_threads(void)
+{
+    const char *env = getenv("RGNN_REF_THREADS");
+    long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt, rg_err *err)
+{
+    ref_exec *x = rg_xcalloc(1, sizeof *x);
+    x->p = p;
+    x->g = g;
+    x->seed = opt && opt->seed ? opt->seed : 1;
+    x->nthreads = opt && opt->nthreads > 0 ? (opt->nthreads > MAX_THREADS ? MAX_THREADS : opt->nthreads)
+                                           : default_threads();
+    x->node_ntype = rg_xmalloc(((size_t)g->num_nodes + 1) * sizeof *x->node_ntype);
+    for (int32_t t = 0; t < g->num_ntypes; t++)
+        for (int32_t n = g->ntype_ptr[t]; n < g->ntype_ptr[t + 1]; n++) x->node_ntype[n] = t;
+    x->unique_etype = rg_xmalloc(((size_t)g->num_unique + 1) * sizeof *x->unique_etype);
+    for (int32_t r = 0; r < g->num_etypes; r++)
+        for (int32_t u = g->unique_etype_ptr[r]; u < g->unique_etype_ptr[r + 1]; u++) x->unique_etype[u] = r;
+    int nv = p->nvars;
+    x->val = rg_xcalloc((size_t)nv + 1, sizeof *x->val);
+    x->rows = rg_xcalloc((size_t)nv + 1, sizeof *x->rows);
+    x->width = rg_xcalloc((size_t)nv + 1, sizeof *x->width);
+    for (int i = 0; i < nv; i++) {
+        const ir_var *v = &p->vars[i];
+        if (v->heads < 1 || v->dim < 1 || v->rows_dim < 0) {
+            rg_errf(err, "%s: variable '%s' has a bad shape", p->name, v->name);
+            goto fail;
+        }
+        x->rows[i] = ir_var_rows(v, g->num_nodes, g->num_edges, g->num_unique, g->num_ntypes, g->num_etypes);
+        x->width[i] = ir_var_row_width(v);
+        x->val[i] = rg_xmalloc((size_t)(x->rows[i] * x->width[i] + 1) * sizeof(double));
+        if (fill_var(x, i, err) < 0) goto fail;
+    }
+    for (int i = 0; i < p->nstmts; i++) {
+        splan pl;
+        if (plan_stmt(x, i, &pl, err) < 0) goto fail;
+    }
+    return x;
+fail:
+    ref_free(x);
+    return NULL;
+}
+
+void ref_free(ref_exec *x)
+{
+    if (!x) return;
+    if (x->val)
+        for (int i = 0; i < x->p->nvars; i++) free(x->val[i]);
+    free(x->val);
+    free(x->rows);
+    free(x->width);
+    free(x->node_ntype);
+    free(x->unique_etype);
+    free(x);
+}
+
+int ref_run_range(ref_exec *x, int first, int last, rg_err *err)
+{
+    const ir_program *p = x->p;
+    if (first < 0 || last > p->nstmts || first > last)
+        return rg_errf(err, "%s: statement range [%d, %d) outside [0, %d)", p->name, first, last, p->nstmts);
+    char *reset = rg_xcalloc((size_t)p->nvars + 1, 1);
+    for (int i = first; i < last; i++) {
+        int v = p->stmts[i].out.var;
+        if (v < 0 || v >= p->nvars || reset[v] || is_data_role(p->vars[v].role)) continue;
+        reset[v] = 1;
+        if (fill_var(x, v, err) < 0) break;
+    }
+    free(reset);
+    for (int i = first; i < last; i++) {
+        splan pl;
+        if (plan_stmt(x, i, &pl, err) < 0) return -1;
+        run_stmt(&pl);
+    }
+    return 0;
+}
+
+int ref_run(ref_exec *x, rg_err *err) { return ref_run_range(x, 0, x->p->nstmts, err); }
+
+int ref_run_forward(ref_exec *x, rg_err *err) { return ref_run_range(x, 0, x->p->nforward, err); }
+
+double *ref_values(ref_exec *x, int var)
+{
+    RG_ASSERT(var >= 0 && var < x->p->nvars);
+    return x->val[var];
+}
+
+int64_t ref_count(const ref_exec *x, int var)
+{
+    RG_ASSERT(var >= 0 && var < x->p->nvars);
+    return x->rows[var] * x->width[var];
+}
+
+int64_t ref_rows(const ref_exec *x, int var)
+{
+    RG_ASSERT(var >= 0 && var < x->p->nvars);
+    return x->rows[var];
+}
+
+double *ref_values_by_name(ref_exec *x, const char *name, int64_t *count)
+{
+    int id = ir_find_var(x->p, name);
+    if (id < 0) return NULL;
+    if (count) *count = ref_count(x, id);
+    return x->val[id];
+}
+
+void ref_refill(ref_exec *x, int var)
+{
+    RG_ASSERT(var >= 0 && var < x->p->nvars);
+    rg_err err;
+    if (fill_var(x, var, &err) < 0) RG_DIE("%s", err.msg);  /* ref_new filled it once already */
+}
+
+double ref_loss(ref_exec *x)
+{
+    return x->p->loss >= 0 ? x->val[x->p->loss][0] : NAN;
+}
+
+int ref_nthreads(const ref_exec *x) { return x->nthreads; }
+
+/* ------------------------------------------------------------------ comparisons */
+
+double ref_rel_l2(const double *ref, const double *x, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = x[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    if (isnan(num) || isnan(den)) return NAN;
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+double ref_nmse(const double *ref, const double *x, int64_t n)
+{
+    double r = ref_rel_l2(ref, x, n);
+    return r * r;
+}
+
+double ref_compare_f32(const double *ref, const float *x, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)x[i] - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+    }
+    if (isnan(num) || isnan(den)) return NAN;
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+void ref_poison_f32(float *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) x[i] = NAN;
+}
+
+void ref_to_f32(ref_exec *x, int var, float *out)
+{
+    const double *v = ref_values(x, var);
+    int64_t n = ref_count(x, var);
+    for (int64_t i = 0; i < n; i++) out[i] = (float)v[i];
+}

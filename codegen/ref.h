@@ -1,0 +1,93 @@
+/* The CPU reference executor: runs an inter-operator IR program (forward and backward)
+ * in float64 on a loaded graph, honouring every variable's layout. The oracle of all GPU runs. */
+#ifndef REF_H
+#define REF_H
+
+#include <stdint.h>
+#include "codegen/ir.h"
+#include "datasets/hgraph.h"
+
+/*
+ * What it computes
+ * ----------------
+ * Exactly the semantics at the top of ir.h; which rows a DOM_EDGE statement runs over
+ * is ir_stmt_per_unique()'s answer. Points ir.h leaves open are defined here as follows
+ * (autodiff relies on them; they reduce to ir.h's rules whenever ir_verify accepts a
+ * statement):
+ *  - An output narrower than the statement's broadcast shape (heads 1 where operands
+ *    have H heads, or dim 1 where they have D) receives the SUM over the broadcast axis:
+ *    the adjoint of broadcasting (e.g. dx[src] += linear(dy, W^T) for a per-head weight
+ *    and an input of 1 head). This holds for LINEAR, elementwise ops, DOT, CONCAT, SLICE.
+ *  - WGRAD into a vector weight is the broadcast product x * dy reduced (summed) into the
+ *    weight's [wheads][dim] slice, so dy of dim 1 (ir.h's case) or of the weight's dim work.
+ *  - COPY between rows of equal width and other (heads, dim) is a flat copy (reshape).
+ *  - In DOM_TYPE, WEIGHT_MM and WGRAD into a weight matrix multiply matrices: a weight
+ *    matrix is rows_dim x dim; a vector is a 1 x dim row, except as the second operand of
+ *    WEIGHT_MM where it is a dim x 1 column. WEIGHT_MM computes a * b (a * b^T with
+ *    transpose_w); WGRAD adds a^T * b. A vector output takes a 1 x L or L x 1 result.
+ *    Per head h (H = the largest wheads involved) an operand of wheads 1 is either shared
+ *    by every head or split into H column blocks (dim = H x width), whichever makes the
+ *    shapes agree; an output of wheads 1 likewise sums over heads or takes column blocks.
+ *
+ * Deterministic data, the same for every pass configuration of a model (each variable's
+ * stream is seeded by the run seed and the variable's name, never its id or layout):
+ *  - INPUT node features: U(-1, 1).
+ *  - PARAM weights: Glorot-uniform U(-a, a), a = sqrt(6 / (fan_in + fan_out)); a matrix
+ *    has fan_in = rows_dim, fan_out = dim; a vector fan_in = dim, fan_out = 1.
+ *  - LABEL node var: class ids uniform in [0, C), C = the width of the NLL_LOSS input
+ *    (or dims.out_dim if no NLL_LOSS reads the labels).
+ *  - GRAPH edge var whose name contains "norm": e.norm = 1 / c_{dst,etype}, c = the number
+ *    of incoming edges of e.dst with e's edge type (RGCN's 1/c_{v,r}). Other graph inputs
+ *    are an error.
+ *  - Variables a run range writes are reset when it starts: zero_init ones to 0, all
+ *    others to NaN, so a row that nothing writes shows up in every comparison.
+ *
+ * Parallelism: pthreads over rows. Writes that collide (e.dst/e.src aggregation, compact
+ * gradients scattered from edges) are computed per row into a chunk buffer and added by
+ * threads that own disjoint target ranges; weight gradients use per-thread accumulators.
+ */
+
+typedef struct ref_options {
+    uint64_t seed;      /* 0 means 1 */
+    int nthreads;       /* 0: $RGNN_REF_THREADS, else the online CPUs (at most 64) */
+} ref_options;
+
+typedef struct ref_exec ref_exec;
+
+/* Allocates every variable of p on g and fills inputs, params, labels and graph data.
+ * p and g must outlive the executor and keep their variables. NULL with a message for
+ * programs it cannot run (bad shapes/accesses, unknown graph inputs). */
+ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt, rg_err *err);
+void ref_free(ref_exec *x);
+
+/* Runs statements [first, last) in order (resetting what they write, see above). */
+int ref_run_range(ref_exec *x, int first, int last, rg_err *err);
+int ref_run(ref_exec *x, rg_err *err);          /* the whole program */
+int ref_run_forward(ref_exec *x, rg_err *err);  /* statements [0, nforward) */
+
+/* Values of a variable (rows x row width, row-major); the pointer stays valid and may be
+ * written (e.g. to perturb a weight for finite differences). */
+double *ref_values(ref_exec *x, int var);
+int64_t ref_count(const ref_exec *x, int var);   /* number of values */
+int64_t ref_rows(const ref_exec *x, int var);
+double *ref_values_by_name(ref_exec *x, const char *name, int64_t *count);  /* NULL if absent */
+/* Re-fills one input/param/label/graph variable from the seed (undoes perturbations). */
+void ref_refill(ref_exec *x, int var);
+/* The scalar loss after a run (NaN if the program has none). */
+double ref_loss(ref_exec *x);
+int ref_nthreads(const ref_exec *x);
+
+/* ---- comparing against the reference ---- */
+/* ||x - ref||_2 / ||ref||_2; the absolute ||x - ref||_2 when ref is all zero; NaN if any
+ * value is NaN, so `err < tol` fails on poisoned (never written) outputs. */
+double ref_rel_l2(const double *ref, const double *x, int64_t n);
+/* Normalized mean squared error ||x - ref||^2 / ||ref||^2 (the square of ref_rel_l2). */
+double ref_nmse(const double *ref, const double *x, int64_t n);
+/* ref_rel_l2 of a float32 result (e.g. copied back from the GPU) against the reference. */
+double ref_compare_f32(const double *ref, const float *x, int64_t n);
+/* Fills a float32 output buffer with NaN before a GPU run, so unwritten values fail. */
+void ref_poison_f32(float *x, int64_t n);
+/* Converts a variable's values to float32 (inputs and weights to upload to a device). */
+void ref_to_f32(ref_exec *x, int var, float *out);
+
+#endif
