@@ -183,13 +183,13 @@ static int check_edge_count(const char *dir, int64_t want, int64_t rows, rg_err 
                    (long long)want, (long long)rows);
 }
 
-static int read_relation(hg_builder *b, const char *raw, char *const f[3], const ogb_types *ty, rg_err *err)
+static int read_relation(hg_builder *b, const char *raw, char *const f[3], const ogb_types *ty, int32_t etype,
+                         rg_err *err)
 {
     int ht = type_index(ty, f[0]), tt = type_index(ty, f[2]);
-    int32_t etype = hgb_etype(b, f[1], ht, tt);
     char *dir = rg_xasprintf("%s/relations/%s___%s___%s", raw, f[0], f[1], f[2]);
     char *path = tio_require(dir, "edge.csv.gz", "ogb", err);
-    int64_t rows = 0, want;
+    int64_t rows = 0, want = -1;
     int rc = path ? published_edge_count(dir, &want, err) : -1;
     if (rc == 0 && want > 0) hgb_reserve(b, hgb_num_edges(b) + want);
     if (rc == 0) rc = read_edge_csv(b, etype, path, ty->counts[ht], ty->counts[tt], &rows, err);
@@ -219,7 +219,13 @@ static int read_triplets(const char *raw, hg_builder *b, const ogb_types *ty, rg
                          type_index(ty, f[0]) < 0 ? f[0] : f[2]);
             break;
         }
-        if ((rc = read_relation(b, raw, f, ty, err)) != 0) break;
+        /* edge type ids follow the list order; a repeated triplet would find an older id */
+        int32_t etype = hgb_etype(b, f[1], type_index(ty, f[0]), type_index(ty, f[2]));
+        if (etype != triplets) {
+            rc = tio_fail(r, err, "each triplet listed once");
+            break;
+        }
+        if ((rc = read_relation(b, raw, f, ty, etype, err)) != 0) break;
         triplets++;
     }
     if (rc == 0 && triplets == 0) rc = rg_errf(err, "%s: no relation triplets", r->path);

@@ -133,6 +133,8 @@ static void test_hetero_bad_input(void **state)
     expect_hetero_error(REL "paper___cites___paper/edge.csv.gz", NULL, "missing edge.csv.gz", "paper___cites___paper");
     expect_hetero_error(REL "author___affiliated_with___institution/num-edge-list.csv.gz", "3\n", "says 3 edges", NULL);
     expect_hetero_error("raw/triplet-type-list.csv.gz", "paper,cites,venue\n", "node type 'venue' is not in num-node-dict", NULL);
+    expect_hetero_error("raw/triplet-type-list.csv.gz", "paper,cites,paper\nauthor,writes,paper\npaper,cites,paper\n",
+                        "triplet-type-list.csv.gz:3: expected each triplet listed once", NULL);
     expect_hetero_error("raw/num-node-dict.csv.gz", "author,paper\n3,x\n", "num-node-dict.csv.gz:2: expected one count", NULL);
     expect_hetero_error("raw/num-node-dict.csv.gz", "author,author\n3,4\n", "num-node-dict.csv.gz:1: expected", NULL);
     expect_hetero_error("raw/num-node-dict.csv.gz", "author,paper\n", "expected a header row", NULL);
