@@ -1,6 +1,8 @@
 /* `explore datasets list|info|fetch|export|bench`: what is registered and present, the
  * statistics of a loaded graph against the registry, downloads, exports and load benchmarks. */
 #include "datasets/dataset.h"
+#include "datasets/dsbench.h"
+#include "datasets/npz.h"
 #include "common/json.h"
 
 #include <dirent.h>
@@ -11,10 +13,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* Written by other modules (datasets/npz.c, datasets/dsbench.c); prototypes fixed by the plan. */
-int npz_export_graph(const hg_graph *g, const char *path, rg_err *err);
-int dsbench_main(int argc, char **argv);
 
 /* ---- Arguments ---- */
 

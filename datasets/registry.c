@@ -12,7 +12,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* Bump when a loader's output changes, so caches written by older code are not reused. */
 #define DS_CACHE_KEY_VERSION 1
@@ -351,30 +350,19 @@ static hg_graph *try_cache(const char *path, const ds_options *opt)
         progress(opt, "loaded %s from cache %s", g->name ? g->name : "graph", path);
         return g;
     }
-    fprintf(stderr, "warning: cache %s is unusable (%s); rebuilding it\n", path, err.msg);
+    fprintf(stderr, "warning: rebuilding an unusable graph cache: %s\n", err.msg);
     return NULL;
 }
 
-/* Written under a temporary name and renamed, so a crash never leaves a half cache. */
+/* gcache_write writes a temporary file and renames it: a crash never leaves a half cache. */
 static void store_cache(const char *path, const hg_graph *g, const ds_options *opt)
 {
     if (opt->no_cache) return;
     rg_err err;
-    if (rg_mkdir_p(ds_cache_dir(opt), &err) != 0) {
-        fprintf(stderr, "warning: not caching: %s\n", err.msg);
-        return;
-    }
-    char *tmp = rg_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    if (gcache_write(tmp, g, &err) != 0) {
-        fprintf(stderr, "warning: could not write cache %s: %s\n", path, err.msg);
-        unlink(tmp);
-    } else if (rename(tmp, path) != 0) {
-        fprintf(stderr, "warning: could not write cache %s: %s\n", path, strerror(errno));
-        unlink(tmp);
-    } else {
+    if (rg_mkdir_p(ds_cache_dir(opt), &err) != 0 || gcache_write(path, g, &err) != 0)
+        fprintf(stderr, "warning: not cached: %s\n", err.msg);
+    else
         progress(opt, "cached to %s", path);
-    }
-    free(tmp);
 }
 
 static hg_graph *load_cached(const char *name, const char *dir, ds_loader_fn load,

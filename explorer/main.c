@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "results/store.h"
+#include "datasets/dataset.h"
 
 
 typedef struct command {
@@ -16,6 +17,7 @@ static const command COMMANDS[] = {
     {"export", rs_cli_export, "export measurements of the results store as CSV or JSON"},
     {"merge", rs_cli_merge, "merge results databases into one (skips what is already there)"},
     {"compare", rs_cli_compare, "list regressions of the best times between two runs"},
+    {"datasets", ds_cli_main, "list, inspect (info --json), fetch and export the graph datasets"},
     {NULL, NULL, NULL},
 };
 
