@@ -375,7 +375,7 @@ static hg_graph *load_cached(const char *name, const char *dir, ds_loader_fn loa
         double t0 = rg_now();
         g = load(dir, name, err);
         if (g) {
-            progress(opt, "parsed %s in %.1f s: %d nodes, %d edges", name, rg_now() - t0,
+            progress(opt, "parsed %s in %.2f s: %d nodes, %d edges", name, rg_now() - t0,
                      g->num_nodes, g->num_edges);
             store_cache(path, g, opt);
         }
