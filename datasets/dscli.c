@@ -455,7 +455,7 @@ static char *fetch_into(const ds_entry *e, const char *url, const char *stage, i
         if (download(e->name, url, zip, err) == 0 &&
             (*checked = verify_sums(e, url, stage, stage, err)) >= 0) {
             fprintf(stderr, "unpacking %s\n", zip);
-            char *argv[] = {"unzip", "-q", zip, "-d", unpacked, NULL};
+            char *argv[] = {"unzip", "-q", "-o", zip, "-d", unpacked, NULL};   /* -o: never prompt */
             int rc = run_child(argv, CHILD_PLAIN, NULL);
             if (rc != 0)
                 rg_errf(err, "cannot unpack %s: %s", zip,
