@@ -1,0 +1,30 @@
+/* The path from a model name to a variant's programs: parse, apply the passes a config
+ * selects, append the backward program for training, and lower to template instances. */
+#ifndef PL_PIPELINE_H
+#define PL_PIPELINE_H
+
+#include "codegen/config.h"
+#include "codegen/ir.h"
+#include "codegen/lower.h"
+#include <stdio.h>
+#include "datasets/hgraph.h"
+
+typedef struct pl_problem {
+    const char *model;      /* name in models/ or a .rgnn path */
+    const char *task;       /* "infer" or "train" */
+    ir_dims dims;
+} pl_problem;
+
+/* The unoptimized program (no passes), with its backward part for training: what the
+ * CPU reference runs. */
+ir_program *pl_reference_program(const pl_problem *p, rg_err *err);
+/* The program of one variant (passes chosen by cfg; reordering decided with the graph's
+ * sizes, or nominal ones when g is NULL) and its lowering. On failure nothing is returned.
+ * `log` (may be NULL) receives the passes' reports. */
+int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
+             lw_program **lp_out, rg_err *err);
+int pl_is_train(const char *task);
+/* Normalizes "infer"/"inference"/"train"/"training"; -1 for anything else. */
+int pl_parse_task(const char *task, const char **canonical, rg_err *err);
+
+#endif

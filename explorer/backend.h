@@ -1,0 +1,79 @@
+/* The measurement backend the sweep driver talks to: prepare a problem (model, dataset,
+ * task, dims), then measure one config at a time. Real (GPU) and simulated backends. */
+#ifndef XB_BACKEND_H
+#define XB_BACKEND_H
+
+#include "codegen/config.h"
+#include "datasets/hgraph.h"
+#include "results/store.h"
+
+typedef struct xb_problem {
+    char model[256];     /* name in models/ or a .rgnn path */
+    char dataset[256];   /* registry name, synth:..., or a folder */
+    char task[16];       /* "infer" or "train" */
+    int dim_in, dim_out, heads;
+    const char *data_dir;   /* NULL: default */
+    size_t mem_limit;       /* 0: none */
+} xb_problem;
+
+typedef struct xb_options {
+    int warmup, repeats;    /* timing; defaults 3 and 10 */
+    int metrics;            /* collect CUPTI counters */
+    int compile_threads;    /* NVRTC threads */
+    double tolerance;       /* relative L2 error allowed vs the float64 reference */
+} xb_options;
+
+#define XB_MAX_KERNELS 64
+#define XB_MAX_METRICS 64
+
+typedef struct xb_kernel {
+    char name[64];
+    char category[16];      /* "gemm", "traversal", "other" */
+    int backward;
+    double median_ns, spread_ns;
+} xb_kernel;
+
+typedef struct xb_metric {
+    char kernel[64], name[64], unit[16];
+    double value;
+} xb_metric;
+
+typedef struct xb_result {
+    rs_status status;
+    char evidence[4096];    /* compile log, error, or the validation report */
+    double validation_error;
+    double median_ms, min_ms, max_ms, stddev_ms;
+    int repeats;
+    double gemm_ms, traversal_ms, other_ms, fwd_ms, bwd_ms;
+    int64_t peak_mem_bytes;
+    double compile_s;
+    int nkernels;
+    xb_kernel kernels[XB_MAX_KERNELS];
+    int nmetrics;
+    xb_metric metrics[XB_MAX_METRICS];
+    /* analytic counts from the IR, for cost models and the roofline floor */
+    double flops, bytes, atomics;
+    int launches;
+} xb_result;
+
+void xb_result_init(xb_result *r);
+
+typedef struct xb_backend xb_backend;
+struct xb_backend {
+    const char *name;
+    void *ctx;
+    /* Loads the dataset, builds the reference answer; the device description for runs.
+     * A failure here stops the sweep of this problem (not the whole sweep). */
+    int (*prepare)(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_err *err);
+    /* Measures one config; failures of the variant go into r->status, never a crash of
+     * the driver. Returns -1 only when the backend itself is broken. */
+    int (*measure)(xb_backend *b, const cg_config *cfg, const xb_options *opt, xb_result *r, rg_err *err);
+    /* Device description for rs_begin_run. */
+    void (*device)(xb_backend *b, char *gpu_name, size_t n, int *sm, char *driver, char *cuda, char *cupti, size_t vn);
+    void (*close)(xb_backend *b);
+};
+
+/* The GPU backend (explorer/gpu_backend.c): NVRTC + CUPTI on the current device. */
+xb_backend *xb_gpu_backend(rg_err *err);
+
+#endif
