@@ -1,0 +1,595 @@
+/* Tests of the float64 reference executor: hand-built programs on a small typed graph,
+ * each checked against an independent naive loop written here; plus error handling. */
+#include "tests/testutil.h"
+#include "codegen/ref.h"
+#include "datasets/loaders.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ builders */
+
+static int add_var(ir_program *p, const char *name, ir_var_kind kind, ir_layout layout, ir_role role,
+                   ir_widx widx, int heads, int rows_dim, int dim, int zero_init)
+{
+    ir_var v = {0};
+    snprintf(v.name, sizeof v.name, "%s", name);
+    v.kind = kind;
+    v.layout = layout;
+    v.role = role;
+    v.widx = widx;
+    v.heads = heads;
+    v.rows_dim = rows_dim;
+    v.dim = dim;
+    v.zero_init = zero_init;
+    v.grad_of = v.grad = -1;
+    return ir_add_var(p, &v);
+}
+
+static int node_var(ir_program *p, const char *name, int heads, int dim, ir_role role, int zero_init)
+{
+    return add_var(p, name, IR_VAR_NODE, IR_LAYOUT_NODE, role, IR_WIDX_NONE, heads, 0, dim, zero_init);
+}
+
+static int edge_var(ir_program *p, const char *name, int heads, int dim, int compact, ir_role role, int zero_init)
+{
+    return add_var(p, name, IR_VAR_EDGE, compact ? IR_LAYOUT_COMPACT : IR_LAYOUT_VANILLA, role, IR_WIDX_NONE,
+                   heads, 0, dim, zero_init);
+}
+
+static int weight_var(ir_program *p, const char *name, ir_widx widx, int heads, int rows_dim, int dim, ir_role role)
+{
+    return add_var(p, name, IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, role, widx, heads, rows_dim, dim, 0);
+}
+
+static int scalar_var(ir_program *p, const char *name, ir_role role, int zero_init)
+{
+    return add_var(p, name, IR_VAR_SCALAR, IR_LAYOUT_SCALAR, role, IR_WIDX_NONE, 1, 0, 1, zero_init);
+}
+
+static ir_operand O(int var, ir_access acc) { return (ir_operand){var, acc, 0}; }
+static ir_operand Kc(double c) { return (ir_operand){-1, IR_ACC_CONST, c}; }
+
+static int stmt(ir_program *p, ir_opkind op, ir_domain dom, ir_operand out, int acc, int nin, ir_operand a,
+                ir_operand b, ir_operand c)
+{
+    ir_stmt s = {0};
+    s.op = op;
+    s.dom = dom;
+    s.out = out;
+    s.accumulate = acc;
+    s.nin = nin;
+    s.in[0] = a;
+    s.in[1] = b;
+    s.in[2] = c;
+    return ir_add_stmt(p, &s);
+}
+#define S1(p, op, dom, out, acc, a) stmt(p, op, dom, out, acc, 1, a, Kc(0), Kc(0))
+#define S2(p, op, dom, out, acc, a, b) stmt(p, op, dom, out, acc, 2, a, b, Kc(0))
+
+/* Two node types (user 0-2, item 3-4), relations buys user->item, knows user->user, with
+ * reverse types: several edges share (src, etype), so compaction matters. */
+static hg_graph *small_graph(void)
+{
+    hg_builder *b = hgb_new("small");
+    int32_t user = hgb_ntype(b, "user"), item = hgb_ntype(b, "item");
+    int32_t buys = hgb_etype(b, "buys", user, item), knows = hgb_etype(b, "knows", user, user);
+    int pairs[][3] = {{1, 2, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {0, 0, 0}, {1, 0, 2}, {1, 1, 2}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        hgb_add_edge(b, pairs[i][0] ? knows : buys, pairs[i][1], pairs[i][2]);
+    rg_err err;
+    hg_graph *g = hgb_finish(b, 1, &err);
+    assert_non_null(g);
+    assert_true(g->num_unique < g->num_edges);
+    return g;
+}
+
+static ir_program *new_prog(const char *name)
+{
+    ir_dims d = {4, 3, 1};
+    return ir_new(name, &d);
+}
+
+static ref_exec *run_prog(const ir_program *p, const hg_graph *g, int nthreads)
+{
+    rg_err err;
+    ref_options o = {7, nthreads};
+    ref_exec *x = ref_new(p, g, &o, &err);
+    if (!x) fail_msg("ref_new: %s", err.msg);
+    if (ref_run(x, &err) < 0) fail_msg("ref_run: %s", err.msg);
+    return x;
+}
+
+static int32_t ntype_of(const hg_graph *g, int32_t n) { return hg_ntype_of(g, n); }
+
+static void assert_close_at(const double *want, const double *got, int64_t n, int line)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!(fabs(want[i] - got[i]) <= 1e-12 * (1 + fabs(want[i]))))
+            fail_msg("line %d, value %lld: want %.17g, got %.17g", line, (long long)i, want[i], got[i]);
+}
+#define assert_close(want, got, n) assert_close_at(want, got, n, __LINE__)
+
+/* ------------------------------------------------------------------ tests */
+
+/* Typed linear per edge, the same as compact rows, aggregation with e.norm. */
+static void test_linear_compact_and_aggregation(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("lin");
+    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
+    int norm = edge_var(p, "norm", 1, 1, 0, IR_ROLE_GRAPH, 0);
+    int hs = edge_var(p, "hs", 1, 3, 0, IR_ROLE_TEMP, 0);
+    int hc = edge_var(p, "hc", 1, 3, 1, IR_ROLE_TEMP, 0);
+    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    p->output = out;
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hc, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
+    S2(p, IR_OP_MUL, IR_DOM_EDGE, O(out, IR_ACC_DST), 1, O(hc, IR_ACC_ROW), O(norm, IR_ACC_ROW));
+    rg_err err;
+    assert_int_equal(ir_verify(p, &err), 0);
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vh = ref_values(x, h), *vw = ref_values(x, W), *vn = ref_values(x, norm);
+    int64_t E = g->num_edges;
+    double *want_hs = calloc((size_t)E * 3, sizeof(double)), *want_out = calloc((size_t)g->num_nodes * 3, sizeof(double));
+    for (int64_t e = 0; e < E; e++) {
+        int cnt = 0;   /* incoming edges of dst with this etype */
+        for (int64_t f = 0; f < E; f++) cnt += g->dst[f] == g->dst[e] && g->etype[f] == g->etype[e];
+        assert_float_equal(vn[e], 1.0 / cnt, 1e-15);
+        for (int j = 0; j < 3; j++) {
+            for (int k = 0; k < 4; k++) want_hs[e * 3 + j] += vh[g->src[e] * 4 + k] * vw[(g->etype[e] * 4 + k) * 3 + j];
+            want_out[g->dst[e] * 3 + j] += want_hs[e * 3 + j] * vn[e];
+        }
+    }
+    assert_close(want_hs, ref_values(x, hs), E * 3);
+    const double *vc = ref_values(x, hc);
+    for (int64_t e = 0; e < E; e++) assert_close(want_hs + e * 3, vc + g->edge_compact[e] * 3, 3);
+    assert_close(want_out, ref_values(x, out), g->num_nodes * 3);
+    /* inputs are U(-1, 1), Glorot limit sqrt(6 / (4 + 3)) */
+    for (int64_t i = 0; i < ref_count(x, h); i++) assert_true(vh[i] >= -1 && vh[i] < 1);
+    for (int64_t i = 0; i < ref_count(x, W); i++) assert_true(fabs(vw[i]) <= sqrt(6.0 / 7));
+    free(want_hs);
+    free(want_out);
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
+/* RGAT-style attention with edge softmax (no max subtraction, as in the papers). */
+static void test_edge_softmax_attention(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("att");
+    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
+    int ws = weight_var(p, "ws", IR_WIDX_ETYPE, 1, 0, 3, IR_ROLE_PARAM);
+    int hs = edge_var(p, "hs", 1, 3, 1, IR_ROLE_TEMP, 0);
+    int ht = edge_var(p, "ht", 1, 3, 0, IR_ROLE_TEMP, 0);
+    int a1 = edge_var(p, "a1", 1, 1, 1, IR_ROLE_TEMP, 0);
+    int a2 = edge_var(p, "a2", 1, 1, 0, IR_ROLE_TEMP, 0);
+    int a3 = edge_var(p, "a3", 1, 1, 0, IR_ROLE_TEMP, 0);
+    int a4 = edge_var(p, "a4", 1, 1, 0, IR_ROLE_TEMP, 0);
+    int ex = edge_var(p, "ex", 1, 1, 0, IR_ROLE_TEMP, 0);
+    int sum = node_var(p, "sum", 1, 1, IR_ROLE_TEMP, 1);
+    int att = edge_var(p, "att", 1, 1, 0, IR_ROLE_TEMP, 0);
+    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    p->output = out;
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(ht, IR_ACC_ROW), 0, O(h, IR_ACC_DST), O(W, IR_ACC_ETYPE));
+    S2(p, IR_OP_DOT, IR_DOM_EDGE, O(a1, IR_ACC_ROW), 0, O(hs, IR_ACC_ROW), O(ws, IR_ACC_ETYPE));
+    S2(p, IR_OP_DOT, IR_DOM_EDGE, O(a2, IR_ACC_ROW), 0, O(ht, IR_ACC_ROW), O(ws, IR_ACC_ETYPE));
+    S2(p, IR_OP_ADD, IR_DOM_EDGE, O(a3, IR_ACC_ROW), 0, O(a1, IR_ACC_ROW), O(a2, IR_ACC_ROW));
+    int lr = S1(p, IR_OP_LEAKYRELU, IR_DOM_EDGE, O(a4, IR_ACC_ROW), 0, O(a3, IR_ACC_ROW));
+    p->stmts[lr].cval = 0.2;
+    S1(p, IR_OP_EXP, IR_DOM_EDGE, O(ex, IR_ACC_ROW), 0, O(a4, IR_ACC_ROW));
+    S1(p, IR_OP_COPY, IR_DOM_EDGE, O(sum, IR_ACC_DST), 1, O(ex, IR_ACC_ROW));
+    S2(p, IR_OP_DIV, IR_DOM_EDGE, O(att, IR_ACC_ROW), 0, O(ex, IR_ACC_ROW), O(sum, IR_ACC_DST));
+    S2(p, IR_OP_MUL, IR_DOM_EDGE, O(out, IR_ACC_DST), 1, O(att, IR_ACC_ROW), O(hs, IR_ACC_ROW));
+    rg_err err;
+    assert_int_equal(ir_verify(p, &err), 0);
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vh = ref_values(x, h), *vw = ref_values(x, W), *vs = ref_values(x, ws);
+    int64_t E = g->num_edges, N = g->num_nodes;
+    double *msg = calloc((size_t)E * 3, sizeof(double)), *e_ex = calloc((size_t)E, sizeof(double));
+    double *den = calloc((size_t)N, sizeof(double)), *want = calloc((size_t)N * 3, sizeof(double));
+    for (int64_t e = 0; e < E; e++) {
+        double s = 0, t = 0;
+        for (int j = 0; j < 3; j++) {
+            double zs = 0, zt = 0;
+            for (int k = 0; k < 4; k++) {
+                zs += vh[g->src[e] * 4 + k] * vw[(g->etype[e] * 4 + k) * 3 + j];
+                zt += vh[g->dst[e] * 4 + k] * vw[(g->etype[e] * 4 + k) * 3 + j];
+            }
+            msg[e * 3 + j] = zs;
+            s += zs * vs[g->etype[e] * 3 + j];
+            t += zt * vs[g->etype[e] * 3 + j];
+        }
+        double z = s + t;
+        e_ex[e] = exp(z > 0 ? z : 0.2 * z);
+        den[g->dst[e]] += e_ex[e];
+    }
+    for (int64_t e = 0; e < E; e++)
+        for (int j = 0; j < 3; j++) want[g->dst[e] * 3 + j] += e_ex[e] / den[g->dst[e]] * msg[e * 3 + j];
+    assert_close(want, ref_values(x, out), N * 3);
+    free(msg); free(e_ex); free(den); free(want);
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
+/* Heads: broadcasting operands, per-head weights with a 1-head input, and outputs
+ * narrower than the broadcast shape receiving sums. */
+static void test_heads_broadcast_and_sums(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("heads");
+    int a = node_var(p, "a", 2, 3, IR_ROLE_INPUT, 0);
+    int b = node_var(p, "b", 1, 3, IR_ROLE_INPUT, 0);
+    int c = node_var(p, "c", 2, 1, IR_ROLE_INPUT, 0);
+    int Wh = weight_var(p, "Wh", IR_WIDX_NONE, 2, 3, 2, IR_ROLE_PARAM);
+    int m = node_var(p, "m", 2, 3, IR_ROLE_TEMP, 0);
+    int sh = node_var(p, "sh", 1, 3, IR_ROLE_TEMP, 0);
+    int sd = node_var(p, "sd", 2, 1, IR_ROLE_TEMP, 0);
+    int dt = node_var(p, "dt", 2, 1, IR_ROLE_TEMP, 0);
+    int lin = node_var(p, "lin", 2, 2, IR_ROLE_TEMP, 0);
+    int lsum = node_var(p, "lsum", 1, 2, IR_ROLE_TEMP, 0);
+    int cat = node_var(p, "cat", 2, 4, IR_ROLE_TEMP, 0);
+    int sl = node_var(p, "sl", 2, 2, IR_ROLE_TEMP, 0);
+    int rs = node_var(p, "rs", 3, 2, IR_ROLE_OUTPUT, 0);
+    p->output = rs;
+    S2(p, IR_OP_MUL, IR_DOM_NODE, O(m, IR_ACC_ROW), 0, O(a, IR_ACC_ROW), O(b, IR_ACC_ROW));
+    S2(p, IR_OP_MUL, IR_DOM_NODE, O(sh, IR_ACC_ROW), 0, O(a, IR_ACC_ROW), O(b, IR_ACC_ROW));
+    S2(p, IR_OP_MUL, IR_DOM_NODE, O(sd, IR_ACC_ROW), 0, O(a, IR_ACC_ROW), O(c, IR_ACC_ROW));
+    S2(p, IR_OP_DOT, IR_DOM_NODE, O(dt, IR_ACC_ROW), 0, O(a, IR_ACC_ROW), O(b, IR_ACC_ROW));
+    S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(lin, IR_ACC_ROW), 0, O(b, IR_ACC_ROW), O(Wh, IR_ACC_ALL));
+    S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(lsum, IR_ACC_ROW), 0, O(b, IR_ACC_ROW), O(Wh, IR_ACC_ALL));
+    S2(p, IR_OP_CONCAT, IR_DOM_NODE, O(cat, IR_ACC_ROW), 0, O(c, IR_ACC_ROW), O(a, IR_ACC_ROW));
+    int si = S1(p, IR_OP_SLICE, IR_DOM_NODE, O(sl, IR_ACC_ROW), 0, O(cat, IR_ACC_ROW));
+    p->stmts[si].iarg = 2;
+    S1(p, IR_OP_COPY, IR_DOM_NODE, O(rs, IR_ACC_ROW), 0, O(a, IR_ACC_ROW));   /* reshape 2x3 -> 3x2 */
+    rg_err err;
+    assert_int_equal(ir_verify(p, &err), 0);
+    ref_exec *x = run_prog(p, g, 1);
+    const double *va = ref_values(x, a), *vb = ref_values(x, b), *vc = ref_values(x, c), *vw = ref_values(x, Wh);
+    for (int n = 0; n < g->num_nodes; n++) {
+        const double *A = va + n * 6, *B = vb + n * 3, *C = vc + n * 2;
+        double w_m[6], w_sh[3] = {0}, w_sd[2] = {0}, w_dt[2] = {0}, w_lin[4] = {0}, w_lsum[2] = {0}, w_cat[8], w_sl[4];
+        for (int hh = 0; hh < 2; hh++)
+            for (int d = 0; d < 3; d++) {
+                w_m[hh * 3 + d] = A[hh * 3 + d] * B[d];
+                w_sh[d] += A[hh * 3 + d] * B[d];
+                w_sd[hh] += A[hh * 3 + d] * C[hh];
+                w_dt[hh] += A[hh * 3 + d] * B[d];
+            }
+        for (int hh = 0; hh < 2; hh++)
+            for (int j = 0; j < 2; j++)
+                for (int k = 0; k < 3; k++) {
+                    w_lin[hh * 2 + j] += B[k] * vw[(hh * 3 + k) * 2 + j];
+                    w_lsum[j] += B[k] * vw[(hh * 3 + k) * 2 + j];
+                }
+        for (int hh = 0; hh < 2; hh++) {
+            w_cat[hh * 4] = C[hh];
+            for (int d = 0; d < 3; d++) w_cat[hh * 4 + 1 + d] = A[hh * 3 + d];
+            w_sl[hh * 2] = w_cat[hh * 4 + 2];
+            w_sl[hh * 2 + 1] = w_cat[hh * 4 + 3];
+        }
+        assert_close(w_m, ref_values(x, m) + n * 6, 6);
+        assert_close(w_sh, ref_values(x, sh) + n * 3, 3);
+        assert_close(w_sd, ref_values(x, sd) + n * 2, 2);
+        assert_close(w_dt, ref_values(x, dt) + n * 2, 2);
+        assert_close(w_lin, ref_values(x, lin) + n * 4, 4);
+        assert_close(w_lsum, ref_values(x, lsum) + n * 2, 2);
+        assert_close(w_cat, ref_values(x, cat) + n * 8, 8);
+        assert_close(w_sl, ref_values(x, sl) + n * 4, 4);
+        assert_close(A, ref_values(x, rs) + n * 6, 6);
+    }
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
+/* Backward-style statements: input gradients through W^T scattered to e.src, weight
+ * gradients (outer products), node-typed weights, compact gradients from edges, and the
+ * per-unique-row evaluation of dx[src] += dhs_compact * W^T. */
+static void test_gradient_statements(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("grads");
+    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int dy = edge_var(p, "dy", 1, 3, 0, IR_ROLE_INPUT, 0);   /* stands for an edge gradient */
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
+    int Wn = weight_var(p, "Wn", IR_WIDX_NTYPE, 1, 4, 3, IR_ROLE_PARAM);
+    int dh = node_var(p, "dh", 1, 4, IR_ROLE_TEMP, 1);
+    int dW = weight_var(p, "dW", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_TEMP);
+    p->vars[dW].zero_init = 1;
+    int dWn = weight_var(p, "dWn", IR_WIDX_NTYPE, 1, 4, 3, IR_ROLE_TEMP);
+    p->vars[dWn].zero_init = 1;
+    int dc = edge_var(p, "dc", 1, 3, 1, IR_ROLE_TEMP, 1);
+    int dhu = node_var(p, "dhu", 1, 4, IR_ROLE_OUTPUT, 1);
+    int dWu = weight_var(p, "dWu", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_TEMP);
+    p->vars[dWu].zero_init = 1;
+    int hn = node_var(p, "hn", 1, 3, IR_ROLE_TEMP, 0);
+    p->output = dhu;
+    ir_stmt s = {0};
+    s.op = IR_OP_LINEAR; s.dom = IR_DOM_EDGE; s.out = O(dh, IR_ACC_SRC); s.accumulate = 1; s.nin = 2;
+    s.in[0] = O(dy, IR_ACC_ROW); s.in[1] = O(W, IR_ACC_ETYPE); s.transpose_w = 1;
+    ir_add_stmt(p, &s);
+    S2(p, IR_OP_WGRAD, IR_DOM_EDGE, O(dW, IR_ACC_ETYPE), 1, O(h, IR_ACC_SRC), O(dy, IR_ACC_ROW));
+    S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(hn, IR_ACC_ROW), 0, O(h, IR_ACC_ROW), O(Wn, IR_ACC_NTYPE));
+    S2(p, IR_OP_WGRAD, IR_DOM_NODE, O(dWn, IR_ACC_NTYPE), 1, O(h, IR_ACC_ROW), O(hn, IR_ACC_ROW));
+    S1(p, IR_OP_COPY, IR_DOM_EDGE, O(dc, IR_ACC_ROW), 1, O(dy, IR_ACC_ROW));          /* per edge */
+    s.out = O(dhu, IR_ACC_SRC); s.in[0] = O(dc, IR_ACC_ROW);
+    ir_add_stmt(p, &s);                                                               /* per unique */
+    S2(p, IR_OP_WGRAD, IR_DOM_EDGE, O(dWu, IR_ACC_ETYPE), 1, O(h, IR_ACC_SRC), O(dc, IR_ACC_ROW));
+    rg_err err;
+    assert_int_equal(ir_verify(p, &err), 0);
+    assert_true(ir_stmt_per_unique(p, &p->stmts[5]));
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vh = ref_values(x, h), *vy = ref_values(x, dy), *vw = ref_values(x, W), *vwn = ref_values(x, Wn);
+    int64_t E = g->num_edges, N = g->num_nodes, U = g->num_unique, R = g->num_etypes;
+    double *w_dh = calloc((size_t)N * 4, 8), *w_dW = calloc((size_t)R * 12, 8), *w_dc = calloc((size_t)U * 3, 8);
+    double *w_dhu = calloc((size_t)N * 4, 8), *w_dWn = calloc((size_t)g->num_ntypes * 12, 8);
+    for (int64_t e = 0; e < E; e++) {
+        int t = g->etype[e];
+        for (int k = 0; k < 4; k++)
+            for (int j = 0; j < 3; j++) {
+                w_dh[g->src[e] * 4 + k] += vy[e * 3 + j] * vw[(t * 4 + k) * 3 + j];
+                w_dW[(t * 4 + k) * 3 + j] += vh[g->src[e] * 4 + k] * vy[e * 3 + j];
+            }
+        for (int j = 0; j < 3; j++) w_dc[g->edge_compact[e] * 3 + j] += vy[e * 3 + j];
+    }
+    for (int64_t u = 0; u < U; u++) {
+        int t = 0;
+        while (u >= g->unique_etype_ptr[t + 1]) t++;
+        for (int k = 0; k < 4; k++)
+            for (int j = 0; j < 3; j++) w_dhu[g->unique_src[u] * 4 + k] += w_dc[u * 3 + j] * vw[(t * 4 + k) * 3 + j];
+    }
+    for (int64_t n = 0; n < N; n++) {
+        int t = ntype_of(g, (int32_t)n);
+        double hn_row[3] = {0};
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) hn_row[j] += vh[n * 4 + k] * vwn[(t * 4 + k) * 3 + j];
+        for (int k = 0; k < 4; k++)
+            for (int j = 0; j < 3; j++) w_dWn[(t * 4 + k) * 3 + j] += vh[n * 4 + k] * hn_row[j];
+    }
+    assert_close(w_dh, ref_values(x, dh), N * 4);
+    assert_close(w_dW, ref_values(x, dW), R * 12);
+    assert_close(w_dc, ref_values(x, dc), U * 3);
+    assert_close(w_dhu, ref_values(x, dhu), N * 4);
+    assert_close(w_dWn, ref_values(x, dWn), g->num_ntypes * 12);
+    /* dW from compact rows (per unique) equals dW from edges */
+    assert_close(w_dW, ref_values(x, dWu), R * 12);
+    free(w_dh); free(w_dW); free(w_dc); free(w_dhu); free(w_dWn);
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
+/* DOM_TYPE weight products: W[r] * w[r] (reordering's weight-vector product), a node-typed
+ * matrix times a per-relation per-head matrix with column split, and their gradient forms. */
+static void test_weight_products(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("wmm");
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
+    int w = weight_var(p, "w", IR_WIDX_ETYPE, 1, 0, 3, IR_ROLE_PARAM);
+    int Wv = weight_var(p, "Wv", IR_WIDX_ETYPE, 1, 0, 4, IR_ROLE_TEMP);
+    int K = weight_var(p, "K", IR_WIDX_NTYPE, 1, 4, 6, IR_ROLE_PARAM);    /* 2 heads x 3 */
+    int A = weight_var(p, "A", IR_WIDX_ETYPE, 2, 3, 3, IR_ROLE_PARAM);
+    int KA = weight_var(p, "KA", IR_WIDX_ETYPE, 2, 4, 3, IR_ROLE_TEMP);
+    int gK = weight_var(p, "gK", IR_WIDX_NTYPE, 1, 4, 6, IR_ROLE_TEMP);
+    p->vars[gK].zero_init = 1;
+    int gw = weight_var(p, "gw", IR_WIDX_ETYPE, 1, 0, 3, IR_ROLE_OUTPUT);
+    p->vars[gw].zero_init = 1;
+    int gA = weight_var(p, "gA", IR_WIDX_ETYPE, 2, 3, 3, IR_ROLE_TEMP);
+    p->vars[gA].zero_init = 1;
+    p->output = gw;
+    S2(p, IR_OP_WEIGHT_MM, IR_DOM_TYPE, O(Wv, IR_ACC_ETYPE), 0, O(W, IR_ACC_ETYPE), O(w, IR_ACC_ETYPE));
+    S2(p, IR_OP_WEIGHT_MM, IR_DOM_TYPE, O(KA, IR_ACC_ETYPE), 0, O(K, IR_ACC_SRC_NTYPE), O(A, IR_ACC_ETYPE));
+    /* gradient forms (as autodiff emits them): gK += KA * A^T (split), gA += K^T KA, gw += Wv * W */
+    int i1 = S2(p, IR_OP_WEIGHT_MM, IR_DOM_TYPE, O(gK, IR_ACC_SRC_NTYPE), 1, O(KA, IR_ACC_ETYPE), O(A, IR_ACC_ETYPE));
+    p->stmts[i1].transpose_w = 1;
+    p->stmts[i1].backward = 1;
+    S2(p, IR_OP_WGRAD, IR_DOM_TYPE, O(gA, IR_ACC_ETYPE), 1, O(K, IR_ACC_SRC_NTYPE), O(KA, IR_ACC_ETYPE));
+    int i3 = S2(p, IR_OP_WEIGHT_MM, IR_DOM_TYPE, O(gw, IR_ACC_ETYPE), 1, O(Wv, IR_ACC_ETYPE), O(W, IR_ACC_ETYPE));
+    p->stmts[i3].backward = 1;
+    rg_err err;
+    assert_int_equal(ir_verify(p, &err), 0);
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vW = ref_values(x, W), *vw = ref_values(x, w), *vK = ref_values(x, K), *vA = ref_values(x, A);
+    int R = g->num_etypes;
+    double *wKA = calloc((size_t)R * 24, 8), *wgK = calloc((size_t)g->num_ntypes * 24, 8);
+    double *wgA = calloc((size_t)R * 18, 8), *wgw = calloc((size_t)R * 3, 8), *wWv = calloc((size_t)R * 4, 8);
+    for (int r = 0; r < R; r++) {
+        int ts = g->etype_src[r];
+        for (int k = 0; k < 4; k++)
+            for (int m = 0; m < 3; m++) wWv[r * 4 + k] += vW[(r * 4 + k) * 3 + m] * vw[r * 3 + m];
+        for (int hh = 0; hh < 2; hh++)
+            for (int k = 0; k < 4; k++)
+                for (int n = 0; n < 3; n++)
+                    for (int m = 0; m < 3; m++)
+                        wKA[((r * 2 + hh) * 4 + k) * 3 + n] += vK[(ts * 4 + k) * 6 + hh * 3 + m] * vA[((r * 2 + hh) * 3 + m) * 3 + n];
+    }
+    for (int r = 0; r < R; r++) {
+        int ts = g->etype_src[r];
+        for (int hh = 0; hh < 2; hh++)
+            for (int k = 0; k < 4; k++)
+                for (int m = 0; m < 3; m++)
+                    for (int n = 0; n < 3; n++) {
+                        double ka = wKA[((r * 2 + hh) * 4 + k) * 3 + n];
+                        wgK[(ts * 4 + k) * 6 + hh * 3 + m] += ka * vA[((r * 2 + hh) * 3 + m) * 3 + n];
+                        wgA[((r * 2 + hh) * 3 + m) * 3 + n] += vK[(ts * 4 + k) * 6 + hh * 3 + m] * ka;
+                    }
+        for (int m = 0; m < 3; m++)
+            for (int k = 0; k < 4; k++) wgw[r * 3 + m] += wWv[r * 4 + k] * vW[(r * 4 + k) * 3 + m];
+    }
+    assert_close(wWv, ref_values(x, Wv), R * 4);
+    assert_close(wKA, ref_values(x, KA), R * 24);
+    assert_close(wgK, ref_values(x, gK), g->num_ntypes * 24);
+    assert_close(wgA, ref_values(x, gA), R * 18);
+    assert_close(wgw, ref_values(x, gw), R * 3);
+    free(wKA); free(wgK); free(wgA); free(wgw); free(wWv);
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
+/* NLL loss against seeded labels and its gradient: (softmax - onehot) * dloss / N. */
+static void test_nll(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("nll");
+    int z = node_var(p, "z", 1, 3, IR_ROLE_INPUT, 0);
+    int lab = node_var(p, "label", 1, 1, IR_ROLE_LABEL, 0);
+    int loss = scalar_var(p, "loss", IR_ROLE_LOSS, 0);
+    int dl = scalar_var(p, "dloss", IR_ROLE_TEMP, 0);
+    int dz = node_var(p, "dz", 1, 3, IR_ROLE_OUTPUT, 1);
+    p->output = dz;
+    p->loss = loss;
+    p->label = lab;
+    S2(p, IR_OP_NLL_LOSS, IR_DOM_GLOBAL, O(loss, IR_ACC_ALL), 0, O(z, IR_ACC_ALL), O(lab, IR_ACC_ALL));
+    S1(p, IR_OP_COPY, IR_DOM_GLOBAL, O(dl, IR_ACC_ALL), 0, Kc(2.0));
+    stmt(p, IR_OP_NLL_GRAD, IR_DOM_NODE, O(dz, IR_ACC_ROW), 1, 3, O(z, IR_ACC_ROW), O(lab, IR_ACC_ROW),
+         O(dl, IR_ACC_ALL));
+    rg_err err;
+    assert_int_equal(ir_verify(p, &err), 0);
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vz = ref_values(x, z), *vl = ref_values(x, lab), *vd = ref_values(x, dz);
+    int N = g->num_nodes;
+    double want = 0;
+    int seen[3] = {0};
+    for (int n = 0; n < N; n++) {
+        int c = (int)vl[n];
+        assert_true(c >= 0 && c < 3 && vl[n] == c);
+        seen[c]++;
+        double s = exp(vz[n * 3]) + exp(vz[n * 3 + 1]) + exp(vz[n * 3 + 2]);
+        want -= (vz[n * 3 + c] - log(s)) / N;
+        for (int j = 0; j < 3; j++)
+            assert_float_equal(vd[n * 3 + j], (exp(vz[n * 3 + j]) / s - (j == c)) * 2.0 / N, 1e-14);
+    }
+    assert_float_equal(ref_loss(x), want, 1e-14);
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
+/* Thread counts only reorder float sums; layouts only change addressing. */
+static void test_threads_agree_on_a_synth_graph(void **state)
+{
+    (void)state;
+    rg_err err;
+    hg_graph *g = synth_generate("nodes=3000,edges=40000,ntypes=3,etypes=6,ratio=0.2,seed=3", &err);
+    if (!g) fail_msg("synth: %s", err.msg);
+    ir_program *p = new_prog("thr");
+    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
+    int hs = edge_var(p, "hs", 1, 3, 0, IR_ROLE_TEMP, 0);
+    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    int dW = weight_var(p, "dW", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_TEMP);
+    p->vars[dW].zero_init = 1;
+    p->output = out;
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
+    S1(p, IR_OP_EXP, IR_DOM_EDGE, O(out, IR_ACC_DST), 1, O(hs, IR_ACC_ROW));
+    S2(p, IR_OP_WGRAD, IR_DOM_EDGE, O(dW, IR_ACC_ETYPE), 1, O(h, IR_ACC_DST), O(hs, IR_ACC_ROW));
+    ref_exec *x1 = run_prog(p, g, 1), *x3 = run_prog(p, g, 3);
+    assert_true(ref_rel_l2(ref_values(x1, out), ref_values(x3, out), ref_count(x1, out)) < 1e-14);
+    assert_true(ref_rel_l2(ref_values(x1, dW), ref_values(x3, dW), ref_count(x1, dW)) < 1e-14);
+    assert_int_equal(ref_nthreads(x3), 3);
+    ref_free(x1);
+    ref_free(x3);
+    ir_free(p);
+    hg_free(g);
+}
+
+static void test_comparisons_and_poison(void **state)
+{
+    (void)state;
+    double ref[3] = {3, 0, 4}, x[3] = {3, 1, 4};
+    assert_float_equal(ref_rel_l2(ref, x, 3), 0.2, 1e-15);
+    assert_float_equal(ref_nmse(ref, x, 3), 0.04, 1e-15);
+    float f[3] = {3, 1, 4};
+    assert_float_equal(ref_compare_f32(ref, f, 3), 0.2, 1e-7);
+    double zero[2] = {0, 0}, y[2] = {3, 4};
+    assert_float_equal(ref_rel_l2(zero, y, 2), 5.0, 1e-15);
+    ref_poison_f32(f, 3);
+    assert_true(isnan(ref_compare_f32(ref, f, 3)));
+    assert_false(ref_compare_f32(ref, f, 3) < 1e-3);
+
+    /* an output row nothing writes stays NaN: a node var written only at some dsts */
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("poison");
+    int h = node_var(p, "h", 1, 2, IR_ROLE_INPUT, 0);
+    int t = node_var(p, "t", 1, 2, IR_ROLE_TEMP, 0);
+    int out = node_var(p, "out", 1, 2, IR_ROLE_OUTPUT, 0);
+    p->output = out;
+    S1(p, IR_OP_COPY, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(t, IR_ACC_ROW));   /* t never written */
+    (void)h;
+    ref_exec *xp = run_prog(p, g, 1);
+    assert_true(isnan(ref_values(xp, out)[0]));
+    assert_true(isnan(ref_rel_l2(ref_values(xp, h), ref_values(xp, out), ref_count(xp, out))));
+    ref_free(xp);
+    ir_free(p);
+    hg_free(g);
+}
+
+static void expect_ref_error(ir_program *p, const hg_graph *g, const char *needle)
+{
+    rg_err err = {{0}};
+    ref_exec *x = ref_new(p, g, NULL, &err);
+    if (x) fail_msg("expected an error containing '%s'", needle);
+    if (!strstr(err.msg, needle)) fail_msg("error '%s' lacks '%s'", err.msg, needle);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    ir_program *p = new_prog("bad");
+    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 5, 3, IR_ROLE_PARAM);
+    int hs = edge_var(p, "hs", 1, 3, 0, IR_ROLE_TEMP, 0);
+    p->output = hs;
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
+    expect_ref_error(p, g, "linear 4 -> 3");
+    p->stmts[0].in[1].acc = IR_ACC_NTYPE;
+    expect_ref_error(p, g, "cannot access 'W' with NTYPE");
+    p->stmts[0] = p->stmts[0];
+    p->stmts[0].op = IR_OP_ADD;
+    p->stmts[0].in[1] = O(h, IR_ACC_DST);
+    p->stmts[0].out = O(h, IR_ACC_SRC);   /* aggregation written with = */
+    expect_ref_error(p, g, "needs +=");
+    ir_free(p);
+
+    p = new_prog("graphvar");
+    int deg = node_var(p, "degree", 1, 1, IR_ROLE_GRAPH, 0);
+    int o = node_var(p, "o", 1, 1, IR_ROLE_OUTPUT, 0);
+    p->output = o;
+    S1(p, IR_OP_COPY, IR_DOM_NODE, O(o, IR_ACC_ROW), 0, O(deg, IR_ACC_ROW));
+    expect_ref_error(p, g, "unknown graph-derived input 'degree'");
+    ir_free(p);
+    hg_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linear_compact_and_aggregation),
+        cmocka_unit_test(test_edge_softmax_attention),
+        cmocka_unit_test(test_heads_broadcast_and_sums),
+        cmocka_unit_test(test_gradient_statements),
+        cmocka_unit_test(test_weight_products),
+        cmocka_unit_test(test_nll),
+        cmocka_unit_test(test_threads_agree_on_a_synth_graph),
+        cmocka_unit_test(test_comparisons_and_poison),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests_name("ref", tests, NULL, NULL);
+}
