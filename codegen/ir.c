@@ -560,6 +560,9 @@ static void print_var(const ir_program *p, int id, FILE *f)
     fputc('\n', f);
 }
 
+/* Inputs and graph data print as attributes (n.feature, e.norm), as the language reads them. */
+static int attr_style(const ir_var *v) { return v->role == IR_ROLE_INPUT || v->role == IR_ROLE_GRAPH; }
+
 static void print_operand(const ir_program *p, const ir_stmt *s, const ir_operand *o, FILE *f)
 {
     if (o->acc == IR_ACC_CONST) {
@@ -571,10 +574,14 @@ static void print_operand(const ir_program *p, const ir_stmt *s, const ir_operan
     switch (o->acc) {
     case IR_ACC_ROW:
         if (p->vars[o->var].kind == IR_VAR_WEIGHT) fprintf(f, "%s[r]", name);
+        else if (attr_style(&p->vars[o->var])) fprintf(f, "%s.%s", s->dom == IR_DOM_EDGE ? "e" : "n", name);
         else fprintf(f, "%s[\"%s\"]", s->dom == IR_DOM_EDGE ? "e" : "n", name);
         break;
-    case IR_ACC_SRC: fprintf(f, "e.src[\"%s\"]", name); break;
-    case IR_ACC_DST: fprintf(f, "e.dst[\"%s\"]", name); break;
+    case IR_ACC_SRC:
+    case IR_ACC_DST:
+        fprintf(f, attr_style(&p->vars[o->var]) ? "e.%s.%s" : "e.%s[\"%s\"]", o->acc == IR_ACC_SRC ? "src" : "dst",
+                name);
+        break;
     case IR_ACC_ETYPE: fprintf(f, type_dom ? "%s[r]" : "%s[e.etype]", name); break;
     case IR_ACC_NTYPE: fprintf(f, "%s[n.ntype]", name); break;
     case IR_ACC_SRC_NTYPE: fprintf(f, type_dom ? "%s[r.src_ntype]" : "%s[e.src.ntype]", name); break;

@@ -1,0 +1,173 @@
+/* Loading a model program by name or path, with the chosen inter-operator passes, the
+ * training loss and (when available) the backward program, in one call. */
+#include "codegen/model.h"
+#include "codegen/parse.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include("codegen/autodiff.h")
+#include "codegen/autodiff.h"
+#define MODEL_HAVE_AUTODIFF 1
+#endif
+#endif
+
+/* Candidate model directories, most specific first. Returns how many were written. */
+static int model_dirs(char dirs[][1024], int max)
+{
+    int n = 0;
+    const char *env = getenv("RGNN_MODELS");
+    if (env && *env && n < max) snprintf(dirs[n++], 1024, "%s", env);
+    if (n < max) snprintf(dirs[n++], 1024, "models");
+    char exe[1024];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        /* build/explore -> <repo>/models; build/tests/test_x -> <repo>/models */
+        for (int up = 1; up <= 2 && n < max; up++) {
+            char *slash = strrchr(exe, '/');
+            if (!slash) break;
+            *slash = '\0';
+            char parent[1024];
+            snprintf(parent, sizeof parent, "%s", exe);
+            char *p2 = strrchr(parent, '/');
+            if (!p2) break;
+            *p2 = '\0';
+            snprintf(dirs[n++], 1024, "%.1000s/models", parent);
+        }
+    }
+    return n;
+}
+
+static int looks_like_path(const char *s)
+{
+    size_t n = strlen(s);
+    return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".rgnn"));
+}
+
+char *model_find(const char *name_or_path)
+{
+    if (!name_or_path || !*name_or_path) return NULL;
+    if (looks_like_path(name_or_path)) return rg_file_exists(name_or_path) ? rg_xstrdup(name_or_path) : NULL;
+    char dirs[4][1024];
+    int n = model_dirs(dirs, 4);
+    for (int i = 0; i < n; i++) {
+        char *path = rg_xasprintf("%s/%s.rgnn", dirs[i], name_or_path);
+        if (rg_file_exists(path)) return path;
+        free(path);
+    }
+    return NULL;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+char *model_list(void)
+{
+    char dirs[4][1024];
+    int n = model_dirs(dirs, 4);
+    for (int i = 0; i < n; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d) continue;
+        char *names[256];
+        int count = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) && count < 256) {
+            size_t len = strlen(de->d_name);
+            if (len > 5 && !strcmp(de->d_name + len - 5, ".rgnn") && strcmp(de->d_name, "lib.rgnn"))
+                names[count++] = rg_xasprintf("%.*s", (int)(len - 5), de->d_name);
+        }
+        closedir(d);
+        if (!count) continue;
+        qsort(names, (size_t)count, sizeof *names, cmp_str);
+        rg_str s = {0};
+        for (int k = 0; k < count; k++) {
+            rg_str_printf(&s, "%s%s", k ? ", " : "", names[k]);
+            free(names[k]);
+        }
+        return s.s;
+    }
+    return rg_xstrdup("(no model directory found)");
+}
+
+int model_has_autodiff(void)
+{
+#ifdef MODEL_HAVE_AUTODIFF
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+static int add_var(ir_program *p, const char *name, ir_var_kind kind, ir_layout layout, ir_role role, int dim)
+{
+    ir_var v;
+    memset(&v, 0, sizeof v);
+    snprintf(v.name, sizeof v.name, "%s", name);
+    for (int k = 2; ir_find_var(p, v.name) >= 0; k++) snprintf(v.name, sizeof v.name, "%s_%d", name, k);
+    v.kind = kind;
+    v.layout = layout;
+    v.role = role;
+    v.heads = 1;
+    v.dim = dim;
+    v.grad_of = v.grad = -1;
+    return ir_add_var(p, &v);
+}
+
+int model_add_loss(ir_program *p, rg_err *err)
+{
+    if (p->loss >= 0) return rg_errf(err, "%s: the program already has a loss", p->name);
+    if (p->nforward != p->nstmts) return rg_errf(err, "%s: the loss must be added before the backward part", p->name);
+    p->label = add_var(p, "label", IR_VAR_NODE, IR_LAYOUT_NODE, IR_ROLE_LABEL, 1);
+    p->loss = add_var(p, "loss", IR_VAR_SCALAR, IR_LAYOUT_SCALAR, IR_ROLE_LOSS, 1);
+    ir_stmt s;
+    memset(&s, 0, sizeof s);
+    s.op = IR_OP_NLL_LOSS;
+    s.dom = IR_DOM_GLOBAL;
+    s.out = (ir_operand){p->loss, IR_ACC_ALL, 0};
+    s.nin = 2;
+    s.in[0] = (ir_operand){p->output, IR_ACC_ALL, 0};
+    s.in[1] = (ir_operand){p->label, IR_ACC_ALL, 0};
+    ir_add_stmt(p, &s);
+    return 0;
+}
+
+ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const model_options *opt, rg_err *err)
+{
+    char *path = model_find(name_or_path);
+    if (!path) {
+        char *list = model_list();
+        if (looks_like_path(name_or_path)) rg_errf(err, "model file '%s' does not exist", name_or_path);
+        else rg_errf(err, "unknown model '%s' (models: %s; or give the path of a .rgnn file)", name_or_path, list);
+        free(list);
+        return NULL;
+    }
+    const char *task = opt && opt->task ? opt->task : "infer";
+    if (strcmp(task, "infer") && strcmp(task, "train")) {
+        free(path);
+        rg_errf(err, "unknown task '%s' (infer or train)", task);
+        return NULL;
+    }
+    ir_program *p = ps_load_file(path, dims, err);
+    free(path);
+    if (!p) return NULL;
+    if (!strcmp(task, "train")) {
+        if (model_add_loss(p, err) < 0) goto fail;
+#ifdef MODEL_HAVE_AUTODIFF
+        if (ad_append_backward(p, err) < 0) goto fail;
+#endif
+    }
+    if (ir_verify(p, err) < 0) goto fail;
+    return p;
+fail:
+    ir_free(p);
+    return NULL;
+}
+
+ir_program *model_load(const char *name_or_path, const ir_dims *dims, const char *task, rg_err *err)
+{
+    model_options opt = {.task = task};
+    return model_load_opts(name_or_path, dims, &opt, err);
+}

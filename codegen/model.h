@@ -1,0 +1,35 @@
+/* Loading a model program by name (models/NAME.rgnn) or path, for given dims and task,
+ * with the inter-operator passes chosen by switches, in one call. */
+#ifndef MODEL_H
+#define MODEL_H
+
+#include <stdio.h>
+#include "codegen/ir.h"
+#include "codegen/pass_reorder.h"
+
+/* Path of a model: a name from the model directory or a path to a .rgnn file (caller
+ * frees), or NULL. The model directory is $RGNN_MODELS, else ./models, else models/ next
+ * to the executable's parent directory (build/explore -> models/). */
+char *model_find(const char *name_or_path);
+/* Comma-separated names of the models in the model directory (caller frees). */
+char *model_list(void);
+
+typedef struct model_options {
+    const char *task;       /* "infer" (default) or "train" */
+    int reorder, compact;   /* inter-operator passes */
+    const rr_stats *stats;  /* for reordering decisions; NULL: nominal counts */
+    FILE *log;              /* pass reports (reorder counts, compacted variables); NULL: quiet */
+} model_options;
+
+/* Parses the model, runs the chosen passes, and for "train" appends the loss and (when
+ * codegen/autodiff.h is part of the build) the backward program. */
+ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const model_options *opt, rg_err *err);
+/* model_load_opts without passes. */
+ir_program *model_load(const char *name_or_path, const ir_dims *dims, const char *task, rg_err *err);
+
+/* Appends the training loss: NLL of log-softmax(output) against fixed labels. */
+int model_add_loss(ir_program *p, rg_err *err);
+/* 1 when this build can generate the backward program. */
+int model_has_autodiff(void);
+
+#endif
