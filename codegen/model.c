@@ -2,6 +2,7 @@
  * training loss and (when available) the backward program, in one call. */
 #include "codegen/model.h"
 #include "codegen/parse.h"
+#include "codegen/pass_compact.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -153,6 +154,11 @@ ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const
     ir_program *p = ps_load_file(path, dims, err);
     free(path);
     if (!p) return NULL;
+    if (opt && opt->reorder) {
+        rr_options ro = {.stats = opt->stats, .assume_compact = opt->compact, .log = opt->log};
+        if (rr_reorder(p, &ro, err) < 0) goto fail;
+    }
+    if (opt && opt->compact && pc_compact(p, opt->log, err) < 0) goto fail;
     if (!strcmp(task, "train")) {
         if (model_add_loss(p, err) < 0) goto fail;
 #ifdef MODEL_HAVE_AUTODIFF
