@@ -21,6 +21,7 @@ typedef struct xb_options {
     int metrics;            /* collect CUPTI counters */
     int compile_threads;    /* NVRTC threads */
     double tolerance;       /* relative L2 error allowed vs the float64 reference */
+    int validate_only;      /* stop after validation (correctness sweeps): no timing */
 } xb_options;
 
 #define XB_MAX_KERNELS 64

@@ -231,6 +231,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         goto done_buffers;
     }
     snprintf(r->evidence, sizeof r->evidence, "validated: %s", report);
+    if (opt->validate_only) goto done_buffers;
     kx_timing t;
     if (kx_time(&var, &comp, &bufs, &c->kg, opt->warmup > 0 ? opt->warmup : 3, opt->repeats > 0 ? opt->repeats : 10,
                 &t, &e)) {
