@@ -84,6 +84,14 @@ typedef struct lw_program {
 } lw_program;
 
 lw_program *lw_lower(const ir_program *p, rg_err *err);
+
+/* ---- additions (D1) ---- */
+/* Switches of the lowering: fuse = 0 turns loop fusion (pass_fuse) off, so every
+ * traversal statement becomes its own instance; lw_lower uses fuse = 1. */
+typedef struct lw_options {
+    int fuse;
+} lw_options;
+lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *err);
 void lw_free(lw_program *lp);
 void lw_print(const lw_program *lp, FILE *f);
 
