@@ -639,7 +639,8 @@ static const char *loop_header(ir_domain d)
 void ir_print_stmt(const ir_program *p, int index, FILE *f)
 {
     const ir_stmt *s = &p->stmts[index];
-    fprintf(f, "%-20s ", loop_header(s->dom));
+    /* a statement computed once per unique (src, etype) row says so in its loop */
+    fprintf(f, "%-20s ", ir_stmt_per_unique(p, s) ? "for e in unique(src,etype):" : loop_header(s->dom));
     print_operand(p, s, &s->out, f);
     fprintf(f, " %s ", s->accumulate ? "+=" : "=");
     print_rhs(p, s, f);

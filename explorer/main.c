@@ -4,6 +4,7 @@
 #include <string.h>
 #include "results/store.h"
 #include "datasets/dataset.h"
+#include "codegen/ircli.h"
 
 
 typedef struct command {
@@ -18,6 +19,7 @@ static const command COMMANDS[] = {
     {"merge", rs_cli_merge, "merge results databases into one (skips what is already there)"},
     {"compare", rs_cli_compare, "list regressions of the best times between two runs"},
     {"datasets", ds_cli_main, "list, inspect (info --json), fetch and export the graph datasets"},
+    {"ir", irc_main, "print a model's IR after passes (--reorder, --compact) and its lowering"},
     {NULL, NULL, NULL},
 };
 
