@@ -276,7 +276,8 @@ static int add_product(adctx *c, const ir_operand *x, ir_operand p1, ir_operand 
 static int add_copy(adctx *c, const ir_operand *x, ir_operand g)
 {
     shape sx = shape_of(c->p, x), sg = shape_of(c->p, &g);
-    if (!is_weight(c, x) && sx.heads == sg.heads && sx.dim == sg.dim) {
+    /* equal widths: the same shape, or the adjoint of a reshape (a flat copy back) */
+    if (!is_weight(c, x) && !is_weight(c, &g) && sx.heads * sx.dim == sg.heads * sg.dim) {
         emit1(c, IR_OP_COPY, grad_at(c, x), g);
         return 0;
     }
