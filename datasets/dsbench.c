@@ -53,7 +53,7 @@ static void rss_row(const char *phase)
 static double mb(double bytes) { return bytes / (1 << 20); }
 
 /* The dataset's folder under the data dir, or NULL (reported as a skip row) when absent. */
-static char *dataset_dir(const bench_opts *o, const char *name)
+static char *dataset_dir(const bench_opts *o, const char *name, const char *measure)
 {
     ds_options opt = {.data_dir = o->data_dir, .no_cache = 1, .quiet = 1};
     const ds_entry *e = ds_find(name);
@@ -61,9 +61,7 @@ static char *dataset_dir(const bench_opts *o, const char *name)
     char *dir = ds_entry_dir(e, &opt);
     char *missing = ds_missing_files(e, dir);
     if (!missing) return dir;
-    char note[512];
-    snprintf(note, sizeof note, "skipped: %s lacks %s", dir, missing);
-    row(name, "parse", 0, "-", note);
+    printf("%s\t%s\t-\t-\tskipped: %s lacks %s\n", name, measure, dir, missing);
     free(missing);
     free(dir);
     return NULL;
@@ -93,7 +91,7 @@ static hg_graph *parse_best(const bench_opts *o, const char *name, const char *d
 static int phase_parse(const bench_opts *o)
 {
     for (int i = 0; i < REAL_SET_COUNT; i++) {
-        char *dir = dataset_dir(o, REAL_SETS[i]);
+        char *dir = dataset_dir(o, REAL_SETS[i], "parse");
         if (!dir) continue;
         double best;
         hg_graph *g = parse_best(o, REAL_SETS[i], dir, &best);
@@ -181,7 +179,7 @@ static int phase_cache(const bench_opts *o)
     if (!tmp) return 1;
     int rc = 0;
     for (int i = 0; i < REAL_SET_COUNT && rc == 0; i++) {
-        char *dir = dataset_dir(o, REAL_SETS[i]);
+        char *dir = dataset_dir(o, REAL_SETS[i], "cache");
         if (!dir) continue;
         double parse_s;
         hg_graph *g = parse_best(o, REAL_SETS[i], dir, &parse_s);

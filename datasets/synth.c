@@ -274,12 +274,13 @@ static const char SYNTH_USAGE[] =
 const char *synth_help(void)
 {
     return "synth:<profile>[,seed=N]\n"
-           "    profile: aifb, mutag, bgs, am, mag, wikikg2, fb15k237, biokg, mag_0.1. Same node\n"
-           "    types and counts, edge types, edges per relation and compaction ratio as the\n"
-           "    dataset after DGL's/OGB's preprocessing: reverse types rev-<rel> are added for\n"
-           "    aifb, mutag, bgs, am and fb15k237, not for the OGB sets (mag, wikikg2, biokg) nor\n"
-           "    mag_0.1 (whose six relations are already three pairs). The seed changes the\n"
-           "    edges, never the sizes.\n"
+           "    profile: aifb, mutag, bgs, am, mag, wikikg2, fb15k237, biokg, mag_0.1. The node\n"
+           "    and edge types, nodes, edges and compaction ratio of the dataset after DGL's/OGB's\n"
+           "    preprocessing; sizes per type and per relation are the real ones for aifb, mutag,\n"
+           "    fb15k237, mag_0.1 (and mag's types and relations), Zipf splits of the published\n"
+           "    totals otherwise. Reverse types rev-<rel> are added for aifb, mutag, bgs, am and\n"
+           "    fb15k237, not for the OGB sets (mag, wikikg2, biokg) nor mag_0.1 (whose six\n"
+           "    relations are already three pairs). The seed changes the edges, never the sizes.\n"
            "synth:nodes=N,edges=M,ntypes=T,etypes=R,ratio=X[,seed=S][,reverse=0|1][,skew=A]\n"
            "    R relations before reverse. reverse=1 (default) adds rev-<rel> for each, so the\n"
            "    graph has 2R edge types and M edges in all (M/2 each way; M must be even);\n"
@@ -480,6 +481,23 @@ static void fix_rounding(synth_plan *p, const uint8_t *unsized, int64_t diff)
     }
 }
 
+/* Sets the unsized relations' distinct endpoints to clamp(f x edges); returns the counted sum. */
+static int64_t set_uniques(synth_plan *p, const uint8_t *unsized, double f)
+{
+    int64_t got = 0;
+    for (int32_t r = 0; r < p->num_rels; r++) {
+        plan_rel *rel = &p->rels[r];
+        if (!unsized[r]) continue;
+        int64_t slo, shi, dlo, dhi;
+        endpoint_bounds(p, rel, 1, &slo, &shi);
+        endpoint_bounds(p, rel, 0, &dlo, &dhi);
+        rel->uniq_src = llround(clampd(f * (double)rel->edges, (double)slo, (double)shi));
+        rel->uniq_dst = llround(clampd(f * (double)rel->edges, (double)dlo, (double)dhi));
+        got += rel->uniq_src + (p->add_reverse ? rel->uniq_dst : 0);
+    }
+    return got;
+}
+
 /* Sizes the distinct sources and destinations of relations that do not give them, so that
  * the finished graph's compaction ratio is the target (to the pair). */
 static int plan_uniques(synth_plan *p, rg_err *err)
@@ -497,28 +515,20 @@ static int plan_uniques(synth_plan *p, rg_err *err)
     double lo = counted_uniques(p, 0), hi = counted_uniques(p, 1);
     int any = memchr(unsized, 1, (size_t)p->num_rels) != NULL;
     if (any && (need < lo || need > hi)) {
+        double rlo = ((double)known + lo) / (double)edges, rhi = ((double)known + hi) / (double)edges;
         free(unsized);
+        if (lo == hi)
+            return rg_errf(err, "ratio=%g cannot be reached with these sizes: the compaction ratio "
+                           "can only be %.4f", p->ratio, rlo);
         return rg_errf(err, "ratio=%g cannot be reached with these sizes: the compaction ratio "
-                       "can lie between %.4f and %.4f", p->ratio, ((double)known + lo) / (double)edges,
-                       ((double)known + hi) / (double)edges);
+                       "can lie between %.4f and %.4f", p->ratio, rlo, rhi);
     }
     double f0 = 0, f1 = 1;
     for (int it = 0; any && it < 100; it++) {
         double mid = 0.5 * (f0 + f1);
         if (counted_uniques(p, mid) < need) f0 = mid; else f1 = mid;
     }
-    int64_t got = 0;
-    for (int32_t r = 0; r < p->num_rels; r++) {
-        plan_rel *rel = &p->rels[r];
-        if (!unsized[r]) continue;
-        int64_t slo, shi, dlo, dhi;
-        endpoint_bounds(p, rel, 1, &slo, &shi);
-        endpoint_bounds(p, rel, 0, &dlo, &dhi);
-        rel->uniq_src = llround(clampd(f1 * (double)rel->edges, (double)slo, (double)shi));
-        rel->uniq_dst = llround(clampd(f1 * (double)rel->edges, (double)dlo, (double)dhi));
-        got += rel->uniq_src + (p->add_reverse ? rel->uniq_dst : 0);
-    }
-    if (any) fix_rounding(p, unsized, (int64_t)need - got);
+    if (any) fix_rounding(p, unsized, (int64_t)need - set_uniques(p, unsized, f1));
     free(unsized);
     return 0;
 }
