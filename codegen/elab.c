@@ -412,8 +412,8 @@ static int eval_index(elab *el, const ast_expr *x, value *v)
         if (eval_plain(el, x->b, &key) < 0) return -1;
         const char *want_ex = wv->widx == IR_WIDX_ETYPE ? "e.etype" : "n.ntype, e.src.ntype or e.dst.ntype";
         if (key.kind != VK_TYPE)
-            return EFAIL(x->b->loc, "weight '%s' is sliced by a %s (%s), not by %s", wv->name, widx_name(wv->widx),
-                         want_ex, kind_desc(key.kind));
+            return EFAIL(x->b->loc, "weight '%s' must be sliced by its %s (%s), not by %s", wv->name,
+                         widx_name(wv->widx), want_ex, kind_desc(key.kind));
         int key_is_etype = key.acc == IR_ACC_ETYPE;
         if (key_is_etype != (wv->widx == IR_WIDX_ETYPE))
             return EFAIL(x->b->loc, "weight '%s' is indexed by %s (%s), but this is a %s", wv->name,

@@ -137,8 +137,14 @@ int irc_main(int argc, char **argv)
     rr_stats st;
     if ((a.reorder || a.dataset) && load_stats(&a, &st) < 0) return 1;
     char *path = model_find(a.model);
-    printf("model %s (%s), in %d, out %d, heads %d, task %s, passes:%s%s%s\n", a.model, path ? path : "?",
-           a.dims.in_dim, a.dims.out_dim, a.dims.heads, a.task, a.reorder ? " reorder" : "", a.compact ? " compact" : "",
+    if (!path) {
+        char *list = model_list();
+        fprintf(stderr, "explore ir: unknown model '%s' (models: %s; or give the path of a .rgnn file)\n", a.model, list);
+        free(list);
+        return 1;
+    }
+    printf("model %s (%s), in %d, out %d, heads %d, task %s, passes:%s%s%s\n", a.model, path, a.dims.in_dim,
+           a.dims.out_dim, a.dims.heads, a.task, a.reorder ? " reorder" : "", a.compact ? " compact" : "",
            !a.reorder && !a.compact ? " none" : "");
     free(path);
     if (a.reorder && st.nominal)

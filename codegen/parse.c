@@ -313,14 +313,14 @@ static ast_expr *parse_postfix(parser *ps)
             if (parse_args(ps, n) < 0) { free_expr(n); return NULL; }
         } else if (is_op(t, "[")) {
             ps->pos++;
-            n = new_expr(AST_INDEX, loc_of(ps, t));
+            n = new_expr(AST_INDEX, e->loc);   /* expressions are located where they start */
             n->a = e;
             n->b = parse_expr(ps);
             if (!n->b || expect_op(ps, "]", "']' closing the subscript") < 0) { free_expr(n); return NULL; }
         } else if (is_op(t, ".")) {
             ps->pos++;
             if (cur(ps)->kind != T_NAME) { syntax_error(ps, cur(ps), "an attribute name after '.'"); free_expr(e); return NULL; }
-            n = new_expr(AST_ATTR, loc_of(ps, cur(ps)));
+            n = new_expr(AST_ATTR, e->loc);
             n->a = e;
             n->text = rg_xstrdup(cur(ps)->text);
             ps->pos++;
@@ -352,7 +352,7 @@ static ast_expr *parse_binary(parser *ps, int level)
         token *t = cur(ps);
         if (t->kind != T_OP || t->text[1] != '\0' || !strchr(ops, t->text[0])) return l;
         ps->pos++;
-        ast_expr *n = new_expr(AST_BINOP, loc_of(ps, t));
+        ast_expr *n = new_expr(AST_BINOP, l->loc);
         n->op = t->text[0];
         n->a = l;
         n->b = level == 0 ? parse_binary(ps, 1) : parse_unary(ps);
@@ -533,7 +533,7 @@ static ast_stmt *parse_assign_or_expr(parser *ps, const token *start)
     ast_stmt *s;
     if (t->kind == T_OP && (!strcmp(t->text, "=") || (t->text[1] == '=' && strchr("+-*/", t->text[0])))) {
         ps->pos++;
-        s = new_stmt(ps, AST_ASSIGN, t);
+        s = new_stmt(ps, AST_ASSIGN, start);
         s->target = lhs;
         s->assign_op = t->text[0];
         if (!(s->value = parse_expr(ps))) { free_stmt(s); return NULL; }
