@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 #include "datasets/dataset.h"
 #include "datasets/loaders.h"
+#include "datasets/npz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -499,6 +500,34 @@ static void test_cli_list_and_help(void **state)
     free(out);
 }
 
+static void test_cli_export_npz(void **state)
+{
+    (void)state;
+    require_explore();
+    char *tmp = tu_tmpdir(), *cache = rg_xasprintf("%s/cache", tmp);
+    free(write_tiny_openke(tmp, "fb15k237"));
+    char *args = rg_xasprintf("export fb15k --data-dir %s --cache-dir %s --out %s/g.npz 2>&1", tmp,
+                              cache, tmp);
+    int rc;
+    char *out = explore(args, &rc);
+    if (rc != 0) fail_msg("%s", out);
+    assert_non_null(strstr(out, "(4 nodes, 10 edges)"));
+    ds_options o = quiet_opts(tmp, cache);
+    rg_err err;
+    hg_graph *g = ds_open("fb15k237", &o, &err);
+    char *npz = rg_xasprintf("%s/g.npz", tmp);
+    hg_graph *back = npz_import_graph(npz, &err);
+    if (!back) fail_msg("%s", err.msg);
+    assert_same_graph(g, back);
+    hg_free(g);
+    hg_free(back);
+    free(npz);
+    free(out);
+    free(args);
+    free(cache);
+    remove_tmpdir(tmp);
+}
+
 static void test_cli_fetch_offline_fails_cleanly(void **state)
 {
     (void)state;
@@ -614,6 +643,7 @@ int main(void)
         cmocka_unit_test(test_cli_info_json_mag_sub),
         cmocka_unit_test(test_cli_missing_data_dir),
         cmocka_unit_test(test_cli_list_and_help),
+        cmocka_unit_test(test_cli_export_npz),
         cmocka_unit_test(test_cli_fetch_offline_fails_cleanly),
         cmocka_unit_test(test_cli_fetch_files),
         cmocka_unit_test(test_cli_fetch_zip),
