@@ -1023,7 +1023,11 @@ static int elab_call_stmt(elab *el, const ast_stmt *s)
     int rc = elab_block(el, &d->body);
     el->call_depth--;
     el->params.n = mark;
-    if (rc < 0) rg_err_prefix(el->err, "in %s() called at %s:%d", d->name, x->loc.file, x->loc.line);
+    if (rc < 0 && el->err) {   /* keep the message starting with its own file:line:col */
+        size_t n = strlen(el->err->msg);
+        snprintf(el->err->msg + n, sizeof el->err->msg - n, " (in %s() called at %s:%d)", d->name, x->loc.file,
+                 x->loc.line);
+    }
     return rc;
 }
 
