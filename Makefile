@@ -14,7 +14,7 @@ LDLIBS    := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static 
              $(PKG_LIBS) -lpthread -ldl -lrt -lm
 DEBIAN_PKGS := libgsl-dev libserd-dev serdi zlib1g-dev libsqlite3-dev gnuplot-nox libcmocka-dev pkg-config
 
-MODULE_DIRS := common datasets codegen kernels explorer results
+MODULE_DIRS := common datasets codegen kernels explorer results baselines
 LIB_SRC   := $(filter-out explorer/main.c,$(wildcard $(addsuffix /*.c,$(MODULE_DIRS))))
 LIB_OBJ   := $(LIB_SRC:%.c=build/obj/%.o)
 TEST_SRC  := $(wildcard tests/test_*.c)
