@@ -123,7 +123,9 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
         case LW_TRAV:
             rc = et_emit(ir, &in->u.trav, out->materialized, cfg, in->name, in->backward, &out->plan, err);
             break;
-        case LW_FALLBACK: rc = et_emit_other(ir, in->u.fallback_stmt, cfg, in->name, in->backward, &out->plan, err); break;
+        case LW_FALLBACK:
+            rc = et_emit_other(ir, in->u.fallback_stmt, out->materialized, cfg, in->name, in->backward, &out->plan, err);
+            break;
         }
     }
     if (rc) {

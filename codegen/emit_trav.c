@@ -17,7 +17,9 @@ typedef enum form {
     FORM_EDGE_DSTRUN, /* warp per run of the dst-sorted order, partial sums flushed per dst */
     FORM_NODE,        /* warp per dst node, passes over its incoming edges, no dst atomics */
     FORM_UNIQUE,      /* warp per unique (src, etype) row (compact outputs) */
-    FORM_NODE_DOM     /* warp per node, DOM_NODE statements */
+    FORM_NODE_DOM,    /* warp per node, DOM_NODE statements */
+    FORM_TYPE,        /* warp per edge type, DOM_TYPE statements on weights */
+    FORM_GLOBAL       /* one warp, DOM_GLOBAL statements on scalars */
 } form;
 
 typedef enum dest { DEST_SCRATCH, DEST_ACC, DEST_PLAIN, DEST_ATOMIC } dest;
@@ -86,6 +88,10 @@ static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err
         return 0;
     case IR_VAR_WEIGHT:
         switch (acc) {
+        case IR_ACC_ROW:
+            if (g->f != FORM_TYPE) return rg_errf(err, "weight %s read by row outside a type loop", v->name);
+            snprintf(out, n, "t");
+            return 0;
         case IR_ACC_ETYPE: snprintf(out, n, "t"); return 0;
         case IR_ACC_NTYPE: snprintf(out, n, "nt"); return 0;
         case IR_ACC_SRC_NTYPE: snprintf(out, n, "%s[t]", arr(g, KG_ETYPE_SRC_NTYPE)); return 0;
@@ -103,7 +109,7 @@ static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char 
                        rg_err *err)
 {
     if (op->acc == IR_ACC_CONST || op->var < 0) {
-        snprintf(out, n, "(%.17gf)", op->cval);
+        snprintf(out, n, "((float)%.17g)", op->cval);
         return 0;
     }
     const ir_var *v = V(g, op->var);
@@ -142,6 +148,9 @@ static dest dest_of(kgen *g, const ir_stmt *s, rg_err *err, int *bad)
         return DEST_PLAIN;
     case IR_VAR_WEIGHT:
     case IR_VAR_SCALAR:
+        /* one writer per row: a type loop writing its own slice, or the single global row */
+        if ((g->f == FORM_TYPE && (s->out.acc == IR_ACC_ROW || s->out.acc == IR_ACC_ETYPE)) || g->f == FORM_GLOBAL)
+            return DEST_PLAIN;
         if (!s->accumulate) break;
         return DEST_ATOMIC;
     }
@@ -176,10 +185,10 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
     case IR_OP_MUL: snprintf(out, n, "%s * %s", a, b); return 0;
     case IR_OP_DIV: snprintf(out, n, "%s / %s", a, b); return 0;
     case IR_OP_EXP: snprintf(out, n, "expf(%s)", a); return 0;
-    case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, %.9gf)", a, s->cval); return 0;
+    case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, (float)%.9g)", a, s->cval); return 0;
     case IR_OP_RELU: snprintf(out, n, "fmaxf(%s, 0.f)", a); return 0;
     case IR_OP_COPY: snprintf(out, n, "%s", a); return 0;
-    case IR_OP_LEAKYRELU_GRAD: snprintf(out, n, "lrelu_grad(%s, %s, %.9gf)", a, b, s->cval); return 0;
+    case IR_OP_LEAKYRELU_GRAD: snprintf(out, n, "lrelu_grad(%s, %s, (float)%.9g)", a, b, s->cval); return 0;
     case IR_OP_RELU_GRAD: snprintf(out, n, "(%s > 0.f ? %s : 0.f)", b, a); return 0;
     default: return rg_errf(err, "op %s is not elementwise", ir_op_name(s->op));
     }
@@ -432,6 +441,8 @@ int et_phases(const ir_program *ir, const lw_trav *tr, int *phases)
 static form form_of(const lw_trav *tr, const cg_config *cfg)
 {
     if (tr->dom == IR_DOM_NODE) return FORM_NODE_DOM;
+    if (tr->dom == IR_DOM_TYPE) return FORM_TYPE;
+    if (tr->dom == IR_DOM_GLOBAL) return FORM_GLOBAL;
     if (tr->compact_rows) return FORM_UNIQUE;
     if (cfg->node_centric) return FORM_NODE;
     return cfg->partial_agg && tr->has_dst_aggregation ? FORM_EDGE_DSTRUN : FORM_EDGE;
@@ -472,6 +483,7 @@ static void emit_row_context(kgen *g, const cg_config *cfg)
         rg_str_printf(b, "        const int nt = %s[n]; (void)nt;\n", arr(g, KG_NODE_NTYPE));
         return;
     }
+    if (g->f == FORM_TYPE || g->f == FORM_GLOBAL) return;
     rg_str_printf(b, "        const int sn = %s[e], dn = %s[e], t = %s[e]; (void)sn; (void)dn; (void)t;\n",
                   arr(g, KG_SRC), arr(g, KG_DST), arr(g, KG_ETYPE));
     if (g->needs_cr) {
@@ -593,6 +605,14 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n    {\n%s    }\n",
                       WARPS_PER_BLOCK, stmts.s);
         break;
+    case FORM_TYPE:
+        rg_str_printf(b, "    const int t = blockIdx.x * %d + warp;\n    if (t >= num_rows) return;\n    {\n%s    }\n",
+                      WARPS_PER_BLOCK, stmts.s);
+        break;
+    case FORM_GLOBAL:
+        rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n    {\n%s    }\n", WARPS_PER_BLOCK,
+                      stmts.s);
+        break;
     }
     rg_str_free(&stmts);
     return 0;
@@ -603,6 +623,8 @@ static kp_size rows_size(form f)
     switch (f) {
     case FORM_EDGE: case FORM_EDGE_DSTRUN: return KS_EDGES;
     case FORM_UNIQUE: return KS_UNIQUE;
+    case FORM_TYPE: return KS_ETYPES;
+    case FORM_GLOBAL: return KS_NONE;
     default: return KS_NODES;
     }
 }
@@ -613,7 +635,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment)
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
     if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", 32 * WARPS_PER_BLOCK);
     rg_str_printf(src, "%s(int num_rows", k->name);
-    kp_add_param(k, KP_INT, rows_size(g->f), 0, "num_rows");
+    kp_add_param(k, KP_INT, rows_size(g->f), 1, "num_rows");  /* FORM_GLOBAL: the constant 1 */
     for (int v = 0; v < g->ir->nvars; v++) {
         if (!g->var_used[v]) continue;
         char pname[32];
@@ -632,7 +654,8 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment)
                        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
                        "    float* scr = smem + warp * %d; (void)scr;\n%s}\n",
                   g->scr_size > 0 ? g->scr_size : 1, g->body.s);
-    k->grid_kind = KGRID_ROWS;
+    k->grid_kind = g->f == FORM_GLOBAL ? KGRID_FIXED : KGRID_ROWS;
+    k->grid_x_fixed = 1;
     k->grid_rows_size = rows_size(g->f);
     k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? WARPS_PER_BLOCK * DST_RUN : WARPS_PER_BLOCK;
     k->block_x = 32 * WARPS_PER_BLOCK;
@@ -683,7 +706,7 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
         char comment[160];
         static const char *form_names[] = {"edge-centric", "edge-centric, dst-sorted partial aggregation",
                                            "node-centric over incoming edges", "compact (src, etype) rows",
-                                           "node rows"};
+                                           "node rows", "edge-type rows", "once"};
         snprintf(comment, sizeof comment, "%s: traversal, %s, %d statement(s)", name, form_names[f], tr->nstmts);
         assemble(&g, k, &src, comment);
         k->source = src.s;
@@ -716,25 +739,137 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
 
 /* ---- statements outside both templates ---- */
 
-static int emit_weight_mm(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
+/* ---- per-type matrix products (DOM_TYPE WEIGHT_MM and WGRAD), as the reference defines
+ * them: per head h, a (rows x k) times b (k x cols); a one-head weight is either shared by
+ * every head or split into column blocks, whichever makes the shapes agree. ---- */
+
+typedef struct mview {
+    long off;
+    int rows, cols;
+    long rs, cs;
+} mview;
+
+typedef struct mm_plan {
+    const ir_var *v[3];   /* in0, in1, out */
+    int split[3];
+    int H;
+    int wgrad;
+    int transpose;
+} mm_plan;
+
+static int make_view(const ir_var *o, int column, int split, int transpose, int H, int h, mview *v)
 {
-    const ir_var *o = &ir->vars[s->out.var], *A = &ir->vars[s->in[0].var], *B = &ir->vars[s->in[1].var];
-    /* out[r][h] = A[ta(r)][h or 0] (Kin x M) * B[r][h] (M x N, or a vector of M) */
-    int HA = var_heads(A), HB = var_heads(B), H = var_heads(o);
-    int Kin = A->rows_dim, M = A->dim;
-    int vec = B->rows_dim == 0;
-    int N = vec ? 1 : B->dim;
-    int Mb = vec ? B->dim : B->rows_dim;
-    if (Kin == 0) return rg_errf(err, "weight product: %s is not a matrix", A->name);
-    /* a shared A maps Kin to all heads' columns: head h uses columns h*Mb .. h*Mb+Mb-1 */
-    int a_cols_per_head = HA == 1 && HB > 1 ? Mb : 0;
-    if (M != (HA == 1 && HB > 1 ? HB * Mb : Mb)) return rg_errf(err, "weight product %s x %s: inner widths differ", A->name, B->name);
-    const char *asl = s->in[0].acc == IR_ACC_SRC_NTYPE ? "etype_src_ntype[r]"
-                      : s->in[0].acc == IR_ACC_DST_NTYPE ? "etype_dst_ntype[r]"
-                      : s->in[0].acc == IR_ACC_ALL ? "0" : "r";
-    int total = H * Kin * N;
-    char col0[48];
-    snprintf(col0, sizeof col0, a_cols_per_head ? "h * %d" : "0 * %d", Mb);
+    int dim = o->dim;
+    long head_off = 0;
+    if (split) {
+        if (dim % H) return -1;
+        dim /= H;
+        head_off = (long)h * dim;
+    } else if (var_heads(o) > 1) {
+        head_off = (long)h * (o->rows_dim > 0 ? o->rows_dim : 1) * o->dim;
+    }
+    if (o->rows_dim > 0) *v = (mview){head_off, o->rows_dim, dim, o->dim, 1};
+    else if (column) *v = (mview){head_off, dim, 1, 1, 0};
+    else *v = (mview){head_off, 1, dim, 0, 1};
+    if (transpose) {
+        int t = v->rows;
+        v->rows = v->cols;
+        v->cols = t;
+        long u = v->rs;
+        v->rs = v->cs;
+        v->cs = u;
+    }
+    return 0;
+}
+
+static int mm_views(const mm_plan *pl, int h, mview *va, mview *vb, mview *vo)
+{
+    if (make_view(pl->v[0], 0, pl->split[0], pl->wgrad, pl->H, h, va) < 0) return -1;
+    if (make_view(pl->v[1], !pl->wgrad, pl->split[1], !pl->wgrad && pl->transpose, pl->H, h, vb) < 0) return -1;
+    if (va->cols != vb->rows) return -1;
+    const ir_var *o = pl->v[2];
+    int column = o->rows_dim > 0 ? 0 : va->rows != 1;
+    if (o->rows_dim == 0 && column && vb->cols != 1) return -1;
+    if (make_view(o, column, pl->split[2], 0, pl->H, h, vo) < 0) return -1;
+    return vo->rows == va->rows && vo->cols == vb->cols ? 0 : -1;
+}
+
+static int plan_mm(const ir_program *ir, const ir_stmt *s, mm_plan *pl, rg_err *err)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->v[0] = &ir->vars[s->in[0].var];
+    pl->v[1] = &ir->vars[s->in[1].var];
+    pl->v[2] = &ir->vars[s->out.var];
+    pl->wgrad = s->op == IR_OP_WGRAD;
+    pl->transpose = s->transpose_w;
+    pl->H = 1;
+    for (int i = 0; i < 3; i++) {
+        if (pl->v[i]->kind != IR_VAR_WEIGHT) return rg_errf(err, "a type loop multiplies weights only");
+        if (var_heads(pl->v[i]) > pl->H) pl->H = var_heads(pl->v[i]);
+    }
+    for (int mask = 0; mask < 8; mask++) {
+        int ok = 1;
+        for (int i = 0; i < 3; i++) {
+            pl->split[i] = (mask >> i) & 1;
+            if (pl->split[i] && (pl->H == 1 || var_heads(pl->v[i]) != 1)) ok = 0;
+        }
+        mview a, b, o;
+        if (ok && mm_views(pl, 0, &a, &b, &o) == 0) return 0;
+    }
+    return rg_errf(err, "%s shapes do not agree", ir_op_name(s->op));
+}
+
+static const char *type_slice(ir_access acc)
+{
+    switch (acc) {
+    case IR_ACC_SRC_NTYPE: return "etype_src_ntype[r]";
+    case IR_ACC_DST_NTYPE: return "etype_dst_ntype[r]";
+    case IR_ACC_ALL: return "0";
+    default: return "r";
+    }
+}
+
+static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
+{
+    mm_plan pl;
+    if (plan_mm(ir, s, &pl, err)) return -1;
+    mview a0, b0, o0;
+    RG_ASSERT(mm_views(&pl, 0, &a0, &b0, &o0) == 0);
+    /* every head writes its own block unless a shared (unsplit, one-head) output sums them */
+    int out_sums_heads = pl.H > 1 && var_heads(pl.v[2]) == 1 && !pl.split[2];
+    int per_thread_heads = out_sums_heads ? pl.H : 1;
+    int total = (out_sums_heads ? 1 : pl.H) * o0.rows * o0.cols;
+    rg_str offs = {0};
+    rg_str_printf(&offs, "    const long aoff[%d] = {", pl.H);
+    for (int h = 0; h < pl.H; h++) {
+        mview a, b, o;
+        RG_ASSERT(mm_views(&pl, h, &a, &b, &o) == 0);
+        rg_str_printf(&offs, "%s%ld", h ? ", " : "", a.off);
+    }
+    rg_str_printf(&offs, "};\n    const long boff[%d] = {", pl.H);
+    for (int h = 0; h < pl.H; h++) {
+        mview a, b, o;
+        mm_views(&pl, h, &a, &b, &o);
+        rg_str_printf(&offs, "%s%ld", h ? ", " : "", b.off);
+    }
+    rg_str_printf(&offs, "};\n    const long ooff[%d] = {", pl.H);
+    for (int h = 0; h < pl.H; h++) {
+        mview a, b, o;
+        mm_views(&pl, h, &a, &b, &o);
+        rg_str_printf(&offs, "%s%ld", h ? ", " : "", o.off);
+    }
+    rg_str_puts(&offs, "};\n");
+    /* several edge types may share the output slice (A[src ntype]): then they add atomically */
+    int shared_slice = s->out.acc != IR_ACC_ROW && s->out.acc != IR_ACC_ETYPE;
+    if (shared_slice && !s->accumulate)
+        return rg_errf(err, "%s = ... writes a slice shared by several edge types", pl.v[2]->name);
+    char hlo[16], hhi[32], store[96];
+    snprintf(hlo, sizeof hlo, "%s", out_sums_heads ? "0" : "hh");
+    if (out_sums_heads) snprintf(hhi, sizeof hhi, "%d", per_thread_heads);
+    else snprintf(hhi, sizeof hhi, "hh + 1");
+    snprintf(store, sizeof store, shared_slice ? "atomicAdd(&o[ooff[hh] + (long)row * %ld + (long)col * %ld], acc)"
+                                               : "o[ooff[hh] + (long)row * %ld + (long)col * %ld] %s acc",
+             o0.rs, o0.cs, s->accumulate ? "+=" : "=");
     k->category = KC_OTHER;
     k->grid_kind = KGRID_ROWS;
     k->grid_rows_size = KS_ETYPES;
@@ -742,26 +877,32 @@ static int emit_weight_mm(const ir_program *ir, const ir_stmt *s, kp_kernel *k, 
     k->block_x = 256;
     rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src,
-                  "\n/* %s: %s[r] = %s[%s] x %s[r] for every edge type r */\n"
+                  "\n/* %s: %s[r] %s %s[%s]%s x %s[%s]%s for every edge type r */\n"
                   "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ A, const float* __restrict__ B,\n"
                   "    float* __restrict__ O, const int* __restrict__ etype_src_ntype, const int* __restrict__ etype_dst_ntype)\n"
                   "{\n"
                   "    const int r = blockIdx.x;\n"
                   "    if (r >= num_rows) return;\n"
-                  "    const float* a = A + (size_t)(%s) * %d;\n"
-                  "    const float* b = B + (size_t)r * %d;\n"
+                  "    const float* a = A + (size_t)(%s) * %lld;\n"
+                  "    const float* b = B + (size_t)(%s) * %lld;\n"
+                  "    float* o = O + (size_t)(%s) * %lld;\n"
+                  "%s"
                   "    for (int i = threadIdx.x; i < %d; i += blockDim.x) {\n"
-                  "        const int h = i / %d, kk = (i / %d) %% %d, c = i %% %d;\n"
-                  "        const float* ah = a + (size_t)(%s) * %d * %d;\n"
-                  "        const int col0 = %s;\n"
+                  "        const int hh = i / %d, row = (i / %d) %% %d, col = i %% %d;\n"
                   "        float acc = 0.f;\n"
-                  "        for (int m = 0; m < %d; m++)\n"
-                  "            acc = fmaf(ah[(size_t)kk * %d + col0 + m], b[(size_t)h * %d + (size_t)m * %d + c], acc);\n"
-                  "        O[(size_t)r * %d + i] = acc;\n"
+                  "        for (int h = %s; h < %s; h++)\n"
+                  "            for (int k = 0; k < %d; k++)\n"
+                  "                acc = fmaf(a[aoff[h] + (long)row * %ld + (long)k * %ld], b[boff[h] + (long)k * %ld + (long)col * %ld], acc);\n"
+                  "        %s;\n"
                   "    }\n"
                   "}\n",
-                  k->name, o->name, A->name, asl, B->name, k->name, asl, HA * Kin * M, HB * Mb * N, total, Kin * N, N,
-                  Kin, N, HA > 1 ? "h" : "0", Kin, M, col0, Mb, M, HB > 1 ? Mb * N : 0, N, total);
+                  k->name, pl.v[2]->name, s->accumulate ? "+=" : "=", pl.v[0]->name, type_slice(s->in[0].acc),
+                  pl.wgrad ? "^T" : "", pl.v[1]->name, type_slice(s->in[1].acc), pl.transpose ? "^T" : "", k->name,
+                  type_slice(s->in[0].acc), (long long)ir_var_row_width(pl.v[0]), type_slice(s->in[1].acc),
+                  (long long)ir_var_row_width(pl.v[1]), type_slice(s->out.acc), (long long)ir_var_row_width(pl.v[2]),
+                  offs.s, total, o0.rows * o0.cols, o0.cols, o0.rows, o0.cols, hlo, hhi, a0.cols, a0.rs, a0.cs, b0.rs,
+                  b0.cs, store);
+    rg_str_free(&offs);
     kp_add_param(k, KP_INT, KS_ETYPES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "A");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "B");
@@ -818,19 +959,25 @@ static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str
     return 0;
 }
 
-int et_emit_other(const ir_program *ir, int stmt, const cg_config *cfg, const char *name, int backward,
-                  kp_plan *plan, rg_err *err)
+int et_emit_other(const ir_program *ir, int stmt, const int *materialized, const cg_config *cfg, const char *name,
+                  int backward, kp_plan *plan, rg_err *err)
 {
-    (void)cfg;
     const ir_stmt *s = &ir->stmts[stmt];
+    int matmul = s->op == IR_OP_WEIGHT_MM || (s->op == IR_OP_WGRAD && s->dom == IR_DOM_TYPE);
+    if (!matmul && s->op != IR_OP_NLL_LOSS && s->op != IR_OP_NLL_GRAD) {
+        /* any other statement: a traversal of one statement in its own domain */
+        lw_trav_stmt ts = {.stmt = stmt, .level = LW_LEVEL_FEAT};
+        lw_trav tr = {.dom = s->dom, .nstmts = 1, .stmts = &ts};
+        tr.compact_rows = s->dom == IR_DOM_EDGE && ir_stmt_per_unique(ir, s);
+        tr.has_dst_aggregation = s->accumulate && s->out.acc == IR_ACC_DST;
+        tr.has_src_aggregation = s->accumulate && s->out.acc == IR_ACC_SRC;
+        return et_emit(ir, &tr, materialized, cfg, name, backward, plan, err);
+    }
     kp_kernel *k = kp_add_kernel(plan);
     snprintf(k->name, sizeof k->name, "%s", name);
     k->backward = backward;
     rg_str src = {0};
-    int rc;
-    if (s->op == IR_OP_WEIGHT_MM) rc = emit_weight_mm(ir, s, k, &src, err);
-    else if (s->op == IR_OP_NLL_LOSS || s->op == IR_OP_NLL_GRAD) rc = emit_nll(ir, s, k, &src, err);
-    else rc = rg_errf(err, "no kernel form for %s outside the templates", ir_op_name(s->op));
+    int rc = matmul ? emit_type_matmul(ir, s, k, &src, err) : emit_nll(ir, s, k, &src, err);
     if (rc) {
         rg_str_free(&src);
         plan->nkernels--;

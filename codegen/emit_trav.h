@@ -18,9 +18,10 @@ int et_phases(const ir_program *ir, const lw_trav *tr, int *phases);
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err);
 
-/* A single statement the templates do not cover (weight-weight products, the loss) as a
- * simple kernel. */
-int et_emit_other(const ir_program *ir, int stmt, const cg_config *cfg, const char *name, int backward,
-                  kp_plan *plan, rg_err *err);
+/* A statement lowered outside both templates: per-type matrix products (weight-weight
+ * products and their gradients), the loss and its gradient, or any other statement as a
+ * traversal of one statement in its own domain. */
+int et_emit_other(const ir_program *ir, int stmt, const int *materialized, const cg_config *cfg, const char *name,
+                  int backward, kp_plan *plan, rg_err *err);
 
 #endif

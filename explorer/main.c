@@ -5,7 +5,17 @@
 #include "results/store.h"
 #include "datasets/dataset.h"
 #include "codegen/ircli.h"
+#include "baselines/blcli.h"
+#include "explorer/runcli.h"
+#include "explorer/backend.h"
+#include "explorer/plan.h"
+#include "explorer/sweep.h"
 
+
+/* The sweep commands get the GPU backend from here, so that the library and the CPU tests
+ * link without it. */
+static int sweep_main(int argc, char **argv) { return xs_cli_main(argc, argv, xb_gpu_backend); }
+static int plan_main(int argc, char **argv) { return xp_cli_main(argc, argv, xb_gpu_backend); }
 
 typedef struct command {
     const char *name;
@@ -20,22 +30,33 @@ static const command COMMANDS[] = {
     {"compare", rs_cli_compare, "list regressions of the best times between two runs"},
     {"datasets", ds_cli_main, "list, inspect (info --json), fetch and export the graph datasets"},
     {"ir", irc_main, "print a model's IR after passes (--reorder, --compact) and its lowering"},
+    {"import", blcli_import_main, "load baseline measurements (pyg_bench.py's CSV) into the results store"},
+    {"baselines", blcli_baselines_main, "measure the cuBLAS-built baseline layers (seg, bmm, grouped) and record them"},
+    {"compare-baselines", blcli_compare_main, "best generated variant against each baseline: speed-ups, OOMs (markdown)"},
+    {"run", xr_run_main, "build, validate against the CPU reference and time one variant"},
+    {"gen", xr_gen_main, "write the generated CUDA sources and launch plan of a variant or a space"},
+    {"sweep", plan_main, "sweep a plan (models x datasets x tasks x dims), optionally one shard of it"},
     {NULL, NULL, NULL},
 };
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: explore <command> [options]   (explore <command> --help for details)\n\n"
+    fprintf(f, "usage: explore --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H] [sweep options]\n"
+               "       explore <command> [options]   (explore <command> --help for details)\n\n"
                "commands:\n");
     for (const command *c = COMMANDS; c->name; c++) fprintf(f, "  %-12s %s\n", c->name, c->summary);
+    fprintf(f, "\nsweep options (explore --model ... and explore sweep; explore --model M --help has more):\n");
+    xs_print_options(f);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
     }
+    /* `explore --model M ...` (and a bare `explore`) is the sweep itself */
+    if (argc < 2 || argv[1][0] == '-') return sweep_main(argc, argv);
     for (const command *c = COMMANDS; c->name; c++)
         if (!strcmp(argv[1], c->name)) return c->main(argc - 1, argv + 1);
     fprintf(stderr, "explore: unknown command '%s'\n", argv[1]);

@@ -1,0 +1,199 @@
+/* Tests of the code generator without a GPU: every variant of the default design space,
+ * for every model and task, emits sources that NVRTC compiles for sm_80 and sm_90. */
+#include "tests/testutil.h"
+#include "codegen/codegen.h"
+#include "codegen/pipeline.h"
+#include "explorer/space.h"
+#include "kernels/exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Unique kernel sources across variants (variants share most kernels). */
+typedef struct source_set {
+    int n, cap;
+    uint64_t *hash;
+    kp_plan plan;   /* holds one copy of each unique kernel */
+} source_set;
+
+static void add_unique(source_set *s, const kp_kernel *k)
+{
+    uint64_t h = rg_fnv1a64(k->source, strlen(k->source), RG_FNV_SEED);
+    for (int i = 0; i < s->n; i++)
+        if (s->hash[i] == h) return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->hash = rg_xrealloc(s->hash, (size_t)s->cap * sizeof *s->hash);
+    }
+    s->hash[s->n++] = h;
+    kp_kernel *c = kp_add_kernel(&s->plan);
+    *c = *k;
+    c->source = rg_xstrdup(k->source);
+}
+
+static int build_variant(const char *model, const char *task, const cg_config *cfg, cg_variant *v, rg_err *err)
+{
+    pl_problem p = {.model = model, .task = task, .dims = {64, 64, 1}};
+    ir_program *ir;
+    lw_program *lp;
+    if (pl_build(&p, cfg, NULL, NULL, &ir, &lp, err)) return -1;
+    int rc = cg_build(ir, lp, cfg, v, err);
+    lw_free(lp);
+    ir_free(ir);
+    return rc;
+}
+
+static void compile_space(const char *model, const char *task)
+{
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    assert_int_equal(sp_load("default", &sp, &err), 0);
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    source_set set = {0};
+    int variants = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pts[i].valid) continue;
+        cg_variant v;
+        if (build_variant(model, task, &pts[i].cfg, &v, &err)) {
+            char *cs = cfg_to_string(&pts[i].cfg);
+            fail_msg("%s %s %s: %s", model, task, cs, err.msg);
+        }
+        variants++;
+        for (int k = 0; k < v.plan.nkernels; k++) add_unique(&set, &v.plan.kernels[k]);
+        cg_variant_free(&v);
+    }
+    static const int archs[] = {80, 90};
+    for (int a = 0; a < 2; a++) {
+        kx_compiled c;
+        double t0 = rg_now();
+        if (kx_compile(&set.plan, archs[a], 2, &c, &err)) fail_msg("%s %s sm_%d: %s", model, task, archs[a], err.msg);
+        printf("%s %s: %d variants, %d unique kernels compiled for sm_%d in %.1f s (%d from the cache)\n", model, task,
+               variants, set.n, archs[a], rg_now() - t0, c.cache_hits);
+        kx_compiled_free(&c);
+    }
+    kp_plan_free(&set.plan);
+    free(set.hash);
+    free(pts);
+}
+
+static void test_rgcn_infer_space_compiles(void **state) { (void)state; compile_space("rgcn", "infer"); }
+static void test_rgat_infer_space_compiles(void **state) { (void)state; compile_space("rgat", "infer"); }
+static void test_hgt_infer_space_compiles(void **state) { (void)state; compile_space("hgt", "infer"); }
+static void test_rgcn_train_space_compiles(void **state) { (void)state; compile_space("rgcn", "train"); }
+static void test_rgat_train_space_compiles(void **state) { (void)state; compile_space("rgat", "train"); }
+static void test_hgt_train_space_compiles(void **state) { (void)state; compile_space("hgt", "train"); }
+
+/* Properties of the emitted sources that schedules promise. */
+static void test_schedule_shows_in_sources(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "compact=bsearch,reorder=on,tile=16,coarsen=4,lb=on,trav=edge,pagg=on", &err), 0);
+    cg_variant v;
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), 0);
+    int gemms = 0, bsearch = 0;
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const char *src = v.plan.kernels[k].source;
+        /* the schedule knob applies to the two templates, not to per-type weight products */
+        if (v.plan.kernels[k].category != KC_OTHER) assert_non_null(strstr(src, "__launch_bounds__"));
+        if (v.plan.kernels[k].category == KC_GEMM) {
+            gemms++;
+            assert_non_null(strstr(src, "#define TILE 16"));
+            assert_non_null(strstr(src, "#define TY 4"));
+        }
+        if (strstr(src, "compact_find(unique_src")) bsearch++;
+    }
+    assert_true(gemms >= 1);
+    assert_true(bsearch >= 1);   /* edges find the compact rows of hs by binary search */
+    cg_variant_free(&v);
+    assert_int_equal(cfg_parse(&cfg, "compact=direct,lb=off,trav=node", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), 0);
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        assert_null(strstr(v.plan.kernels[k].source, "__launch_bounds__"));
+        assert_null(strstr(v.plan.kernels[k].source, "compact_find(unique_src"));
+    }
+    cg_variant_free(&v);
+}
+
+static void test_invalid_configs_are_rejected_before_compiling(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "tile=64,coarsen=1", &err), 0);
+    cg_variant v;
+    assert_int_equal(build_variant("rgcn", "infer", &cfg, &v, &err), -1);
+    assert_non_null(strstr(err.msg, "threads per block"));
+    assert_int_not_equal(cfg_parse(&cfg, "tile=48", &err), 0);
+    assert_non_null(strstr(err.msg, "tile must be"));
+    assert_int_not_equal(cfg_parse(&cfg, "colour=blue", &err), 0);
+    assert_non_null(strstr(err.msg, "unknown key"));
+}
+
+static void test_config_strings_round_trip(void **state)
+{
+    (void)state;
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    assert_int_equal(sp_load("full", &sp, &err), 0);
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    assert_int_equal(n, 864);
+    for (int i = 0; i < n; i++) {
+        char *s = cfg_to_string(&pts[i].cfg);
+        cg_config back;
+        cfg_default(&back);
+        assert_int_equal(cfg_parse(&back, s, &err), 0);
+        assert_true(cfg_hash(&back) == cfg_hash(&pts[i].cfg));
+        free(s);
+    }
+    int valid = sp_count_valid(pts, n);
+    assert_true(valid > 100 && valid < n);
+    free(pts);
+}
+
+static void test_space_file_errors_name_the_line(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = tu_write_file(dir, "space.txt", "compact: off direct\n\ntile: 16 17\n");
+    sp_space sp;
+    rg_err err;
+    assert_int_equal(sp_load(path, &sp, &err), -1);
+    assert_non_null(strstr(err.msg, "space.txt:3"));
+    free(path);
+    path = tu_write_file(dir, "ok.txt", "# a small space\ncompact: off direct\ntile: 16 32\n");
+    assert_int_equal(sp_load(path, &sp, &err), 0);
+    sp_point *pts;
+    int n;
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    assert_int_equal(n, 4);
+    free(pts);
+    free(path);
+    free(dir);
+}
+
+int main(void)
+{
+    /* cubins cached under build/, never in the home folder of the machine running the tests */
+    setenv("RGNN_KCACHE", "build/kcache-test", 0);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_invalid_configs_are_rejected_before_compiling),
+        cmocka_unit_test(test_config_strings_round_trip),
+        cmocka_unit_test(test_space_file_errors_name_the_line),
+        cmocka_unit_test(test_schedule_shows_in_sources),
+        cmocka_unit_test(test_rgcn_infer_space_compiles),
+        cmocka_unit_test(test_rgat_infer_space_compiles),
+        cmocka_unit_test(test_hgt_infer_space_compiles),
+        cmocka_unit_test(test_rgcn_train_space_compiles),
+        cmocka_unit_test(test_rgat_train_space_compiles),
+        cmocka_unit_test(test_hgt_train_space_compiles),
+    };
+    return cmocka_run_group_tests_name("codegen", tests, NULL, NULL);
+}
