@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* Hot dense kernels get an AVX2/FMA clone on x86-64 (the default build targets plain
@@ -30,6 +31,9 @@ struct ref_exec {
     int64_t *rows, *width; /* [nvars] */
     int32_t *node_ntype;   /* [num_nodes] */
     int32_t *unique_etype; /* [num_unique] */
+    /* owner-computes scatter: rows grouped by the row they add into */
+    int32_t *compact_edge_ptr;             /* [num_unique+1]: edges of compact row u (contiguous) */
+    int32_t *src_unique_ptr, *src_unique;  /* [num_nodes+1], [num_unique]: compact rows by src */
 };
 
 /* Where a statement's current row sits in the graph. */
@@ -136,6 +140,21 @@ static void fill_ctx(const ref_exec *x, iter_kind it, int64_t r, rowctx *c)
     }
 }
 
+/* Big arrays (edge variables are |E| x width doubles) go on transparent huge pages where
+ * the kernel offers them: first-touch page faults otherwise dominate setting up. */
+static double *alloc_values(int64_t n)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(double);
+    if (bytes < ((size_t)4 << 20)) return rg_xmalloc(bytes);
+    void *p = NULL;
+    size_t huge = (size_t)2 << 20;
+    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge) != 0) RG_DIE("out of host memory (%zu bytes)", bytes);
+#ifdef MADV_HUGEPAGE
+    madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 /* ------------------------------------------------------------------ threads */
 
 typedef void (*range_fn)(void *arg, int tid, int64_t lo, int64_t hi);
@@ -189,88 +208,190 @@ static void parallel_threads(int nthreads, range_fn fn, void *arg)
 }
 
 /* ------------------------------------------------------------------ dense kernels */
+/* Rows that share a weight slice (edges and compact rows are grouped by etype, nodes by
+ * ntype) are multiplied together in register tiles, so each W load feeds several rows. */
 
-/* y[0..n) += x[0..k) * W (k x n, row-major): axpy form, unit stride on W and y. */
-REF_HOT static void mv_acc(double *restrict y, const double *restrict x, const double *restrict w,
-                           int k, int n)
+#define BATCH 32
+
+typedef double v4d __attribute__((vector_size(32)));
+/* The helpers below are static and inlined: no call crosses an ABI boundary with a v4d. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+static inline v4d ld4(const double *p)
 {
-    int i = 0;
-    for (; i + 4 <= k; i += 4) {
-        double a0 = x[i], a1 = x[i + 1], a2 = x[i + 2], a3 = x[i + 3];
-        const double *w0 = w + (int64_t)i * n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
-        for (int j = 0; j < n; j++) y[j] += a0 * w0[j] + a1 * w1[j] + a2 * w2[j] + a3 * w3[j];
-    }
-    for (; i < k; i++) {
-        double a = x[i];
-        const double *wi = w + (int64_t)i * n;
-        for (int j = 0; j < n; j++) y[j] += a * wi[j];
-    }
+    v4d v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
-/* y[0..k) += W (k x n) * x[0..n): x times W transposed (input gradients). */
-REF_HOT static void mvt_acc(double *restrict y, const double *restrict x, const double *restrict w,
-                            int k, int n)
+static inline void add4(double *p, v4d v)
 {
-    for (int i = 0; i < k; i++) {
-        const double *wi = w + (int64_t)i * n;
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        int j = 0;
-        for (; j + 4 <= n; j += 4) {
-            s0 += wi[j] * x[j];
-            s1 += wi[j + 1] * x[j + 1];
-            s2 += wi[j + 2] * x[j + 2];
-            s3 += wi[j + 3] * x[j + 3];
+    v4d o;
+    memcpy(&o, p, sizeof o);
+    o += v;
+    memcpy(p, &o, sizeof o);
+}
+
+static inline double hsum4(v4d v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+
+/* y[b][yo + 0..n) += x[b][xo + 0..k) * W (k x n, row-major), for b < nb. */
+REF_HOT static void gemm_rows(double *const *y, int64_t yo, const double *const *x, int64_t xo, int nb,
+                              const double *restrict w, int k, int n)
+{
+    int j0 = 0;
+    for (; j0 + 8 <= n; j0 += 8) {
+        int b0 = 0;
+        for (; b0 + 4 <= nb; b0 += 4) {
+            const double *x0 = x[b0] + xo, *x1 = x[b0 + 1] + xo, *x2 = x[b0 + 2] + xo, *x3 = x[b0 + 3] + xo;
+            v4d a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+            for (int kk = 0; kk < k; kk++) {
+                v4d w0 = ld4(w + (int64_t)kk * n + j0), w1 = ld4(w + (int64_t)kk * n + j0 + 4);
+                a00 += x0[kk] * w0; a01 += x0[kk] * w1;
+                a10 += x1[kk] * w0; a11 += x1[kk] * w1;
+                a20 += x2[kk] * w0; a21 += x2[kk] * w1;
+                a30 += x3[kk] * w0; a31 += x3[kk] * w1;
+            }
+            add4(y[b0] + yo + j0, a00); add4(y[b0] + yo + j0 + 4, a01);
+            add4(y[b0 + 1] + yo + j0, a10); add4(y[b0 + 1] + yo + j0 + 4, a11);
+            add4(y[b0 + 2] + yo + j0, a20); add4(y[b0 + 2] + yo + j0 + 4, a21);
+            add4(y[b0 + 3] + yo + j0, a30); add4(y[b0 + 3] + yo + j0 + 4, a31);
         }
-        for (; j < n; j++) s0 += wi[j] * x[j];
-        y[i] += (s0 + s1) + (s2 + s3);
+        for (; b0 < nb; b0++) {
+            const double *x0 = x[b0] + xo;
+            v4d a0 = {0}, a1 = {0};
+            for (int kk = 0; kk < k; kk++) {
+                a0 += x0[kk] * ld4(w + (int64_t)kk * n + j0);
+                a1 += x0[kk] * ld4(w + (int64_t)kk * n + j0 + 4);
+            }
+            add4(y[b0] + yo + j0, a0);
+            add4(y[b0] + yo + j0 + 4, a1);
+        }
+    }
+    for (int b = 0; b < nb && j0 < n; b++)
+        for (int j = j0; j < n; j++) {
+            double s = 0;
+            for (int kk = 0; kk < k; kk++) s += x[b][xo + kk] * w[(int64_t)kk * n + j];
+            y[b][yo + j] += s;
+        }
+}
+
+/* y[b][yo + 0..k) += x[b][xo + 0..n) * W^T (W is k x n): input gradients. */
+REF_HOT static void gemm_rows_t(double *const *y, int64_t yo, const double *const *x, int64_t xo, int nb,
+                                const double *restrict w, int k, int n)
+{
+    int n4 = n & ~3;
+    for (int kk = 0; kk < k; kk++) {
+        const double *wk = w + (int64_t)kk * n;
+        int b0 = 0;
+        for (; b0 + 4 <= nb; b0 += 4) {
+            const double *x0 = x[b0] + xo, *x1 = x[b0 + 1] + xo, *x2 = x[b0 + 2] + xo, *x3 = x[b0 + 3] + xo;
+            v4d s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+            for (int j = 0; j < n4; j += 4) {
+                v4d wv = ld4(wk + j);
+                s0 += ld4(x0 + j) * wv;
+                s1 += ld4(x1 + j) * wv;
+                s2 += ld4(x2 + j) * wv;
+                s3 += ld4(x3 + j) * wv;
+            }
+            double t0 = hsum4(s0), t1 = hsum4(s1), t2 = hsum4(s2), t3 = hsum4(s3);
+            for (int j = n4; j < n; j++) {
+                t0 += x0[j] * wk[j]; t1 += x1[j] * wk[j]; t2 += x2[j] * wk[j]; t3 += x3[j] * wk[j];
+            }
+            y[b0][yo + kk] += t0; y[b0 + 1][yo + kk] += t1; y[b0 + 2][yo + kk] += t2; y[b0 + 3][yo + kk] += t3;
+        }
+        for (; b0 < nb; b0++) {
+            const double *x0 = x[b0] + xo;
+            v4d s0 = {0};
+            for (int j = 0; j < n4; j += 4) s0 += ld4(x0 + j) * ld4(wk + j);
+            double t0 = hsum4(s0);
+            for (int j = n4; j < n; j++) t0 += x0[j] * wk[j];
+            y[b0][yo + kk] += t0;
+        }
     }
 }
 
-/* W (k x n) += x[0..k) (outer) y[0..n): weight gradients. */
-REF_HOT static void outer_acc(double *restrict w, const double *restrict x, const double *restrict y,
-                              int k, int n)
+/* W (k x n) += sum over b < nb of x[b][xo + 0..k) (outer) d[b][do_ + 0..n): weight gradients. */
+REF_HOT static void outer_rows(double *restrict w, const double *const *x, int64_t xo, const double *const *d,
+                               int64_t do_, int nb, int k, int n)
 {
-    for (int i = 0; i < k; i++) {
-        double a = x[i];
-        double *wi = w + (int64_t)i * n;
-        for (int j = 0; j < n; j++) wi[j] += a * y[j];
+    int j0 = 0;
+    for (; j0 + 8 <= n; j0 += 8) {
+        int k0 = 0;
+        for (; k0 + 4 <= k; k0 += 4) {
+            double *w0 = w + (int64_t)k0 * n + j0, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
+            v4d a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+            for (int b = 0; b < nb; b++) {
+                const double *xb = x[b] + xo + k0;
+                v4d d0 = ld4(d[b] + do_ + j0), d1 = ld4(d[b] + do_ + j0 + 4);
+                a00 += xb[0] * d0; a01 += xb[0] * d1;
+                a10 += xb[1] * d0; a11 += xb[1] * d1;
+                a20 += xb[2] * d0; a21 += xb[2] * d1;
+                a30 += xb[3] * d0; a31 += xb[3] * d1;
+            }
+            add4(w0, a00); add4(w0 + 4, a01); add4(w1, a10); add4(w1 + 4, a11);
+            add4(w2, a20); add4(w2 + 4, a21); add4(w3, a30); add4(w3 + 4, a31);
+        }
+        for (; k0 < k; k0++) {
+            v4d a0 = {0}, a1 = {0};
+            for (int b = 0; b < nb; b++) {
+                double xv = x[b][xo + k0];
+                a0 += xv * ld4(d[b] + do_ + j0);
+                a1 += xv * ld4(d[b] + do_ + j0 + 4);
+            }
+            add4(w + (int64_t)k0 * n + j0, a0);
+            add4(w + (int64_t)k0 * n + j0 + 4, a1);
+        }
     }
+    for (int kk = 0; kk < k && j0 < n; kk++)
+        for (int j = j0; j < n; j++) {
+            double s = 0;
+            for (int b = 0; b < nb; b++) s += x[b][xo + kk] * d[b][do_ + j];
+            w[(int64_t)kk * n + j] += s;
+        }
 }
 
 /* ------------------------------------------------------------------ row kernels */
 /* Every kernel ADDS its row's result into dst (callers zero dst for `=`). */
 
-static void k_linear(const splan *pl, const rowctx *c, double *dst)
+/* LINEAR for nb rows sharing one weight slice (cs[0]'s). */
+static void k_linear_rows(const splan *pl, const rowctx *cs, int nb, double *const *dst)
 {
     const opnd *xo = &pl->in[0], *wo = &pl->in[1];
-    const double *x = opnd_ptr(xo, c), *w = opnd_ptr(wo, c);
+    const double *x[BATCH];
+    for (int b = 0; b < nb; b++) x[b] = opnd_ptr(xo, &cs[b]);
+    const double *w = opnd_ptr(wo, &cs[0]);
     int k = wo->rows_dim, n = wo->dim, tw = pl->s->transpose_w;
-    if (wo->heads == 1) {
-        if (tw) mvt_acc(dst, x, w, k, n);
-        else mv_acc(dst, x, w, k, n);
-        return;
-    }
-    int64_t xs = xo->heads == 1 ? 0 : xo->dim, os = pl->out.heads == 1 ? 0 : pl->out.dim;
+    int64_t xs = wo->heads == 1 || xo->heads == 1 ? 0 : xo->dim;
+    int64_t os = wo->heads == 1 || pl->out.heads == 1 ? 0 : pl->out.dim;
     for (int h = 0; h < wo->heads; h++) {
         const double *wh = w + (int64_t)h * k * n;
-        if (tw) mvt_acc(dst + h * os, x + h * xs, wh, k, n);
-        else mv_acc(dst + h * os, x + h * xs, wh, k, n);
+        if (tw) gemm_rows_t(dst, h * os, x, h * xs, nb, wh, k, n);
+        else gemm_rows(dst, h * os, x, h * xs, nb, wh, k, n);
     }
 }
 
-/* Outer product into a weight matrix slice (WGRAD from rows). */
-static void k_wgrad_rows(const splan *pl, const rowctx *c, double *dst)
+static void k_linear(const splan *pl, const rowctx *c, double *dst)
+{
+    k_linear_rows(pl, c, 1, &dst);
+}
+
+/* Outer products of nb rows into one weight matrix slice (WGRAD from rows). */
+static void k_wgrad_rows_n(const splan *pl, const rowctx *cs, int nb, double *dst)
 {
     const opnd *xo = &pl->in[0], *yo = &pl->in[1];
-    const double *x = opnd_ptr(xo, c), *y = opnd_ptr(yo, c);
-    int k = pl->out.rows_dim, n = pl->out.dim;
-    if (pl->out.heads == 1) {
-        outer_acc(dst, x, y, k, n);
-        return;
+    const double *x[BATCH], *y[BATCH];
+    for (int b = 0; b < nb; b++) {
+        x[b] = opnd_ptr(xo, &cs[b]);
+        y[b] = opnd_ptr(yo, &cs[b]);
     }
-    int64_t xs = xo->heads == 1 ? 0 : xo->dim, ys = yo->heads == 1 ? 0 : yo->dim;
-    for (int h = 0; h < pl->out.heads; h++)
-        outer_acc(dst + (int64_t)h * k * n, x + h * xs, y + h * ys, k, n);
+    int k = pl->out.rows_dim, n = pl->out.dim, H = pl->out.heads;
+    int64_t xs = H == 1 || xo->heads == 1 ? 0 : xo->dim, ys = H == 1 || yo->heads == 1 ? 0 : yo->dim;
+    for (int h = 0; h < H; h++) outer_rows(dst + (int64_t)h * k * n, x, h * xs, y, h * ys, nb, k, n);
+}
+
+static void k_wgrad_rows(const splan *pl, const rowctx *c, double *dst)
+{
+    k_wgrad_rows_n(pl, c, 1, dst);
 }
 
 #define EW_LOOP(EXPR)                                                     \
@@ -804,6 +925,9 @@ out:
 typedef struct stmt_run {
     splan *pl;
     double **priv;        /* OUT_WACC: per-thread accumulators (NULL: write the output) */
+    /* OUT_SCATTER by owner: target t's rows are ids[ptr[t] .. ptr[t+1]) (ids NULL: the
+     * positions themselves) */
+    const int32_t *own_ptr, *own_ids;
     /* OUT_SCATTER chunk */
     int64_t chunk_lo;
     double *tmp;
@@ -818,15 +942,62 @@ static void combine(double *dst, const double *src, int64_t n, int accumulate)
         memcpy(dst, src, (size_t)n * sizeof *dst);
 }
 
+/* LINEAR and WGRAD into a matrix run in groups of rows sharing one weight slice. */
+static int batched(const splan *pl)
+{
+    if (pl->reshape || pl->aliased) return 0;
+    return pl->op == IR_OP_LINEAR || (pl->op == IR_OP_WGRAD && pl->it != IT_TYPES && pl->out.rows_dim > 0);
+}
+
+static int64_t batch_key(const splan *pl, const rowctx *c)
+{
+    return pl->op == IR_OP_LINEAR ? opnd_row(&pl->in[1], c) : opnd_row(&pl->out, c);
+}
+
+/* Contexts of rows r, r+1, ... (below hi, at most BATCH) that share the weight slice. */
+static int next_group(const splan *pl, int64_t r, int64_t hi, rowctx *cs)
+{
+    int n = 0;
+    int64_t key = 0;
+    for (; r < hi && n < BATCH; r++) {
+        fill_ctx(pl->x, pl->it, r, &cs[n]);
+        int64_t k = batch_key(pl, &cs[n]);
+        if (n > 0 && k != key) break;
+        key = k;
+        n++;
+    }
+    return n;
+}
+
+static void rows_direct_batched(const splan *pl, int64_t lo, int64_t hi)
+{
+    int64_t w = pl->out.width;
+    rowctx cs[BATCH];
+    double *d[BATCH];
+    for (int64_t r = lo; r < hi;) {
+        int nb = next_group(pl, r, hi, cs);
+        for (int b = 0; b < nb; b++) {
+            d[b] = opnd_ptr(&pl->out, &cs[b]);
+            if (!pl->s->accumulate) memset(d[b], 0, (size_t)w * sizeof(double));
+        }
+        k_linear_rows(pl, cs, nb, d);
+        r += nb;
+    }
+}
+
 static void rows_direct(void *arg, int tid, int64_t lo, int64_t hi)
 {
     stmt_run *sr = arg;
     const splan *pl = sr->pl;
+    (void)tid;
+    if (batched(pl)) {
+        rows_direct_batched(pl, lo, hi);
+        return;
+    }
     int64_t w = pl->out.width;
     int acc = pl->s->accumulate;
     double *scratch = pl->aliased ? rg_xmalloc((size_t)w * sizeof *scratch) : NULL;
     rowctx c;
-    (void)tid;
     for (int64_t r = lo; r < hi; r++) {
         fill_ctx(pl->x, pl->it, r, &c);
         double *dst = opnd_ptr(&pl->out, &c);
@@ -847,6 +1018,15 @@ static void rows_wacc(void *arg, int tid, int64_t lo, int64_t hi)
     stmt_run *sr = arg;
     const splan *pl = sr->pl;
     double *base = sr->priv ? sr->priv[tid] : pl->out.base;
+    if (batched(pl)) {
+        rowctx cs[BATCH];
+        for (int64_t r = lo; r < hi;) {
+            int nb = next_group(pl, r, hi, cs);
+            k_wgrad_rows_n(pl, cs, nb, base + opnd_row(&pl->out, &cs[0]) * pl->out.width);
+            r += nb;
+        }
+        return;
+    }
     rowctx c;
     for (int64_t r = lo; r < hi; r++) {
         fill_ctx(pl->x, pl->it, r, &c);
@@ -869,8 +1049,23 @@ static void chunk_compute(void *arg, int tid, int64_t lo, int64_t hi)
     stmt_run *sr = arg;
     const splan *pl = sr->pl;
     int64_t w = pl->out.width;
-    rowctx c;
     (void)tid;
+    if (batched(pl)) {
+        rowctx cs[BATCH];
+        double *d[BATCH];
+        for (int64_t i = lo; i < hi;) {
+            int nb = next_group(pl, sr->chunk_lo + i, sr->chunk_lo + hi, cs);
+            for (int b = 0; b < nb; b++) {
+                d[b] = sr->tmp + (i + b) * w;
+                memset(d[b], 0, (size_t)w * sizeof(double));
+                sr->tgt[i + b] = opnd_row(&pl->out, &cs[b]);
+            }
+            k_linear_rows(pl, cs, nb, d);
+            i += nb;
+        }
+        return;
+    }
+    rowctx c;
     for (int64_t i = lo; i < hi; i++) {
         fill_ctx(pl->x, pl->it, sr->chunk_lo + i, &c);
         double *t = sr->tmp + i * w;
@@ -898,10 +1093,70 @@ static void chunk_scatter(void *arg, int tid, int64_t lo, int64_t hi)
     }
 }
 
+/* First t in [0, n] with ptr[t] >= pos (ptr ascending, ptr[n] = total). */
+static int64_t first_target_at(const int32_t *ptr, int64_t n, int64_t pos)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (ptr[mid] >= pos) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* The thread whose position range holds ptr[t] computes every row of target t, in
+ * order, straight into it: no temporary, no two threads on one row, and the same sums
+ * whatever the thread count. */
+static void rows_owner(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    const splan *pl = sr->pl;
+    int64_t n = pl->ntargets, t0 = first_target_at(sr->own_ptr, n, lo), t1 = first_target_at(sr->own_ptr, n, hi);
+    if (hi >= pl->nrows) t1 = n;
+    rowctx c;
+    (void)tid;
+    for (int64_t t = t0; t < t1; t++) {
+        double *dst = pl->out.base + t * pl->out.width;
+        for (int64_t q = sr->own_ptr[t]; q < sr->own_ptr[t + 1]; q++) {
+            fill_ctx(pl->x, pl->it, sr->own_ids ? sr->own_ids[q] : q, &c);
+            row_kernel(pl, &c, dst);
+        }
+    }
+}
+
+/* Which grouping of rows by target a scatter has (NULL ptr: none, use chunks). */
+static void owner_lists(stmt_run *sr)
+{
+    const splan *pl = sr->pl;
+    const hg_graph *g = pl->x->g;
+    sr->own_ptr = sr->own_ids = NULL;
+    if (pl->it == IT_EDGES && pl->out.acc == IR_ACC_DST) {
+        sr->own_ptr = g->in_ptr;
+        sr->own_ids = g->in_eid;
+    } else if (pl->it == IT_EDGES && pl->out.acc == IR_ACC_SRC) {
+        sr->own_ptr = g->out_ptr;
+        sr->own_ids = g->out_eid;
+    } else if (pl->it == IT_EDGES && pl->out.compact) {
+        sr->own_ptr = pl->x->compact_edge_ptr;
+    } else if (pl->it == IT_UNIQUE && pl->out.acc == IR_ACC_SRC) {
+        sr->own_ptr = pl->x->src_unique_ptr;
+        sr->own_ids = pl->x->src_unique;
+    }
+}
+
 static void run_scatter(stmt_run *sr)
 {
+    /* groups of rows sharing a weight (LINEAR) keep their order: chunks, then scatter */
+    if (!batched(sr->pl)) {
+        owner_lists(sr);
+        if (sr->own_ptr) {
+            parallel_for(sr->pl->x->nthreads, sr->pl->nrows, rows_owner, sr);
+            return;
+        }
+    }
     splan *pl = sr->pl;
-    sr->tmp = rg_xmalloc((size_t)SCATTER_CHUNK * (size_t)pl->out.width * sizeof(double));
+    sr->tmp = alloc_values((int64_t)SCATTER_CHUNK * pl->out.width);
     sr->tgt = rg_xmalloc((size_t)SCATTER_CHUNK * sizeof *sr->tgt);
     for (sr->chunk_lo = 0; sr->chunk_lo < pl->nrows; sr->chunk_lo += SCATTER_CHUNK) {
         int64_t n = pl->nrows - sr->chunk_lo < SCATTER_CHUNK ? pl->nrows - sr->chunk_lo : SCATTER_CHUNK;
@@ -937,7 +1192,10 @@ static void run_wacc(stmt_run *sr)
     }
     int64_t count = pl->x->rows[pl->out.var] * pl->out.width;
     sr->priv = rg_xmalloc((size_t)nt * sizeof *sr->priv);
-    for (int t = 0; t < nt; t++) sr->priv[t] = rg_xcalloc((size_t)count, sizeof(double));
+    for (int t = 0; t < nt; t++) {
+        sr->priv[t] = alloc_values(count);
+        memset(sr->priv[t], 0, (size_t)count * sizeof(double));
+    }
     parallel_for(nt, pl->nrows, rows_wacc, sr);
     parallel_for(nt, count, reduce_priv, sr);
     for (int t = 0; t < nt; t++) free(sr->priv[t]);
@@ -1037,6 +1295,27 @@ static int is_data_role(ir_role r)
     return r == IR_ROLE_INPUT || r == IR_ROLE_PARAM || r == IR_ROLE_GRAPH || r == IR_ROLE_LABEL;
 }
 
+/* compact_edge_ptr: edges are sorted by (etype, src), so each compact row's edges are
+ * contiguous; src_unique: compact rows grouped by their source node (counting sort). */
+static void build_owner_maps(ref_exec *x)
+{
+    const hg_graph *g = x->g;
+    int32_t U = g->num_unique, N = g->num_nodes;
+    x->compact_edge_ptr = rg_xcalloc((size_t)U + 1, sizeof(int32_t));
+    for (int32_t e = 0; e < g->num_edges; e++) x->compact_edge_ptr[g->edge_compact[e] + 1]++;
+    for (int32_t u = 0; u < U; u++) x->compact_edge_ptr[u + 1] += x->compact_edge_ptr[u];
+    for (int32_t e = 1; e < g->num_edges; e++)
+        RG_ASSERT(g->edge_compact[e] == g->edge_compact[e - 1] || g->edge_compact[e] == g->edge_compact[e - 1] + 1);
+    x->src_unique_ptr = rg_xcalloc((size_t)N + 1, sizeof(int32_t));
+    x->src_unique = rg_xmalloc(((size_t)U + 1) * sizeof(int32_t));
+    for (int32_t u = 0; u < U; u++) x->src_unique_ptr[g->unique_src[u] + 1]++;
+    for (int32_t n = 0; n < N; n++) x->src_unique_ptr[n + 1] += x->src_unique_ptr[n];
+    int32_t *fill = rg_xmalloc(((size_t)N + 1) * sizeof *fill);
+    memcpy(fill, x->src_unique_ptr, (size_t)N * sizeof *fill);
+    for (int32_t u = 0; u < U; u++) x->src_unique[fill[g->unique_src[u]]++] = u;
+    free(fill);
+}
+
 /* ------------------------------------------------------------------ public API */
 
 static int default_threads(void)
@@ -1061,6 +1340,7 @@ ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt
     x->unique_etype = rg_xmalloc(((size_t)g->num_unique + 1) * sizeof *x->unique_etype);
     for (int32_t r = 0; r < g->num_etypes; r++)
         for (int32_t u = g->unique_etype_ptr[r]; u < g->unique_etype_ptr[r + 1]; u++) x->unique_etype[u] = r;
+    build_owner_maps(x);
     int nv = p->nvars;
     x->val = rg_xcalloc((size_t)nv + 1, sizeof *x->val);
     x->rows = rg_xcalloc((size_t)nv + 1, sizeof *x->rows);
@@ -1073,7 +1353,7 @@ ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt
         }
         x->rows[i] = ir_var_rows(v, g->num_nodes, g->num_edges, g->num_unique, g->num_ntypes, g->num_etypes);
         x->width[i] = ir_var_row_width(v);
-        x->val[i] = rg_xmalloc((size_t)(x->rows[i] * x->width[i] + 1) * sizeof(double));
+        x->val[i] = alloc_values(x->rows[i] * x->width[i] + 1);
         if (fill_var(x, i, err) < 0) goto fail;
     }
     for (int i = 0; i < p->nstmts; i++) {
@@ -1096,6 +1376,9 @@ void ref_free(ref_exec *x)
     free(x->width);
     free(x->node_ntype);
     free(x->unique_etype);
+    free(x->compact_edge_ptr);
+    free(x->src_unique_ptr);
+    free(x->src_unique);
     free(x);
 }
 
@@ -1112,10 +1395,20 @@ int ref_run_range(ref_exec *x, int first, int last, rg_err *err)
         if (fill_var(x, v, err) < 0) break;
     }
     free(reset);
+    /* RGNN_REF_PROFILE=1: one line per statement with its time on stderr */
+    int profile = getenv("RGNN_REF_PROFILE") != NULL;
     for (int i = first; i < last; i++) {
         splan pl;
         if (plan_stmt(x, i, &pl, err) < 0) return -1;
+        double t0 = profile ? rg_now() : 0;
         run_stmt(&pl);
+        if (profile) {
+            static const char *const modes[] = {"direct", "scatter", "wacc", "serial"};
+            fprintf(stderr, "ref: %3d %-14s %-7s %9lld rows %8.4f s  ", i, ir_op_name(pl.op), modes[pl.mode],
+                    (long long)pl.nrows, rg_now() - t0);
+            ir_print_stmt(p, i, stderr);
+            fputc('\n', stderr);
+        }
     }
     return 0;
 }

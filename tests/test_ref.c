@@ -1,6 +1,7 @@
 /* Tests of the float64 reference executor: hand-built programs on a small typed graph,
  * each checked against an independent naive loop written here; plus error handling. */
 #include "tests/testutil.h"
+#include "codegen/model.h"
 #include "codegen/ref.h"
 #include "datasets/loaders.h"
 
@@ -371,6 +372,70 @@ static void test_gradient_statements(void **state)
     hg_free(g);
 }
 
+/* The register-tiled kernels (groups of rows sharing a weight slice, 8-wide column tiles
+ * with remainders) against naive loops, for plain, transposed and per-head weights. */
+static void test_dense_kernels_against_naive(void **state)
+{
+    (void)state;
+    rg_err err;
+    hg_graph *g = synth_generate("nodes=300,edges=5000,ntypes=2,etypes=3,ratio=0.1,seed=4", &err);
+    if (!g) fail_msg("synth: %s", err.msg);
+    enum { KD = 9, ND = 19, HD = 2, KH = 5, NH = 12 };
+    ir_program *p = new_prog("dense");
+    int h = node_var(p, "h", 1, KD, IR_ROLE_INPUT, 0);
+    int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, KD, ND, IR_ROLE_PARAM);
+    int Wh = weight_var(p, "Wh", IR_WIDX_ETYPE, HD, KH, NH, IR_ROLE_PARAM);
+    int xh = node_var(p, "xh", HD, KH, IR_ROLE_INPUT, 0);
+    int y = edge_var(p, "y", 1, ND, 0, IR_ROLE_TEMP, 0);
+    int yh = edge_var(p, "yh", HD, NH, 0, IR_ROLE_TEMP, 0);
+    int dx = node_var(p, "dx", 1, KD, IR_ROLE_TEMP, 1);
+    int dW = weight_var(p, "dW", IR_WIDX_ETYPE, 1, KD, ND, IR_ROLE_TEMP);
+    p->vars[dW].zero_init = 1;
+    int dWh = weight_var(p, "dWh", IR_WIDX_ETYPE, HD, KH, NH, IR_ROLE_OUTPUT);
+    p->vars[dWh].zero_init = 1;
+    p->output = dWh;
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(y, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(yh, IR_ACC_ROW), 0, O(xh, IR_ACC_DST), O(Wh, IR_ACC_ETYPE));
+    int t = S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(dx, IR_ACC_DST), 1, O(y, IR_ACC_ROW), O(W, IR_ACC_ETYPE));
+    p->stmts[t].transpose_w = 1;
+    S2(p, IR_OP_WGRAD, IR_DOM_EDGE, O(dW, IR_ACC_ETYPE), 1, O(h, IR_ACC_SRC), O(y, IR_ACC_ROW));
+    S2(p, IR_OP_WGRAD, IR_DOM_EDGE, O(dWh, IR_ACC_ETYPE), 1, O(xh, IR_ACC_DST), O(yh, IR_ACC_ROW));
+    assert_int_equal(ir_verify(p, &err), 0);
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vh = ref_values(x, h), *vw = ref_values(x, W), *vwh = ref_values(x, Wh), *vx = ref_values(x, xh);
+    int64_t E = g->num_edges, R = g->num_etypes;
+    double *wy = calloc((size_t)E * ND, 8), *wyh = calloc((size_t)E * HD * NH, 8);
+    double *wdx = calloc((size_t)g->num_nodes * KD, 8), *wdW = calloc((size_t)R * KD * ND, 8);
+    double *wdWh = calloc((size_t)R * HD * KH * NH, 8);
+    for (int64_t e = 0; e < E; e++) {
+        int r = g->etype[e], s = g->src[e], d = g->dst[e];
+        for (int j = 0; j < ND; j++)
+            for (int k = 0; k < KD; k++) wy[e * ND + j] += vh[s * KD + k] * vw[(r * KD + k) * ND + j];
+        for (int hh = 0; hh < HD; hh++)
+            for (int j = 0; j < NH; j++)
+                for (int k = 0; k < KH; k++)
+                    wyh[(e * HD + hh) * NH + j] += vx[(d * HD + hh) * KH + k] * vwh[((r * HD + hh) * KH + k) * NH + j];
+        for (int k = 0; k < KD; k++)
+            for (int j = 0; j < ND; j++) {
+                wdx[d * KD + k] += wy[e * ND + j] * vw[(r * KD + k) * ND + j];
+                wdW[(r * KD + k) * ND + j] += vh[s * KD + k] * wy[e * ND + j];
+            }
+        for (int hh = 0; hh < HD; hh++)
+            for (int k = 0; k < KH; k++)
+                for (int j = 0; j < NH; j++)
+                    wdWh[((r * HD + hh) * KH + k) * NH + j] += vx[(d * HD + hh) * KH + k] * wyh[(e * HD + hh) * NH + j];
+    }
+    assert_close(wy, ref_values(x, y), E * ND);
+    assert_close(wyh, ref_values(x, yh), E * HD * NH);
+    assert_true(ref_rel_l2(wdx, ref_values(x, dx), g->num_nodes * KD) < 1e-13);
+    assert_true(ref_rel_l2(wdW, ref_values(x, dW), R * KD * ND) < 1e-13);
+    assert_true(ref_rel_l2(wdWh, ref_values(x, dWh), R * HD * KH * NH) < 1e-13);
+    free(wy); free(wyh); free(wdx); free(wdW); free(wdWh);
+    ref_free(x);
+    ir_free(p);
+    hg_free(g);
+}
+
 /* DOM_TYPE weight products: W[r] * w[r] (reordering's weight-vector product), a node-typed
  * matrix times a per-relation per-head matrix with column split, and their gradient forms. */
 static void test_weight_products(void **state)
@@ -578,18 +643,156 @@ static void test_errors(void **state)
     hg_free(g);
 }
 
-int main(void)
+/* ------------------------------------------------------------------ models and passes */
+
+static const char *const MODELS[] = {"rgcn", "rgat", "hgt"};
+
+static ir_program *load_model(const char *model, const ir_dims *d, const char *task, int reorder, int compact,
+                              const rr_stats *st)
 {
+    rg_err err;
+    model_options o = {.task = task, .reorder = reorder, .compact = compact, .stats = st};
+    ir_program *p = model_load_opts(model, d, &o, &err);
+    if (!p) fail_msg("%s (reorder %d, compact %d): %s", model, reorder, compact, err.msg);
+    return p;
+}
+
+/* For each model, the forward output under reorder, compact and both equals the output
+ * of the program without passes (relative L2 < 1e-10). Returns how many programs had a
+ * weight product (reordering applied). */
+static int check_passes_keep_outputs(const hg_graph *g, const char *name, const ir_dims *d)
+{
+    rr_stats st;
+    rr_stats_from_graph(&st, g, name);
+    int reordered = 0;
+    for (size_t m = 0; m < sizeof MODELS / sizeof MODELS[0]; m++) {
+        ir_program *base = load_model(MODELS[m], d, "infer", 0, 0, &st);
+        ref_exec *xb = run_prog(base, g, 0);
+        const double *want = ref_values(xb, base->output);
+        int64_t n = ref_count(xb, base->output);
+        for (int cfg = 1; cfg < 4; cfg++) {
+            ir_program *p = load_model(MODELS[m], d, "infer", cfg & 1, cfg >> 1, &st);
+            for (int i = 0; i < p->nstmts; i++) reordered += p->stmts[i].op == IR_OP_WEIGHT_MM;
+            ref_exec *x = run_prog(p, g, 0);
+            assert_int_equal(ref_count(x, p->output), n);
+            double rel = ref_rel_l2(want, ref_values(x, p->output), n);
+            if (!(rel < 1e-10))
+                fail_msg("%s on %s, reorder %d compact %d: output differs by %.3g", MODELS[m], name, cfg & 1,
+                         cfg >> 1, rel);
+            ref_free(x);
+            ir_free(p);
+        }
+        ref_free(xb);
+        ir_free(base);
+    }
+    return reordered;
+}
+
+static void test_passes_on_aifb(void **state)
+{
+    (void)state;
+    TU_REQUIRE_DATASET(dir, "aifb");
+    rg_err err;
+    hg_graph *g = rdf_load_aifb(dir, "aifb", &err);
+    if (!g) fail_msg("aifb: %s", err.msg);
+    ir_dims d = {16, 16, 1};
+    assert_true(check_passes_keep_outputs(g, "aifb", &d) > 0);
+    hg_free(g);
+    free(dir);
+}
+
+static void test_passes_on_fb15k237(void **state)
+{
+    (void)state;
+    TU_REQUIRE_DATASET(dir, "fb15k237");
+    rg_err err;
+    hg_graph *g = kg_load_openke(dir, "fb15k237", &err);
+    if (!g) fail_msg("fb15k237: %s", err.msg);
+    ir_dims d = {8, 8, 2};
+    check_passes_keep_outputs(g, "fb15k237", &d);
+    hg_free(g);
+    free(dir);
+}
+
+static void test_passes_on_synth(void **state)
+{
+    (void)state;
+    rg_err err;
+    hg_graph *g = synth_generate("nodes=2000,edges=30000,ntypes=3,etypes=8,ratio=0.25,seed=9", &err);
+    if (!g) fail_msg("synth: %s", err.msg);
+    ir_dims d1 = {12, 8, 1}, d2 = {12, 8, 4};
+    assert_true(check_passes_keep_outputs(g, "synth", &d1) > 0);
+    check_passes_keep_outputs(g, "synth", &d2);
+    hg_free(g);
+}
+
+/* ------------------------------------------------------------------ benchmark */
+
+/* `test_ref --bench-ref [fb15k237 dir] [dims] [reps]`: RGAT forward + backward on
+ * fb15k237 (no passes and reorder+compact), for docs/perf-notes.md. Not a timed test. */
+static int bench_ref(int argc, char **argv)
+{
+    const char *dir = argc > 2 ? argv[2] : "../shared/datasets/fb15k237";
+    int dim = argc > 3 ? atoi(argv[3]) : 64, reps = argc > 4 ? atoi(argv[4]) : 3;
+    rg_err err;
+    double t0 = rg_now();
+    hg_graph *g = kg_load_openke(dir, "fb15k237", &err);
+    if (!g) {
+        fprintf(stderr, "bench-ref: %s\n", err.msg);
+        return 1;
+    }
+    printf("fb15k237: %d nodes, %d edges, %d unique (src, etype), loaded in %.2f s\n", g->num_nodes,
+           g->num_edges, g->num_unique, rg_now() - t0);
+    ir_dims d = {dim, dim, 1};
+    for (int cfg = 0; cfg < 4; cfg += 3) {
+        model_options o = {.task = "train", .reorder = cfg & 1, .compact = cfg >> 1};
+        ir_program *p = model_load_opts("rgat", &d, &o, &err);
+        if (!p) {
+            fprintf(stderr, "bench-ref: %s\n", err.msg);
+            return 1;
+        }
+        double t_new = rg_now();
+        ref_exec *x = ref_new(p, g, NULL, &err);
+        if (!x) {
+            fprintf(stderr, "bench-ref: %s\n", err.msg);
+            return 1;
+        }
+        t_new = rg_now() - t_new;
+        double best_f = 1e30, best_b = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double a = rg_now();
+            if (ref_run_forward(x, &err) < 0 || (best_f = fmin(best_f, rg_now() - a), 0)) break;
+            a = rg_now();
+            if (ref_run_range(x, p->nforward, p->nstmts, &err) < 0) break;
+            best_b = fmin(best_b, rg_now() - a);
+        }
+        printf("rgat train dims %d %-16s threads %d: forward %.3f s, backward %.3f s, total %.3f s "
+               "(best of %d; setup %.2f s), loss %.6f, peak RSS %ld MB\n", dim, cfg ? "reorder+compact" : "no passes",
+               ref_nthreads(x), best_f, best_b, best_f + best_b, reps, t_new, ref_loss(x), rg_peak_rss_kb() / 1024);
+        ref_free(x);
+        ir_free(p);
+    }
+    hg_free(g);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--bench-ref")) return bench_ref(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_compact_and_aggregation),
         cmocka_unit_test(test_edge_softmax_attention),
         cmocka_unit_test(test_heads_broadcast_and_sums),
         cmocka_unit_test(test_gradient_statements),
+        cmocka_unit_test(test_dense_kernels_against_naive),
         cmocka_unit_test(test_weight_products),
         cmocka_unit_test(test_nll),
         cmocka_unit_test(test_threads_agree_on_a_synth_graph),
         cmocka_unit_test(test_comparisons_and_poison),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_passes_on_aifb),
+        cmocka_unit_test(test_passes_on_fb15k237),
+        cmocka_unit_test(test_passes_on_synth),
     };
     return cmocka_run_group_tests_name("ref", tests, NULL, NULL);
 }
