@@ -42,9 +42,14 @@
  *  - Variables a run range writes are reset when it starts: zero_init ones to 0, all
  *    others to NaN, so a row that nothing writes shows up in every comparison.
  *
- * Parallelism: pthreads over rows. Writes that collide (e.dst/e.src aggregation, compact
- * gradients scattered from edges) are computed per row into a chunk buffer and added by
- * threads that own disjoint target ranges; weight gradients use per-thread accumulators.
+ * Parallelism: pthreads over rows (RGNN_REF_THREADS overrides the count). Rows that
+ * share a weight slice (edges and compact rows come grouped by etype, nodes by ntype) run
+ * LINEAR and WGRAD as register-tiled products. Writes that collide (e.dst/e.src
+ * aggregation, compact gradients added from edges) are made by the one thread that owns
+ * the target row, walking its rows through the in-/out-CSR or the compact groups (LINEAR
+ * rows instead keep etype order in chunks, then owners add them); weight gradients use
+ * per-thread accumulators. Sums do not depend on the thread count, except weight gradients.
+ * RGNN_REF_PROFILE=1 prints each statement's time to stderr.
  */
 
 typedef struct ref_options {
