@@ -1,0 +1,116 @@
+/* GPU correctness sweep: every variant of the default design space, for each model and
+ * dataset, is run with its outputs poisoned and compared with the float64 CPU reference. */
+#include "tests/testutil.h"
+#include "explorer/backend.h"
+#include "explorer/space.h"
+#include "kernels/rt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ';'-separated lists, overridable for quick runs: RGNN_GPU_MODELS, RGNN_GPU_DATASETS,
+ * RGNN_GPU_TASKS (default infer), RGNN_GPU_SPACE (default "default"). */
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static int require_gpu(void)
+{
+    if (krt_have_device()) return 1;
+    if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device");
+    printf("skip: no CUDA device\n");
+    return 0;
+}
+
+typedef struct tally {
+    int checked, failed;
+} tally;
+
+static void sweep_problem(xb_backend *b, const char *model, const char *dataset, const char *task, tally *t)
+{
+    rg_err err;
+    xb_problem p = {.dim_in = 64, .dim_out = 64, .heads = 1, .data_dir = tu_shared_datasets()};
+    snprintf(p.model, sizeof p.model, "%s", model);
+    snprintf(p.dataset, sizeof p.dataset, "%s", dataset);
+    snprintf(p.task, sizeof p.task, "%s", task);
+    hg_stats st;
+    if (b->prepare(b, &p, &st, &err)) {
+        printf("FAIL prepare %s %s %s: %s\n", model, dataset, task, err.msg);
+        t->failed++;
+        return;
+    }
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    assert_int_equal(sp_load(env_or("RGNN_GPU_SPACE", "default"), &sp, &err), 0);
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    xb_options opt = {.validate_only = 1, .compile_threads = 16};
+    int ok = 0, bad = 0;
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        if (!pts[i].valid) continue;
+        xb_result r;
+        if (b->measure(b, &pts[i].cfg, &opt, &r, &err)) fail_msg("backend broken: %s", err.msg);
+        t->checked++;
+        if (r.status == RS_OK) {
+            ok++;
+            if (r.validation_error > worst) worst = r.validation_error;
+        } else {
+            bad++;
+            t->failed++;
+            char *cs = cfg_to_string(&pts[i].cfg);
+            printf("FAIL %s %s %s [%s]: %s: %.300s\n", model, dataset, task, cs, rs_status_name(r.status), r.evidence);
+            free(cs);
+        }
+    }
+    printf("%-5s %-10s %-5s %3d variants ok, %d failed, worst relative L2 error %.2e\n", model, dataset, task, ok,
+           bad, worst);
+    fflush(stdout);
+    free(pts);
+}
+
+/* Splits a ';'-separated list in place (dataset specs contain commas). */
+static int split_list(char *s, char **items, int max)
+{
+    int n = 0;
+    char *save;
+    for (char *t = strtok_r(s, ";", &save); t && n < max; t = strtok_r(NULL, ";", &save)) items[n++] = t;
+    return n;
+}
+
+static void test_default_space_matches_reference(void **state)
+{
+    (void)state;
+    if (!require_gpu()) skip();
+    rg_err err;
+    xb_backend *b = xb_gpu_backend(&err);
+    if (!b) fail_msg("%s", err.msg);
+    const char *synth = "synth:nodes=3000,edges=40000,ntypes=3,etypes=8,ratio=0.4";
+    char dflt_sets[256];
+    snprintf(dflt_sets, sizeof dflt_sets, "%s%s", tu_shared_datasets() ? "aifb;mutag;fb15k237;mag_0.1;" : "", synth);
+    char *models_s = rg_xstrdup(env_or("RGNN_GPU_MODELS", "rgcn;rgat;hgt"));
+    char *tasks_s = rg_xstrdup(env_or("RGNN_GPU_TASKS", "infer"));
+    char *sets_s = rg_xstrdup(env_or("RGNN_GPU_DATASETS", dflt_sets));
+    char *models[8], *tasks[2], *sets[16];
+    int nm = split_list(models_s, models, 8), nt = split_list(tasks_s, tasks, 2), nd = split_list(sets_s, sets, 16);
+    tally t = {0, 0};
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < nm; j++)
+            for (int k = 0; k < nd; k++) sweep_problem(b, models[j], sets[k], tasks[i], &t);
+    printf("GPU variant sweep: %d variants checked, %d failed\n", t.checked, t.failed);
+    b->close(b);
+    free(models_s);
+    free(tasks_s);
+    free(sets_s);
+    assert_int_equal(t.failed, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_space_matches_reference),
+    };
+    return cmocka_run_group_tests_name("gpu_variants", tests, NULL, NULL);
+}
