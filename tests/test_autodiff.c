@@ -5,6 +5,7 @@
 #include "codegen/autodiff.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
+#include "datasets/loaders.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -385,11 +386,8 @@ static int count_op(const ir_program *p, ir_opkind op)
 
 /* Gradients of every input and weight, for each model and pass configuration, against
  * finite differences; and the same gradients whatever the passes. */
-static void test_models_gradients(void **state)
+static void models_gradients_on(hg_graph *g, int samples)
 {
-    (void)state;
-    if (!model_has_autodiff()) fail_msg("codegen/model.c was built without autodiff");
-    hg_graph *g = small_graph();
     ir_dims dims[] = {{6, 4, 1}, {6, 4, 2}};
     int saw_weight_mm = 0;
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
@@ -401,7 +399,7 @@ static void test_models_gradients(void **state)
             for (int cfg = 0; cfg < 4; cfg++) {
                 ir_program *p = load(MODELS[m], &dims[di], cfg & 1, cfg >> 1);
                 check_structure(p, p->nforward);
-                fd_check(p, g, 30, 1e-6);
+                fd_check(p, g, samples, 1e-6);
                 saw_weight_mm += count_op(p, IR_OP_WEIGHT_MM) > 0;
                 ref_exec *x = ref_new(p, g, NULL, NULL);
                 assert_non_null(x);
@@ -427,6 +425,20 @@ static void test_models_gradients(void **state)
             ir_free(base);
         }
     assert_true(saw_weight_mm > 0);   /* reordering's weight products were differentiated */
+}
+
+static void test_models_gradients(void **state)
+{
+    (void)state;
+    if (!model_has_autodiff()) fail_msg("codegen/model.c was built without autodiff");
+    hg_graph *g = small_graph();
+    models_gradients_on(g, 30);
+    hg_free(g);
+    /* more types, hubs and shared (src, etype) rows */
+    rg_err err;
+    g = synth_generate("nodes=60,edges=400,ntypes=3,etypes=5,ratio=0.5,seed=2", &err);
+    if (!g) fail_msg("synth: %s", err.msg);
+    models_gradients_on(g, 12);
     hg_free(g);
 }
 
