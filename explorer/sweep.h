@@ -1,0 +1,97 @@
+/* The sweep driver (`explore --model M ...`): enumerates the design space, measures each variant
+ * in a worker process, records every outcome, resumes, shows progress and reports the best. */
+#ifndef XS_SWEEP_H
+#define XS_SWEEP_H
+
+#include "explorer/space.h"
+#include "explorer/worker.h"
+
+/* Orders the variants still to be measured, before the budget keeps the first ones (the cost
+ * model plugs in here). idx[0..n) are indices into points, in enumeration order: permute them. */
+typedef void (*xs_order_fn)(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points,
+                            int *idx, int n);
+
+/* The GPU backend's constructor (xb_gpu_backend), passed in by the program's main so that the
+ * library and the CPU tests link without it. */
+typedef xb_backend *(*xs_gpu_backend_fn)(rg_err *err);
+
+enum { XS_PROGRESS_AUTO, XS_PROGRESS_OFF, XS_PROGRESS_LINES, XS_PROGRESS_BAR };
+
+typedef struct xs_options {
+    const char *space;            /* "default", "full" or a space file */
+    int budget;                   /* measure at most this many variants; <= 0: no limit */
+    const char *db;               /* results database */
+    const char *best_dir;         /* where best-config JSON files go: <dir>/<gpu>/<problem>.json */
+    const char *backend;          /* NULL or "gpu": gpu_backend; "sim[:...]": the simulated backend */
+    xs_gpu_backend_fn gpu_backend;
+    xb_options measure;
+    double timeout_s;             /* per variant; <= 0: none */
+    int no_resume;                /* measure again what the store already has */
+    const char *commit;           /* NULL: `git rev-parse HEAD`, "unknown" when that fails */
+    const char *command_line;     /* recorded with the run */
+    xs_order_fn order;            /* NULL: enumeration order */
+    void *order_ctx;
+    int progress;                 /* XS_PROGRESS_*; AUTO: a bar on a terminal, lines otherwise */
+    int quiet;                    /* no report table */
+    FILE *out;                    /* the report (NULL: stdout) */
+} xs_options;
+
+/* Defaults: space default, database results/results.db, best dir results/best, 3 warm-up
+ * runs, 10 repeats, tolerance 1e-3, timeout 60 s. */
+void xs_options_default(xs_options *o);
+
+typedef struct xs_summary {
+    int points, valid, invalid;   /* the space */
+    int skipped;                  /* already in the store (resume) */
+    int measured;                 /* variants this run sent to the backend */
+    int recorded;                 /* rows this run wrote (invalid points included) */
+    int count[RS_STATUS_COUNT];   /* rows this run wrote, per status */
+    int restarts;                 /* worker restarts after a fault or a timeout */
+    int interrupted;              /* stopped by SIGINT/SIGTERM */
+    int64_t run_id;
+    double best_ms;               /* best ok time of the problem in the store (this commit); NaN: none */
+    char best_config[256];
+    char best_path[1024];         /* the best-config JSON written, "" if none */
+} xs_summary;
+
+/* A session: one store and one run (begun when the first problem's worker reports its device),
+ * with SIGINT/SIGTERM caught until xs_close. One session per process at a time. */
+typedef struct xs_session xs_session;
+xs_session *xs_open(const xs_options *o, rg_err *err);
+/* Sweeps one problem. 0 when the sweep went through (failed variants are results, not errors);
+ * -1 when the problem could not be prepared, the backend broke or the store failed. */
+int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err);
+int xs_interrupted(const xs_session *s);
+/* Marks the run finished, interrupted or failed; restores the signal handlers; frees. */
+int xs_close(xs_session *s, rg_err *err);
+/* xs_open + xs_problem + xs_close. */
+int xs_sweep(const xs_options *o, const xb_problem *p, xs_summary *sum, rg_err *err);
+
+/* The variant's key in the store: its config and the problem (model, task, dims, heads). */
+uint64_t xs_variant_hash(const cg_config *c, const xb_problem *p);
+/* <best_dir>/<gpu>/<model>-<dataset>-<task>[-<in>x<out>[h<heads>]].json, names made safe for a
+ * path; the dims suffix only when they differ from 64x64 with one head (caller frees). */
+char *xs_best_path(const char *best_dir, const char *gpu_name, const xb_problem *p);
+
+/* ---- Command line ---- */
+typedef struct xs_cli {
+    xs_options opt;
+    xb_problem problem;
+    int have_dataset, have_db;    /* --dataset, --db given */
+    const char *plan, *shard;     /* explore sweep only */
+} xs_cli;
+/* Parses the sweep options (plan_mode: `explore sweep`, which takes --plan and --shard instead
+ * of a problem). 0; 1 after printing the help; 2 after saying what is wrong on stderr. */
+int xs_parse_cli(const char *cmd, int argc, char **argv, int plan_mode, xs_cli *cli);
+/* The options shared by `explore` and `explore sweep`, for help texts. */
+void xs_print_options(FILE *f);
+/* `explore [--model M ...]`: exit 0, 1 on failure, 2 on bad usage, 130 when interrupted. */
+int xs_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend);
+
+/* ---- The simulated backend (explorer/simbackend.c), for tests and --backend sim ---- */
+xb_backend *xb_sim_backend(const char *spec, rg_err *err);
+/* Tells it which variant comes next (its injected failures may be keyed by index). */
+void xb_sim_set_index(xb_backend *b, int index);
+const char *xb_sim_help(void);
+
+#endif

@@ -1,0 +1,791 @@
+/* Tests of the sweep driver through the simulated backend (no GPU): constraints, every failure
+ * class, worker restarts and timeouts, resume after a budget or a kill, SIGINT, plans and shards. */
+#include "tests/testutil.h"
+#include "explorer/plan.h"
+#include "explorer/sweep.h"
+#include "kernels/rt.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* 48 points: tile=64 with coarsen=1 needs 4096 threads (12 invalid), w=reg with tile=64 does
+ * not fit in registers (6 more); 30 valid. */
+static const char SPACE[] = "compact: off bsearch direct\n"
+                            "reorder: off on\n"
+                            "tile: 16 64\n"
+                            "coarsen: 1 4\n"
+                            "w: shmem reg\n";
+enum { POINTS = 48, VALID = 30, INVALID = 18 };
+
+static const char *DATASET = "synth:nodes=3000,edges=20000,ntypes=3,etypes=4,ratio=0.4";
+
+typedef struct fixture {
+    char *dir, *db, *best, *space;
+} fixture;
+
+static fixture *fx_new(void)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->dir = tu_tmpdir();
+    f->db = rg_xasprintf("%s/results.db", f->dir);
+    f->best = rg_xasprintf("%s/best", f->dir);
+    f->space = tu_write_file(f->dir, "space.txt", SPACE);
+    return f;
+}
+
+static void fx_free(fixture *f)
+{
+    char *cmd = rg_xasprintf("rm -rf '%s'", f->dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", f->dir);
+    free(cmd);
+    free(f->dir), free(f->db), free(f->best), free(f->space);
+    free(f);
+}
+
+static int setup(void **state)
+{
+    *state = fx_new();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fx_free(*state);
+    return 0;
+}
+
+static void options(xs_options *o, const fixture *f, const char *backend)
+{
+    xs_options_default(o);
+    o->db = f->db;
+    o->best_dir = f->best;
+    o->space = f->space;
+    o->backend = backend;
+    o->commit = "test";
+    o->progress = XS_PROGRESS_OFF;
+    o->quiet = 1;
+    o->timeout_s = 10;
+    o->measure.repeats = 3;
+}
+
+static void problem(xb_problem *p, const char *model, const char *task)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->model, sizeof p->model, "%s", model);
+    snprintf(p->dataset, sizeof p->dataset, "%s", DATASET);
+    snprintf(p->task, sizeof p->task, "%s", task);
+    p->dim_in = p->dim_out = 64;
+    p->heads = 1;
+}
+
+static void sweep_ok(const xs_options *o, const xb_problem *p, xs_summary *sum)
+{
+    rg_err err;
+    if (xs_sweep(o, p, sum, &err)) fail_msg("sweep failed: %s", err.msg);
+}
+
+/* ---- Reading the database directly ---- */
+
+/* -1 when the query cannot run (a database another process is still creating). */
+static int64_t q_int_or_fail(const char *db, const char *sql, int must)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(h, 10000);
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    if (v < 0 && must) fail_msg("%s: %s", sql, sqlite3_errmsg(h));
+    sqlite3_close(h);
+    return v;
+}
+
+static int64_t q_int(const char *db, const char *sql) { return q_int_or_fail(db, sql, 1); }
+
+static char *q_text(const char *db, const char *sql)
+{
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) fail_msg("%s: %s", sql, sqlite3_errmsg(h));
+    char *v = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        v = rg_xstrdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return v;
+}
+
+/* Rows of the variant at `index` of the test space, of this problem. */
+static char *status_of(const fixture *f, const xb_problem *p, int index, char **evidence)
+{
+    sp_space s;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    assert_int_equal(sp_load(f->space, &s, &err), 0);
+    assert_int_equal(sp_enumerate(&s, &pts, &n, &err), 0);
+    char hex[17];
+    rs_hash_hex(xs_variant_hash(&pts[index].cfg, p), hex);
+    free(pts);
+    char *sql = rg_xasprintf("SELECT m.status FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                             " WHERE v.hash = '%s' ORDER BY m.id DESC", hex);
+    char *st = q_text(f->db, sql);
+    free(sql);
+    if (evidence) {
+        sql = rg_xasprintf("SELECT m.evidence FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                           " WHERE v.hash = '%s' ORDER BY m.id DESC", hex);
+        *evidence = q_text(f->db, sql);
+        free(sql);
+    }
+    return st;
+}
+
+/* The index of the k-th valid point of the test space. */
+static int valid_index(const fixture *f, int k)
+{
+    sp_space s;
+    sp_point *pts;
+    int n, seen = 0, found = -1;
+    rg_err err;
+    assert_int_equal(sp_load(f->space, &s, &err), 0);
+    assert_int_equal(sp_enumerate(&s, &pts, &n, &err), 0);
+    for (int i = 0; i < n && found < 0; i++)
+        if (pts[i].valid && seen++ == k) found = i;
+    free(pts);
+    assert_true(found >= 0);
+    return found;
+}
+
+/* Every variant of the problem in the store exactly once. */
+static void assert_each_variant_once(const char *db, int expected_variants)
+{
+    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements"), expected_variants);
+    assert_int_equal(q_int(db, "SELECT count(DISTINCT variant_id) FROM measurements"), expected_variants);
+}
+
+/* ---- Tests ---- */
+
+static void test_constraints_through_a_sweep(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.points, POINTS);
+    assert_int_equal(sum.valid, VALID);
+    assert_int_equal(sum.invalid, INVALID);
+    assert_int_equal(sum.measured, VALID);          /* invalid points never reach the backend */
+    assert_int_equal(sum.recorded, POINTS);
+    assert_int_equal(sum.count[RS_OK], VALID);
+    assert_int_equal(sum.count[RS_INVALID], INVALID);
+    assert_int_equal(sum.restarts, 0);
+    assert_each_variant_once(f->db, POINTS);
+    /* invalid rows say why and carry no time */
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid'"
+                                  " AND evidence LIKE '%4096 threads per block%'"), 12);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid'"
+                                  " AND evidence LIKE '%registers%'"), 6);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid' AND median_ms IS NOT NULL"), 0);
+    /* ok rows have kernel times and the forward/backward split */
+    assert_int_equal(q_int(f->db, "SELECT count(DISTINCT measurement_id) FROM kernel_times"), VALID);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM metrics WHERE name = 'fwd_ms'"), VALID);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'finished' AND git_commit = 'test'"
+                                  " AND gpu_name = 'Simulated GPU' AND sm = 90"), 1);
+    /* the layout choices matter in the simulation: compaction beats none on this graph */
+    assert_true(isfinite(sum.best_ms));
+    assert_null(strstr(sum.best_config, "compact=off"));
+}
+
+static void test_every_failure_class_is_recorded(void **state)
+{
+    fixture *f = *state;
+    const char *classes[] = {"invalid", "compile", "launch", "fault", "wrong", "hang", "oom", "abort"};
+    const char *status[] = {"invalid", "compile_error", "launch_error", "runtime_fault", "wrong_answer", "timeout",
+                            "oom", "runtime_fault"};
+    const char *evidence[] = {"rejects", "identifier \"tile_w\" is undefined", "cudaErrorLaunchOutOfResources",
+                              "signal 11", "3.7e-01", "no result after", "out of memory", "signal 6"};
+    int idx[8];
+    rg_str spec = {0};
+    rg_str_puts(&spec, "sim:fail=");
+    for (int k = 0; k < 8; k++) {
+        idx[k] = valid_index(f, 2 * k + 1);   /* every other valid point, never the last */
+        rg_str_printf(&spec, "%s%s@%d", k ? "," : "", classes[k], idx[k]);
+    }
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, spec.s);
+    o.timeout_s = 1;
+    problem(&p, "rgat", "infer");
+    double t0 = rg_now();
+    sweep_ok(&o, &p, &sum);
+    assert_true(rg_now() - t0 < 8);
+    assert_int_equal(sum.recorded, POINTS);        /* the sweep went through to the end */
+    assert_int_equal(sum.count[RS_OK], VALID - 8);
+    assert_int_equal(sum.count[RS_RUNTIME_FAULT], 2);
+    assert_int_equal(sum.count[RS_TIMEOUT], 1);
+    assert_int_equal(sum.restarts, 3);             /* fault, hang, abort */
+    for (int k = 0; k < 8; k++) {
+        char *ev = NULL, *st = status_of(f, &p, idx[k], &ev);
+        assert_non_null(st);
+        if (strcmp(st, status[k])) fail_msg("variant %d (%s): status %s, want %s", idx[k], classes[k], st, status[k]);
+        if (!ev || !strstr(ev, evidence[k])) fail_msg("variant %d (%s): evidence '%s' lacks '%s'", idx[k], classes[k], ev, evidence[k]);
+        free(st);
+        free(ev);
+    }
+    /* the crash's own last words are part of its evidence */
+    char *ev = NULL, *st = status_of(f, &p, idx[3], &ev);
+    assert_non_null(strstr(ev, "illegal memory access"));
+    free(st), free(ev);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'wrong_answer' AND validation_error > 0.3"), 1);
+    rg_str_free(&spec);
+}
+
+static void test_crashes_restart_the_worker(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    /* every tile=16, coarsen=4, reorder=on variant crashes its worker: 3 compact x 2 w = 6 */
+    options(&o, f, "sim:fail=fault@tile=16+coarsen=4+reorder=on");
+    problem(&p, "hgt", "train");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.count[RS_RUNTIME_FAULT], 6);
+    assert_int_equal(sum.restarts, 6);
+    assert_int_equal(sum.count[RS_OK], VALID - 6);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'runtime_fault'"
+                                  " AND evidence LIKE '%killed by signal 11%'"), 6);
+}
+
+static void test_hang_is_killed_as_timeout(void **state)
+{
+    fixture *f = *state;
+    int hang = valid_index(f, 0);
+    char spec[64];
+    snprintf(spec, sizeof spec, "sim:fail=hang@%d", hang);
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, spec);
+    o.timeout_s = 0.5;
+    o.budget = 3;
+    problem(&p, "rgcn", "infer");
+    double t0 = rg_now();
+    sweep_ok(&o, &p, &sum);
+    double took = rg_now() - t0;
+    assert_true(took >= 0.5 && took < 4);
+    assert_int_equal(sum.measured, 3);
+    assert_int_equal(sum.count[RS_TIMEOUT], 1);
+    assert_int_equal(sum.count[RS_OK], 2);
+    assert_int_equal(sum.restarts, 1);
+    char *ev = NULL, *st = status_of(f, &p, hang, &ev);
+    assert_string_equal(st, "timeout");
+    assert_non_null(strstr(ev, "0.5 s"));
+    assert_non_null(strstr(ev, "never finishes"));
+    free(st), free(ev);
+}
+
+static void test_backend_failures_stop_the_problem(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    rg_err err;
+    problem(&p, "rgat", "infer");
+    options(&o, f, "sim:fail=prepare");
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    assert_non_null(strstr(err.msg, "cannot prepare"));
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs"), 0);   /* no device, no run */
+
+    options(&o, f, "sim:fail=broken@2");
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    assert_non_null(strstr(err.msg, "broken"));
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
+
+    problem(&p, "nosuchmodel", "infer");
+    options(&o, f, "sim");
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    assert_non_null(strstr(err.msg, "unknown model 'nosuchmodel'"));
+
+    /* the GPU backend on a machine without one: the usual one-line message */
+    if (!krt_have_device()) {
+        problem(&p, "rgat", "infer");
+        options(&o, f, NULL);
+        o.gpu_backend = xb_gpu_backend;
+        assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+        assert_memory_equal(err.msg, "no CUDA device: ", 16);
+        assert_null(strchr(err.msg, '\n'));
+    }
+    options(&o, f, NULL);
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    assert_non_null(strstr(err.msg, "without the GPU backend"));
+}
+
+static void test_resume_after_budget(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.budget = 10;
+    problem(&p, "rgat", "train");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.measured, 10);
+    assert_int_equal(sum.recorded, 10 + INVALID);
+    o.budget = 0;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.skipped, 10 + INVALID);
+    assert_int_equal(sum.measured, VALID - 10);
+    assert_each_variant_once(f->db, POINTS);
+    sweep_ok(&o, &p, &sum);                         /* complete: nothing left */
+    assert_int_equal(sum.measured, 0);
+    assert_int_equal(sum.skipped, POINTS);
+    assert_true(isfinite(sum.best_ms));             /* the report covers earlier runs */
+    o.commit = "other";                            /* another commit is other work */
+    o.budget = 4;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.measured, 4);
+    o.commit = "test";
+    o.no_resume = 1;                               /* forced: everything again */
+    o.budget = 0;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.measured, VALID);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs"), 5);
+}
+
+/* Measures from the end of the enumeration: a cost model would rank instead. */
+static void reverse_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points, int *idx, int n)
+{
+    (void)p, (void)points;
+    assert_true(stats->edges > 0);
+    (*(int *)ctx)++;
+    for (int i = 0; i < n / 2; i++) {
+        int t = idx[i];
+        idx[i] = idx[n - 1 - i];
+        idx[n - 1 - i] = t;
+    }
+}
+
+static void test_order_callback_and_budget(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    int calls = 0;
+    options(&o, f, "sim");
+    o.order = reverse_order;
+    o.order_ctx = &calls;
+    o.budget = 2;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(calls, 1);
+    assert_int_equal(sum.measured, 2);
+    char *st = status_of(f, &p, valid_index(f, VALID - 1), NULL);
+    assert_string_equal(st, "ok");
+    free(st);
+    st = status_of(f, &p, valid_index(f, VALID - 2), NULL);
+    assert_string_equal(st, "ok");
+    free(st);
+    assert_null(status_of(f, &p, valid_index(f, 0), NULL));
+}
+
+/* Runs a sweep in a child process (its own process group, like a shell job). */
+static pid_t fork_sweep(const xs_options *o, const xb_problem *p)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        xs_summary sum;
+        rg_err err;
+        int rc = xs_sweep(o, p, &sum, &err);
+        _exit(rc ? 1 : sum.interrupted ? 130 : 0);
+    }
+    setpgid(pid, pid);
+    return pid;
+}
+
+static int64_t wait_rows(const char *db, int64_t at_least, double limit_s)
+{
+    int64_t n = 0;
+    for (double end = rg_now() + limit_s; rg_now() < end; usleep(5000)) {
+        if (!rg_file_exists(db)) continue;
+        n = q_int_or_fail(db, "SELECT count(*) FROM measurements", 0);
+        if (n >= at_least) break;
+    }
+    return n;
+}
+
+static void test_killed_sweep_resumes_losing_nothing(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim:slow=20");
+    problem(&p, "rgat", "infer");
+    pid_t pid = fork_sweep(&o, &p);
+    int64_t seen = wait_rows(f->db, INVALID + 8, 10);
+    kill(-pid, SIGKILL);   /* the sweep and its worker, mid-variant */
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    int64_t kept = q_int(f->db, "SELECT count(*) FROM measurements");
+    assert_true(kept >= seen && kept < POINTS);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    /* rows are whole: every ok row has its kernel times */
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements m WHERE status = 'ok' AND"
+                                  " (SELECT count(*) FROM kernel_times k WHERE k.measurement_id = m.id) = 0"), 0);
+    options(&o, f, "sim");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.skipped, kept);
+    assert_int_equal(sum.measured, POINTS - kept);
+    assert_each_variant_once(f->db, POINTS);
+}
+
+static void test_sigint_finishes_and_marks_interrupted(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim:slow=40");
+    problem(&p, "rgat", "infer");
+    pid_t pid = fork_sweep(&o, &p);
+    wait_rows(f->db, INVALID + 3, 10);
+    kill(-pid, SIGINT);    /* Ctrl-C reaches the worker too: it must survive it */
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+    int64_t kept = q_int(f->db, "SELECT count(*) FROM measurements");
+    assert_true(kept < POINTS);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status <> 'ok' AND status <> 'invalid'"), 0);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'interrupted' AND finished_at IS NOT NULL"), 1);
+    options(&o, f, "sim");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.measured, POINTS - kept);
+    assert_each_variant_once(f->db, POINTS);
+}
+
+static void test_best_config_json(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim:device=NVIDIA H100 80GB HBM3");
+    problem(&p, "hgt", "train");
+    p.dim_in = p.dim_out = 32;
+    sweep_ok(&o, &p, &sum);
+    char *want = rg_xasprintf("%s/NVIDIA_H100_80GB_HBM3/hgt-synth_nodes_3000_edges_20000_ntypes_3_etypes_4_ratio_0.4-"
+                              "train-32x32.json", f->best);
+    assert_string_equal(sum.best_path, want);
+    free(want);
+    FILE *fp = fopen(sum.best_path, "r");
+    assert_non_null(fp);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = 0;
+    /* valid JSON (SQLite's parser), with the config the store says is fastest */
+    sqlite3 *h;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(":memory:", &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT json_valid(?1), json_extract(?1, '$.config_string'),"
+                                           " json_extract(?1, '$.median_ms'), json_extract(?1, '$.config.tile'),"
+                                           " json_extract(?1, '$.dim_in'), json_extract(?1, '$.gpu')", -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 1);
+    assert_string_equal((const char *)sqlite3_column_text(st, 1), sum.best_config);
+    assert_float_equal(sqlite3_column_double(st, 2), sum.best_ms, 1e-12);
+    assert_true(sqlite3_column_int(st, 3) == 16 || sqlite3_column_int(st, 3) == 64);
+    assert_int_equal(sqlite3_column_int(st, 4), 32);
+    assert_string_equal((const char *)sqlite3_column_text(st, 5), "NVIDIA H100 80GB HBM3");
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    /* nothing faster in the store */
+    char *sql = rg_xasprintf("SELECT count(*) FROM measurements WHERE status = 'ok' AND median_ms < %.17g", sum.best_ms);
+    assert_int_equal(q_int(f->db, sql), 0);
+    free(sql);
+    char *tmp = rg_xasprintf("%s.tmp.%ld", sum.best_path, (long)getpid());
+    assert_false(rg_file_exists(tmp));   /* written through a temporary file, renamed */
+    free(tmp);
+}
+
+static void test_compare_finds_a_regression(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary base, head, same;
+    problem(&p, "rgat", "infer");
+    options(&o, f, "sim");
+    o.commit = "c1";
+    sweep_ok(&o, &p, &base);
+    options(&o, f, "sim:scale=1.2");   /* every kernel 20% slower */
+    o.commit = "c2";
+    sweep_ok(&o, &p, &head);
+    options(&o, f, "sim:scale=1.03");
+    o.commit = "c3";
+    sweep_ok(&o, &p, &same);
+    rg_err err;
+    rs_store *s = rs_open_existing(f->db, &err);
+    assert_non_null(s);
+    rs_comparison c;
+    assert_int_equal(rs_compare(s, base.run_id, head.run_id, 0.05, &c, &err), 0);
+    assert_int_equal(c.count[RS_CMP_REGRESSION], 1);
+    assert_float_equal(c.rows[0].ratio, 1.2, 1e-9);
+    rs_comparison_free(&c);
+    assert_int_equal(rs_compare(s, base.run_id, same.run_id, 0.05, &c, &err), 0);
+    assert_int_equal(c.count[RS_CMP_REGRESSION], 0);
+    assert_int_equal(c.count[RS_CMP_SAME], 1);
+    rs_comparison_free(&c);
+    rs_close(s);
+}
+
+/* ---- Plans and shards ---- */
+
+static const char PLAN[] = "# nightly\n"
+                           "models: rgat hgt\n"
+                           "datasets: synth:nodes=3000,edges=20000,ntypes=3,etypes=4,ratio=0.4\n"
+                           "          \n"
+                           "dataset2: x\n";
+
+static void test_plan_parsing(void **state)
+{
+    fixture *f = *state;
+    xp_plan *plan = malloc(sizeof *plan);
+    rg_err err;
+    char *bad = tu_write_file(f->dir, "bad.plan", PLAN);
+    assert_int_equal(xp_load(bad, plan, &err), -1);
+    assert_non_null(strstr(err.msg, "bad.plan:5: unknown key 'dataset2'"));
+    char *bad2 = tu_write_file(f->dir, "bad2.plan", "models: rgat\ndatasets: aifb\ntasks: infer fly\n");
+    assert_int_equal(xp_load(bad2, plan, &err), -1);
+    assert_non_null(strstr(err.msg, "bad2.plan:3: task must be infer or train (got 'fly')"));
+    char *good = tu_write_file(f->dir, "good.plan", "model: rgat, hgt\ndatasets: aifb mutag\ntasks: infer train\n"
+                                                    "dims: 32 64,64 128x64\n");
+    assert_int_equal(xp_load(good, plan, &err), 0);
+    assert_int_equal(xp_count(plan), 2 * 2 * 2 * 3);
+    xb_problem p;
+    xp_job(plan, xp_count(plan) - 1, &p);
+    assert_string_equal(p.model, "hgt");
+    assert_string_equal(p.dataset, "mutag");
+    assert_string_equal(p.task, "train");
+    assert_int_equal(p.dim_in, 128);
+    assert_int_equal(p.dim_out, 64);
+    assert_int_equal(p.heads, 1);
+    xp_job(plan, 1, &p);
+    assert_int_equal(p.dim_in, 64);
+    int i, n;
+    assert_int_equal(xp_parse_shard("2/3", &i, &n, &err), 0);
+    assert_int_equal(i * 10 + n, 23);
+    assert_int_equal(xp_parse_shard("3/3", &i, &n, &err), -1);
+    assert_int_equal(xp_parse_shard("1-3", &i, &n, &err), -1);
+    setenv("SLURM_ARRAY_TASK_ID", "5", 1);
+    setenv("SLURM_ARRAY_TASK_COUNT", "4", 1);
+    setenv("SLURM_ARRAY_TASK_MIN", "4", 1);
+    assert_int_equal(xp_env_shard(&i, &n, &err), 1);
+    assert_int_equal(i, 1);
+    assert_int_equal(n, 4);
+    setenv("SLURM_ARRAY_TASK_ID", "9", 1);
+    assert_int_equal(xp_env_shard(&i, &n, &err), -1);
+    unsetenv("SLURM_ARRAY_TASK_ID");
+    unsetenv("SLURM_ARRAY_TASK_COUNT");
+    unsetenv("SLURM_ARRAY_TASK_MIN");
+    assert_int_equal(xp_env_shard(&i, &n, &err), 0);
+    free(bad), free(bad2), free(good), free(plan);
+}
+
+/* Runs a CLI entry point with its output thrown away. */
+static int quietly(int (*fn)(int, char **, xs_gpu_backend_fn), int argc, char **argv)
+{
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), errfd = dup(2), null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    int rc = fn(argc, argv, NULL);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(errfd, 2);
+    close(out), close(errfd), close(null);
+    return rc;
+}
+
+static int merge_quietly(int argc, char **argv)
+{
+    fflush(stdout);
+    int out = dup(1), null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    int rc = rs_cli_merge(argc, argv);
+    fflush(stdout);
+    dup2(out, 1);
+    close(out), close(null);
+    return rc;
+}
+
+static void test_three_shards_cover_the_plan_once(void **state)
+{
+    fixture *f = *state;
+    char *plan = tu_write_file(f->dir, "nightly.plan",
+                               "models: rgat hgt rgcn\n"
+                               "datasets: synth:nodes=3000,edges=20000,ntypes=3,etypes=4,ratio=0.4"
+                               " synth:nodes=2000,edges=8000,ntypes=2,etypes=3,ratio=0.7\n"
+                               "tasks: infer train\n"
+                               "dims: 32 64\n");   /* 24 jobs */
+    enum { JOBS = 24 };
+    char *dbs[3];
+    for (int s = 0; s < 3; s++) {
+        dbs[s] = rg_xasprintf("%s/shard%d.db", f->dir, s);
+        char shard[16];
+        snprintf(shard, sizeof shard, "%d/3", s);
+        char *argv[] = {"sweep", "--plan", plan, "--shard", shard, "--db", dbs[s], "--space", f->space,
+                        "--backend", "sim", "--best-dir", f->best, "--commit", "nightly", "--repeats", "2", NULL};
+        assert_int_equal(quietly(xp_cli_main, 17, argv), 0);
+        /* round-robin: 8 jobs each, every job complete */
+        assert_int_equal(q_int(dbs[s], "SELECT count(*) FROM measurements"), (JOBS / 3) * POINTS);
+        assert_int_equal(q_int(dbs[s], "SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
+    }
+    char *merged = rg_xasprintf("%s/merged.db", f->dir);
+    char *argv[] = {"merge", "--into", merged, dbs[0], dbs[1], dbs[2], NULL};
+    assert_int_equal(merge_quietly(6, argv), 0);
+    assert_int_equal(merge_quietly(6, argv), 0);   /* twice: nothing added */
+    assert_int_equal(q_int(merged, "SELECT count(*) FROM measurements"), JOBS * POINTS);
+    assert_int_equal(q_int(merged, "SELECT count(*) FROM runs"), 3);
+    /* each (model, dataset, task, dims) exactly once over all shards */
+    assert_int_equal(q_int(merged, "SELECT count(*) FROM (SELECT v.model, d.name, v.task, v.dim_in,"
+                                   " count(*) AS n, count(DISTINCT m.run_id) AS r FROM measurements m"
+                                   " JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
+                                   " GROUP BY 1, 2, 3, 4 HAVING n = 48 AND r = 1)"), JOBS);
+    rg_err err;
+    rs_store *s = rs_open_existing(merged, &err);
+    rs_best *best;
+    size_t nbest;
+    assert_int_equal(rs_query_best(s, NULL, &best, &nbest, &err), 0);
+    assert_int_equal(nbest, JOBS);
+    for (size_t k = 0; k < nbest; k++) assert_true(isfinite(best[k].best_ms));
+    rs_best_free(best, nbest);
+    rs_close(s);
+    for (int k = 0; k < 3; k++) free(dbs[k]);
+    free(merged);
+    free(plan);
+}
+
+static void test_cli(void **state)
+{
+    fixture *f = *state;
+    xs_cli c;
+    char *ok[] = {"explore", "--model", "hgt", "--dataset=mutag", "--task", "training", "--dims", "32,128",
+                  "--heads", "4", "--budget", "7", "--mem-limit", "24GB", "--timeout", "2.5", "--metrics",
+                  "--no-resume", "--backend", "sim:fail=oom@3,hang@4,seed=2", NULL};
+    assert_int_equal(xs_parse_cli("explore", 20, ok, 0, &c), 0);
+    assert_string_equal(c.problem.model, "hgt");
+    assert_string_equal(c.problem.dataset, "mutag");
+    assert_string_equal(c.problem.task, "train");
+    assert_int_equal(c.problem.dim_in, 32);
+    assert_int_equal(c.problem.dim_out, 128);
+    assert_int_equal(c.problem.heads, 4);
+    assert_int_equal(c.problem.mem_limit, 24000000000ULL);
+    assert_int_equal(c.opt.budget, 7);
+    assert_float_equal(c.opt.timeout_s, 2.5, 0);
+    assert_int_equal(c.opt.measure.metrics, 1);
+    assert_int_equal(c.opt.no_resume, 1);
+    char *bad[][3] = {
+        {"explore", "--modle", "x"}, {"explore", "--task", "fly"}, {"explore", "--dims", "0,3"},
+        {"explore", "--shard", "0/2"}, {"explore", "--backend", "cuda"}, {"explore", "--backend", "sim:fail=explode@3"},
+        {"explore", "--budget", "-1"}, {"explore", "--mem-limit", "lots"}, {"explore", "--backend", "sim:fail=oom@tile=7"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        fflush(stderr);
+        int saved = dup(2), null = open("/dev/null", O_WRONLY);
+        dup2(null, 2);
+        int rc = xs_parse_cli("explore", 3, bad[k], 0, &c);
+        dup2(saved, 2);
+        close(saved), close(null);
+        if (rc != 2) fail_msg("'%s %s' was accepted", bad[k][1], bad[k][2]);
+    }
+    char *plan_only[] = {"sweep", "--model", "rgat"};
+    assert_int_equal(quietly(xp_cli_main, 3, plan_only), 2);
+    char *no_model[] = {"explore", "--db", f->db};
+    assert_int_equal(quietly(xs_cli_main, 3, no_model), 2);
+    /* the whole command: a sweep through the CLI, then resumed */
+    char *run[] = {"explore", "--model", "rgat", "--dataset", (char *)DATASET, "--space", f->space, "--db", f->db,
+                   "--best-dir", f->best, "--backend", "sim", "--commit", "cli", "--budget", "5", NULL};
+    assert_int_equal(quietly(xs_cli_main, 17, run), 0);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements"), 5 + INVALID);
+    char *cmd = q_text(f->db, "SELECT command_line FROM runs");
+    assert_non_null(strstr(cmd, "explore --model rgat"));
+    free(cmd);
+}
+
+static void test_best_path_names(void **state)
+{
+    (void)state;
+    xb_problem p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.model, sizeof p.model, "models/custom/my model.rgnn");
+    snprintf(p.dataset, sizeof p.dataset, "/data/graphs/am/");
+    snprintf(p.task, sizeof p.task, "infer");
+    p.dim_in = p.dim_out = 64;
+    p.heads = 1;
+    char *path = xs_best_path("out", "../evil/GPU", &p);
+    assert_string_equal(path, "out/.._evil_GPU/my_model-am-infer.json");
+    free(path);
+    p.heads = 2;
+    path = xs_best_path("out", "NVIDIA A100-SXM4-40GB", &p);
+    assert_string_equal(path, "out/NVIDIA_A100-SXM4-40GB/my_model-am-infer-64x64h2.json");
+    free(path);
+}
+
+int main(void)
+{
+    /* graphs generated by the tests are cached in a temporary folder, not in the checkout */
+    char *cache = tu_tmpdir();
+    setenv("RGNN_CACHE", cache, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_constraints_through_a_sweep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_failure_class_is_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crashes_restart_the_worker, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hang_is_killed_as_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_backend_failures_stop_the_problem, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resume_after_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_order_callback_and_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_sweep_resumes_losing_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigint_finishes_and_marks_interrupted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_best_config_json, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compare_finds_a_regression, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plan_parsing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_three_shards_cover_the_plan_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
+        cmocka_unit_test(test_best_path_names),
+    };
+    int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
+    char *cmd = rg_xasprintf("rm -rf '%s'", cache);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", cache);
+    free(cmd);
+    free(cache);
+    return rc;
+}
