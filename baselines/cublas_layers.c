@@ -775,7 +775,8 @@ int bl_run(bl_problem *p, bl_style style, const bl_options *opt, xb_result *r, r
     if (validate(&c, L, &s, tol, r)) {
         set_status(r, launch_status(e.msg), e.msg);
     } else if (r->status == RS_OK && !(opt && opt->validate_only)) {
-        int warmup = opt && opt->warmup > 0 ? opt->warmup : 3, repeats = opt && opt->repeats > 0 ? opt->repeats : 10;
+        int warmup = !opt || opt->warmup == 0 ? 3 : opt->warmup > 0 ? opt->warmup : 0;
+        int repeats = opt && opt->repeats > 0 ? opt->repeats : 10;
         timing t;
         char note[1024] = "";
         if (time_layer(&c, L, &s, warmup, repeats, &t, note, sizeof note)) set_status(r, launch_status(e.msg), e.msg);

@@ -35,7 +35,7 @@ const char *bl_system_name(bl_style s);
 const char *bl_layer_name(const char *model);
 
 typedef struct bl_options {
-    int warmup, repeats;     /* defaults 3 and 10 */
+    int warmup, repeats;     /* 0: defaults 3 and 10; a negative warmup: none */
     size_t mem_limit;        /* bytes the layer's tensors may occupy at once; 0: none */
     double tolerance;        /* relative L2 error allowed; 0: 1e-5 */
     int validate_only;       /* no timing */
