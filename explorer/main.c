@@ -6,6 +6,7 @@
 #include "datasets/dataset.h"
 #include "codegen/ircli.h"
 #include "baselines/blcli.h"
+#include "baselines/blcli.h"
 #include "explorer/runcli.h"
 #include "explorer/backend.h"
 #include "explorer/plan.h"
@@ -30,6 +31,9 @@ static const command COMMANDS[] = {
     {"compare", rs_cli_compare, "list regressions of the best times between two runs"},
     {"datasets", ds_cli_main, "list, inspect (info --json), fetch and export the graph datasets"},
     {"ir", irc_main, "print a model's IR after passes (--reorder, --compact) and its lowering"},
+    {"import", blcli_import_main, "load baseline measurements (pyg_bench.py's CSV) into the results store"},
+    {"baselines", blcli_baselines_main, "measure the cuBLAS-built baseline layers (seg, bmm, grouped) and record them"},
+    {"compare-baselines", blcli_compare_main, "best generated variant against each baseline: speed-ups, OOMs (markdown)"},
     {"import", blcli_import_main, "load baseline measurements (pyg_bench.py's CSV) into the results store"},
     {"baselines", blcli_baselines_main, "measure the cuBLAS-built baseline layers (seg, bmm, grouped) and record them"},
     {"compare-baselines", blcli_compare_main, "best generated variant against each baseline: speed-ups, OOMs (markdown)"},
