@@ -6,11 +6,11 @@
 #include "datasets/dataset.h"
 #include "codegen/ircli.h"
 #include "baselines/blcli.h"
-#include "baselines/blcli.h"
 #include "explorer/runcli.h"
 #include "explorer/backend.h"
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
+#include "results/report.h"
 
 
 /* The sweep commands get the GPU backend from here, so that the library and the CPU tests
@@ -34,12 +34,10 @@ static const command COMMANDS[] = {
     {"import", blcli_import_main, "load baseline measurements (pyg_bench.py's CSV) into the results store"},
     {"baselines", blcli_baselines_main, "measure the cuBLAS-built baseline layers (seg, bmm, grouped) and record them"},
     {"compare-baselines", blcli_compare_main, "best generated variant against each baseline: speed-ups, OOMs (markdown)"},
-    {"import", blcli_import_main, "load baseline measurements (pyg_bench.py's CSV) into the results store"},
-    {"baselines", blcli_baselines_main, "measure the cuBLAS-built baseline layers (seg, bmm, grouped) and record them"},
-    {"compare-baselines", blcli_compare_main, "best generated variant against each baseline: speed-ups, OOMs (markdown)"},
     {"run", xr_run_main, "build, validate against the CPU reference and time one variant"},
     {"gen", xr_gen_main, "write the generated CUDA sources and launch plan of a variant or a space"},
     {"sweep", plan_main, "sweep a plan (models x datasets x tasks x dims), optionally one shard of it"},
+    {"report", rp_cli_main, "draw the paper-style figures of the results store (gnuplot) with an index.md"},
     {NULL, NULL, NULL},
 };
 
