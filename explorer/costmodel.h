@@ -1,0 +1,203 @@
+/* Cost models that pick a config per dataset without a full sweep: features from graph statistics,
+ * config and IR counts; a robust per-category analytic model and a ridge ranking model (GSL). */
+#ifndef CM_COSTMODEL_H
+#define CM_COSTMODEL_H
+
+#include "codegen/config.h"
+#include "datasets/hgraph.h"
+#include "explorer/backend.h"
+#include "explorer/space.h"
+
+/* Kernel categories of the analytic model; a store category other than gemm/traversal counts as other. */
+enum { CM_GEMM, CM_TRAVERSAL, CM_OTHER, CM_NCAT };
+const char *cm_category_name(int cat);
+int cm_category_of(const char *name);   /* CM_GEMM, CM_TRAVERSAL or CM_OTHER */
+
+/* Device constants stored with a model: H100 copy bandwidth and SGEMM throughput. */
+#define CM_DEFAULT_BW 3.0e12
+#define CM_DEFAULT_PEAK 51.6e12
+#define CM_DEFAULT_FILE "results/costmodel.txt"
+
+/* One problem: a model on a dataset with dims, heads and task. */
+typedef struct cm_problem {
+    char model[256], task[8], dataset[256];
+    int dim_in, dim_out, heads;
+    hg_stats stats;
+} cm_problem;
+
+/* Analytic counts of one variant (codegen/counts.c): totals over the whole run, and the number
+ * of kernels of each category (the category model's launch term). */
+typedef struct cm_counts {
+    double flops, bytes, atomics, launches;
+    double cat_launches[CM_NCAT];
+} cm_counts;
+
+/* One measured variant. */
+typedef struct cm_sample {
+    int problem;               /* index into cm_set.problems */
+    cg_config cfg;
+    cm_counts counts;
+    double time_ms;            /* median of the whole variant */
+    double cat_ms[CM_NCAT];    /* per category; NaN unknown */
+    uint64_t cfg_key;          /* cfg_hash(&cfg), filled by cm_set_add */
+} cm_sample;
+
+/* Training data: problems and their measured variants (ok measurements only). */
+typedef struct cm_set {
+    cm_problem *problems;
+    int nproblems, cap_problems;
+    cm_sample *samples;
+    int nsamples, cap_samples;
+    char device[256];          /* device key of the measurements */
+    char source[1024];         /* where they come from (database path) */
+    int skipped;               /* measurements left out: no statistics or no analytic counts */
+} cm_set;
+
+/* Returns the problem's index, adding it when new (same model, task, dataset, dims, heads). */
+int cm_set_problem(cm_set *s, const cm_problem *p);
+/* Appends a sample (cm_set_load keeps only the newest measurement of each problem and config). */
+void cm_set_add(cm_set *s, const cm_sample *x);
+void cm_set_free(cm_set *s);
+
+typedef struct cm_filter {
+    const char *model, *task, *device;   /* NULL: any (several devices in the database is an error) */
+} cm_filter;
+/* Reads the ok measurements of generated variants with their dataset statistics, kernel times
+ * per category and analytic counts (metrics analytic_flops/_bytes/_atomics/_launches, or the
+ * sweep's flops/bytes/atomics/launches). */
+int cm_set_load(const char *db_path, const cm_filter *f, cm_set *out, rg_err *err);
+
+/* ---- Features ---- */
+/* Problem features (each interacts with every config feature), config encodings, analytic counts,
+ * and their products: a fixed list, named in the model file. */
+int cm_nfeatures(void);
+const char *cm_feature_name(int i);
+/* x[cm_nfeatures()]; log_pred_a is the log of the analytic model's prediction (ms). */
+void cm_features(const cm_problem *p, const cg_config *c, const cm_counts *k, double log_pred_a, double *x);
+
+/* ---- (a) The analytic model: per category t = a*bytes/BW + b*flops/peak + c*launches + d (ms),
+ * bytes/BW and flops/peak in ms, fitted robustly (bisquare); "total" fits the whole time. ---- */
+enum { CM_A_BYTES, CM_A_FLOPS, CM_A_LAUNCH, CM_A_CONST, CM_A_NCOEF };
+typedef struct cm_analytic {
+    double bw, peak;
+    double coef[CM_NCAT + 1][CM_A_NCOEF];   /* [CM_NCAT] is the total model */
+    int rows[CM_NCAT + 1];                   /* training rows; 0: not fitted */
+    double sigma[CM_NCAT + 1];               /* robust residual scale (ms) */
+} cm_analytic;
+
+/* Fits on the samples with use[i] != 0 (use NULL: all). robust = 0 gives ordinary least squares
+ * (for comparison). Categories with too few rows stay unfitted; -1 only if nothing can be fitted. */
+int cm_fit_analytic(const cm_set *s, const int *use, double bw, double peak, int robust, cm_analytic *out,
+                    rg_err *err);
+/* Predicted time (ms): the sum over fitted categories (each at least 0), or the total model when
+ * no category is fitted; at least 1 us. cat_ms (may be NULL) receives the per-category terms. */
+double cm_analytic_predict(const cm_analytic *a, const cm_counts *k, double cat_ms[CM_NCAT]);
+
+/* ---- (b) The ranking model: ridge regression of log time on the features, within each problem
+ * (features and log times centred per problem, so it learns how configs differ on a graph);
+ * the level comes from the analytic model plus a fitted log shift. ---- */
+typedef struct cm_ranker {
+    int nfeat;
+    double *coef;              /* [nfeat], in the features' own units */
+    double lambda;             /* ridge parameter on standardized features */
+    double level_shift;        /* mean log(measured / analytic) over training problems */
+} cm_ranker;
+
+typedef struct cm_fit_options {
+    double bw, peak;           /* 0: the H100 defaults */
+    double lambda;             /* < 0: chosen by leave-one-dataset-out inside the training set */
+    int top_k;                 /* evaluation: measure the K best predicted; 0: top_frac of the candidates */
+    double top_frac;           /* 0: 0.10 */
+    int ordinary;              /* analytic model by ordinary least squares (tests) */
+} cm_fit_options;
+void cm_fit_options_default(cm_fit_options *o);
+
+/* A section of a model file: the models for one (model, task). */
+typedef struct cm_section {
+    char model[256], task[8];
+    char training[1024];       /* readable description of the training set */
+    int samples, ndatasets;
+    cm_analytic analytic;
+    cm_ranker ranker;
+} cm_section;
+
+typedef struct cm_model {
+    char device[256], created[32], source[1024];
+    double bw, peak;
+    int nsections;
+    cm_section *sections;
+} cm_model;
+
+/* One section per (model, task) present in the set. */
+int cm_fit(const cm_set *s, const cm_fit_options *o, cm_model *out, rg_err *err);
+void cm_model_free(cm_model *m);
+int cm_save(const cm_model *m, const char *path, rg_err *err);
+/* Parses a model file; errors name file:line. */
+int cm_load(const char *path, cm_model *out, rg_err *err);
+const cm_section *cm_find_section(const cm_model *m, const char *model, const char *task, rg_err *err);
+
+/* Predicted times (ms) of n configs of one problem, with their counts. */
+void cm_predict(const cm_section *sec, const cm_problem *p, const cg_config *cfgs, const cm_counts *counts, int n,
+                double *pred_ms);
+
+/* ---- Counting without a GPU ---- */
+/* The analytic counts of one config on a graph: the variant is built (passes, lowering, codegen)
+ * and counted. -1 with the reason when the config cannot be built. */
+int cm_count(const char *model, const char *task, int dim_in, int dim_out, int heads, const hg_graph *g,
+             const cg_config *cfg, cm_counts *out, rg_err *err);
+
+/* Orders configs by predicted time (best first): order[0..n) receives indices into cfgs, and
+ * pred_ms (may be NULL) the prediction of each config (+inf for configs that cannot be built,
+ * which go last). g: the problem's graph (NULL: opened with ds_open). */
+int cm_order(const cm_model *m, const xb_problem *p, const hg_graph *g, const cg_config *cfgs, int n, int *order,
+             double *pred_ms, rg_err *err);
+/* The sweep driver's ordering hook (xs_order_fn in explorer/sweep.h): ctx is a cm_model*. On an
+ * error (no section for the problem, dataset unreadable) the order is left as it was and a
+ * warning goes to stderr. */
+void cm_sweep_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points, int *idx, int n);
+
+/* ---- Evaluation ---- */
+/* Spearman rank correlation (gsl_stats_spearman, ties averaged); NaN for n < 2. */
+double cm_spearman(const double *a, const double *b, int n);
+
+/* How a ranking does on one problem whose every candidate was measured. */
+typedef struct cm_score {
+    int n, top_k;
+    int picked, oracle;        /* indices: best predicted, best measured */
+    double picked_ms, oracle_ms, topk_ms, spearman;
+    int hit;                   /* the picked config is the fastest (or as fast) */
+} cm_score;
+void cm_score_ranking(const double *pred_ms, const double *meas_ms, int n, int top_k, cm_score *out);
+
+typedef struct cm_eval_row {
+    int problem;               /* index into the set */
+    cm_score score;
+    double predicted_ms;       /* the prediction for the picked config */
+    double fixed_ms;           /* best fixed strategy on this problem; NaN: not measured here */
+    cg_config picked, oracle, fixed;
+    int have_fixed;
+} cm_eval_row;
+
+typedef struct cm_eval_summary {
+    char model[256], task[8];
+    int nrows;
+    double hit_rate, gap_geomean, topk_gap_geomean, fixed_gap_geomean, picked_vs_fixed, spearman_mean;
+    double topk_fraction;      /* measured share: sum of K / sum of candidates */
+} cm_eval_summary;
+
+typedef struct cm_eval {
+    cm_eval_row *rows;
+    int nrows;
+    cm_eval_summary *groups;   /* one per (model, task) */
+    int ngroups;
+} cm_eval;
+
+/* Leave-one-dataset-out: for each dataset, fits on the others and scores every problem of it. */
+int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err);
+void cm_eval_free(cm_eval *e);
+/* The best fixed strategy on the problems with train[i] != 0 of one kind (model, task, dims, heads):
+ * the compact+reorder config with the lowest geomean of time / oracle over them, measured on all.
+ * 0 and *out, or -1 when no such config was measured on every one. */
+int cm_best_fixed(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config *out);
+
+#endif
