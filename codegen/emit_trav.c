@@ -7,7 +7,8 @@
 #include <string.h>
 
 #define WARPS_PER_BLOCK 8
-#define DST_RUN 16   /* edge-centric partial aggregation: positions of the dst-sorted order per warp */
+#define DST_RUN 32   /* edge-centric partial aggregation: positions of the dst-sorted order per warp */
+#define NODE_CHUNK 64 /* node-centric: incoming edges per warp before a node is split across warps */
 
 /* How a kernel walks its rows. Each statement is then evaluated at its own shape: a
  * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
@@ -471,9 +472,23 @@ static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phas
 
 /* ---- kernel assembly ---- */
 
+/* Per-row temporaries that statements accumulate into (+=) start at zero on every row. */
+static void emit_zero_row_scratch(kgen *g)
+{
+    int any = 0;
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->scr_off[v] < 0 || !V(g, v)->zero_init) continue;
+        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.f;\n",
+                      (long long)ir_var_row_width(V(g, v)), g->scr_off[v]);
+        any = 1;
+    }
+    if (any) rg_str_puts(&g->body, "        __syncwarp();\n");
+}
+
 static void emit_row_context(kgen *g, const cg_config *cfg)
 {
     rg_str *b = &g->body;
+    emit_zero_row_scratch(g);
     if (g->f == FORM_UNIQUE) {
         rg_str_printf(b, "        const int sn = %s[u], t = %s[u]; (void)sn; (void)t;\n", arr(g, KG_UNIQUE_SRC),
                       arr(g, KG_UNIQUE_ETYPE));
@@ -483,35 +498,36 @@ static void emit_row_context(kgen *g, const cg_config *cfg)
         rg_str_printf(b, "        const int nt = %s[n]; (void)nt;\n", arr(g, KG_NODE_NTYPE));
         return;
     }
-    if (g->f == FORM_TYPE || g->f == FORM_GLOBAL) return;
-    rg_str_printf(b, "        const int sn = %s[e], dn = %s[e], t = %s[e]; (void)sn; (void)dn; (void)t;\n",
-                  arr(g, KG_SRC), arr(g, KG_DST), arr(g, KG_ETYPE));
-    if (g->needs_cr) {
-        if (cfg->compact == CFG_COMPACT_BSEARCH)
-            rg_str_printf(b, "        const int cr = compact_find(%s, %s, t, sn);\n", arr(g, KG_UNIQUE_SRC),
-                          arr(g, KG_UNIQUE_ETYPE_PTR));
-        else
-            rg_str_printf(b, "        const int cr = %s[e];\n", arr(g, KG_EDGE_COMPACT));
-    }
+    RG_ASSERT(g->f == FORM_TYPE || g->f == FORM_GLOBAL);  /* edge forms fetch ids in emit_edge_loop */
+    (void)cfg;
 }
 
-/* Adds node accumulators into global memory (+=: other instances may contribute too). */
-static void emit_flush(kgen *g, const char *node, int reset)
+/* Adds node accumulators into global memory: `+=` when this warp owns the node (other
+ * instances may contribute too), atomically when `atomic_cond` (a CUDA expression, or "1")
+ * says several warps share it. */
+static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const char *atomic_cond)
 {
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->acc_off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
-        rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += 32) {\n", w);
+        if (!g->mat[v] && !reset) continue;
+        rg_str_printf(b, "        for (int i = lane; i < %d; i += 32) {\n", w);
         if (g->mat[v]) {
             g->var_used[v] = g->var_written[v] = 1;
-            rg_str_printf(&g->body, "            %sv%d[(size_t)(%s) * %d + i]%s scr[%d + i]%s;\n",
-                          g->f == FORM_EDGE_DSTRUN ? "atomicAdd(&" : "", v, node, w,
-                          g->f == FORM_EDGE_DSTRUN ? "," : " +=", g->acc_off[v], g->f == FORM_EDGE_DSTRUN ? ")" : "");
+            char dst[128];
+            snprintf(dst, sizeof dst, "v%d[(size_t)(%s) * %d + i]", v, node, w);
+            if (!atomic_cond)
+                rg_str_printf(b, "            %s += scr[%d + i];\n", dst, g->acc_off[v]);
+            else if (!strcmp(atomic_cond, "1"))
+                rg_str_printf(b, "            atomicAdd(&%s, scr[%d + i]);\n", dst, g->acc_off[v]);
+            else
+                rg_str_printf(b, "            if (%s) atomicAdd(&%s, scr[%d + i]); else %s += scr[%d + i];\n", atomic_cond,
+                              dst, g->acc_off[v], dst, g->acc_off[v]);
         }
-        if (reset) rg_str_printf(&g->body, "            scr[%d + i] = 0.f;\n", g->acc_off[v]);
-        rg_str_puts(&g->body, "        }\n");
+        if (reset) rg_str_printf(b, "            scr[%d + i] = 0.f;\n", g->acc_off[v]);
+        rg_str_puts(b, "        }\n");
     }
-    rg_str_puts(&g->body, "        __syncwarp();\n");
+    rg_str_puts(b, "        __syncwarp();\n");
 }
 
 static void emit_zero_acc(kgen *g)
@@ -530,91 +546,135 @@ static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int p
     return 0;
 }
 
-/* The row loop of one kernel: which rows a warp takes and the statements run per row. */
-static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, int nphases, rg_err *err)
+/* Statements of one phase, emitted into *out (g records what they need from the row). */
+static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_str *out, rg_err *err)
+{
+    rg_str saved = g->body;
+    g->body = (rg_str){0};
+    int rc = emit_phase_stmts(g, tr, phases, phase, err);
+    *out = g->body;
+    g->body = saved;
+    return rc;
+}
+
+/* A warp walks positions [q_begin_var, q_end_var) of an edge order (edge ids, or the
+ * dst-sorted in_eid), 32 at a time: each lane fetches one edge's ids in parallel, then the
+ * warp runs the statements for each edge in turn, ids broadcast by shuffles. This takes
+ * the chain of dependent index loads off every edge's critical path. */
+static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
+                           const char *per_edge_prefix, const char *body)
 {
     rg_str *b = &g->body;
-    rg_str stmts = {0};
-    /* emit statements first (into their own buffer) to learn whether the compact row is needed */
-    rg_str saved = g->body;
-    g->body = stmts;
-    int rc = 0;
-    if (g->f == FORM_NODE) {
-        for (int p = 0; p < nphases && !rc; p++) {
-            rg_str_printf(&g->body, "    for (int q = %s[n]; q < %s[n + 1]; q++) {\n        const int e = %s[q];\n",
-                          arr(g, KG_IN_PTR), arr(g, KG_IN_PTR), arr(g, KG_IN_EID));
-            size_t ctx_at = g->body.len;
-            rc = emit_phase_stmts(g, tr, phases, p, err);
-            /* row context is inserted after the statements told us what they need */
-            rg_str tail = {0};
-            rg_str_puts(&tail, g->body.s + ctx_at);
-            g->body.len = ctx_at;
-            g->body.s[ctx_at] = 0;
-            emit_row_context(g, g->cfg);
-            rg_str_puts(&g->body, tail.s ? tail.s : "");
-            rg_str_free(&tail);
-            rg_str_puts(&g->body, "    }\n    __syncwarp();\n");
-        }
-        emit_flush(g, "n", 0);
-    } else {
-        rc = emit_phase_stmts(g, tr, phases, phase, err);
-        rg_str tail = g->body;
-        g->body = (rg_str){0};
-        emit_row_context(g, g->cfg);
-        rg_str_puts(&g->body, tail.s ? tail.s : "");
-        rg_str_free(&tail);
+    rg_str_printf(b,
+                  "    for (int qb = %s; qb < %s; qb += 32) {\n"
+                  "        const int ql = qb + lane;\n"
+                  "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n"
+                  "        if (ql < %s) {\n",
+                  qb_var, qe_var, qe_var);
+    if (dst_order) rg_str_printf(b, "            e_l = %s[ql];\n", arr(g, KG_IN_EID));
+    else rg_str_puts(b, "            e_l = ql;\n");
+    rg_str_printf(b, "            sn_l = %s[e_l]; t_l = %s[e_l];\n", arr(g, KG_SRC), arr(g, KG_ETYPE));
+    if (!fixed_dn) rg_str_printf(b, "            dn_l = %s[e_l];\n", arr(g, KG_DST));
+    if (g->needs_cr) {
+        if (g->cfg->compact == CFG_COMPACT_BSEARCH)
+            rg_str_printf(b, "            cr_l = compact_find(%s, %s, t_l, sn_l);\n", arr(g, KG_UNIQUE_SRC),
+                          arr(g, KG_UNIQUE_ETYPE_PTR));
+        else
+            rg_str_printf(b, "            cr_l = %s[e_l];\n", arr(g, KG_EDGE_COMPACT));
     }
-    stmts = g->body;
-    g->body = saved;
+    rg_str_printf(b,
+                  "        }\n"
+                  "        const int cnt = min(32, %s - qb);\n"
+                  "        for (int j = 0; j < cnt; j++) {\n"
+                  "            const int e = __shfl_sync(0xffffffffu, e_l, j), sn = __shfl_sync(0xffffffffu, sn_l, j);\n"
+                  "            const int t = __shfl_sync(0xffffffffu, t_l, j); (void)e; (void)sn; (void)t;\n",
+                  qe_var);
+    if (fixed_dn) rg_str_printf(b, "            const int dn = %s; (void)dn;\n", fixed_dn);
+    else rg_str_puts(b, "            const int dn = __shfl_sync(0xffffffffu, dn_l, j); (void)dn;\n");
+    if (g->needs_cr) rg_str_puts(b, "            const int cr = __shfl_sync(0xffffffffu, cr_l, j);\n");
+    if (per_edge_prefix) rg_str_puts(b, per_edge_prefix);
+    emit_zero_row_scratch(g);
+    rg_str_puts(b, body);
+    rg_str_puts(b, "        }\n    }\n");
+}
+
+/* The rows of one kernel: which rows a warp takes and the statements run per row. With
+ * `split`, a node-centric kernel works on tiles of at most NODE_CHUNK incoming edges, so a
+ * high-degree node is shared by several warps that add their partial sums atomically. */
+static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, int nphases, int split, rg_err *err)
+{
+    rg_str *b = &g->body;
+    int np = g->f == FORM_NODE ? nphases : 1;
+    RG_ASSERT(np <= 8);
+    rg_str bodies[8] = {{0}};
+    int rc = 0;
+    for (int p = 0; p < np && !rc; p++) rc = phase_body(g, tr, phases, g->f == FORM_NODE ? p : phase, &bodies[p], err);
     if (rc) {
-        rg_str_free(&stmts);
+        for (int p = 0; p < np; p++) rg_str_free(&bodies[p]);
         return -1;
     }
+    const char *body0 = bodies[0].s ? bodies[0].s : "";
     switch (g->f) {
     case FORM_EDGE:
-        rg_str_printf(b, "    const int e = blockIdx.x * %d + warp;\n    if (e >= num_rows) return;\n    {\n%s    }\n",
-                      WARPS_PER_BLOCK, stmts.s);
+        rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * 32;\n    if (q0 >= num_rows) return;\n"
+                         "    const int q_end = min(q0 + 32, num_rows);\n", WARPS_PER_BLOCK);
+        emit_edge_loop(g, "q0", "q_end", 0, NULL, NULL, body0);
         break;
-    case FORM_EDGE_DSTRUN:
+    case FORM_EDGE_DSTRUN: {
+        rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
+                         "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1;\n",
+                      WARPS_PER_BLOCK, DST_RUN, DST_RUN);
         emit_zero_acc(g);
-        rg_str_printf(b,
-                      "    const int q0 = (blockIdx.x * %d + warp) * %d;\n"
-                      "    int cur = -1;\n"
-                      "    for (int q = q0; q < min(q0 + %d, num_rows); q++) {\n"
-                      "        const int e = %s[q];\n"
-                      "        const int dnext = %s[e];\n"
-                      "        if (dnext != cur) {\n"
-                      "            if (cur >= 0) {\n",
-                      WARPS_PER_BLOCK, DST_RUN, DST_RUN, arr(g, KG_IN_EID), arr(g, KG_DST));
-        emit_flush(g, "cur", 1);
-        rg_str_printf(b, "            }\n            cur = dnext;\n        }\n%s    }\n    if (cur >= 0) {\n", stmts.s);
-        emit_flush(g, "cur", 0);
+        rg_str prefix = {0};
+        rg_str_puts(&prefix, "            if (dn != cur) {\n                if (cur >= 0) {\n");
+        emit_flush(g, &prefix, "cur", 1, "1");
+        rg_str_puts(&prefix, "                }\n                cur = dn;\n            }\n");
+        emit_edge_loop(g, "q0", "q_end", 1, NULL, prefix.s, body0);
+        rg_str_free(&prefix);
+        rg_str_puts(b, "    if (cur >= 0) {\n");
+        emit_flush(g, b, "cur", 0, "1");
         rg_str_puts(b, "    }\n");
         break;
+    }
     case FORM_NODE:
-        rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n",
-                      WARPS_PER_BLOCK);
+        if (split) {
+            rg_str_printf(b,
+                          "    const int tile = blockIdx.x * %d + warp;\n    if (tile >= num_rows) return;\n"
+                          "    const int n = tile_type[tile];\n    const int q_begin = tile_row0[tile];\n"
+                          "    const int q_end = min(%s[n + 1], q_begin + %d);\n"
+                          "    const int whole = q_begin == %s[n] && q_end == %s[n + 1];\n",
+                          WARPS_PER_BLOCK, arr(g, KG_IN_PTR), NODE_CHUNK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
+        } else {
+            rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n"
+                             "    const int q_begin = %s[n], q_end = %s[n + 1];\n",
+                          WARPS_PER_BLOCK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
+        }
         emit_zero_acc(g);
-        rg_str_puts(b, stmts.s);
+        for (int p = 0; p < np; p++) {
+            emit_edge_loop(g, "q_begin", "q_end", 1, "n", NULL, bodies[p].s ? bodies[p].s : "");
+            rg_str_puts(b, "    __syncwarp();\n");
+        }
+        emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
         break;
-    case FORM_UNIQUE:
-        rg_str_printf(b, "    const int u = blockIdx.x * %d + warp;\n    if (u >= num_rows) return;\n    {\n%s    }\n",
-                      WARPS_PER_BLOCK, stmts.s);
-        break;
-    case FORM_NODE_DOM:
-        rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n    {\n%s    }\n",
-                      WARPS_PER_BLOCK, stmts.s);
-        break;
-    case FORM_TYPE:
-        rg_str_printf(b, "    const int t = blockIdx.x * %d + warp;\n    if (t >= num_rows) return;\n    {\n%s    }\n",
-                      WARPS_PER_BLOCK, stmts.s);
-        break;
-    case FORM_GLOBAL:
-        rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n    {\n%s    }\n", WARPS_PER_BLOCK,
-                      stmts.s);
+    default: {
+        /* one row per warp: unique pairs, nodes, types, or the single global row */
+        static const char *row_decl[] = {[FORM_UNIQUE] = "u", [FORM_NODE_DOM] = "n", [FORM_TYPE] = "t"};
+        rg_str ctx = g->body;
+        g->body = (rg_str){0};
+        emit_row_context(g, g->cfg);
+        rg_str ctxs = g->body;
+        g->body = ctx;
+        if (g->f == FORM_GLOBAL)
+            rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n", WARPS_PER_BLOCK);
+        else
+            rg_str_printf(b, "    const int %s = blockIdx.x * %d + warp;\n    if (%s >= num_rows) return;\n",
+                          row_decl[g->f], WARPS_PER_BLOCK, row_decl[g->f]);
+        rg_str_printf(b, "    {\n%s%s    }\n", ctxs.s ? ctxs.s : "", body0);
+        rg_str_free(&ctxs);
         break;
     }
-    rg_str_free(&stmts);
+    }
+    for (int p = 0; p < np; p++) rg_str_free(&bodies[p]);
     return 0;
 }
 
@@ -629,13 +689,21 @@ static kp_size rows_size(form f)
     }
 }
 
-static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment)
+static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, int split)
 {
     rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
     if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", 32 * WARPS_PER_BLOCK);
     rg_str_printf(src, "%s(int num_rows", k->name);
-    kp_add_param(k, KP_INT, rows_size(g->f), 1, "num_rows");  /* FORM_GLOBAL: the constant 1 */
+    if (split) {
+        /* rows are tiles of incoming edges: num_rows is the tile count */
+        kp_add_param(k, KP_INT, KS_NTILES, 0, "num_rows");
+        rg_str_puts(src, ", const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
+        kp_add_param(k, KP_TILE_TYPE, KR_IN_EDGES, NODE_CHUNK, "tile_type");
+        kp_add_param(k, KP_TILE_ROW0, KR_IN_EDGES, NODE_CHUNK, "tile_row0");
+    } else {
+        kp_add_param(k, KP_INT, rows_size(g->f), 1, "num_rows");  /* FORM_GLOBAL: the constant 1 */
+    }
     for (int v = 0; v < g->ir->nvars; v++) {
         if (!g->var_used[v]) continue;
         char pname[32];
@@ -654,10 +722,13 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment)
                        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
                        "    float* scr = smem + warp * %d; (void)scr;\n%s}\n",
                   g->scr_size > 0 ? g->scr_size : 1, g->body.s);
-    k->grid_kind = g->f == FORM_GLOBAL ? KGRID_FIXED : KGRID_ROWS;
+    k->grid_kind = g->f == FORM_GLOBAL ? KGRID_FIXED : split ? KGRID_TILES : KGRID_ROWS;
     k->grid_x_fixed = 1;
     k->grid_rows_size = rows_size(g->f);
-    k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? WARPS_PER_BLOCK * DST_RUN : WARPS_PER_BLOCK;
+    k->tile_rowset = KR_IN_EDGES;
+    k->tile_rows = NODE_CHUNK;
+    k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? WARPS_PER_BLOCK * DST_RUN
+                        : g->f == FORM_EDGE ? WARPS_PER_BLOCK * 32 : WARPS_PER_BLOCK;
     k->block_x = 32 * WARPS_PER_BLOCK;
     k->shmem_bytes = WARPS_PER_BLOCK * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(float);
 }
@@ -696,7 +767,9 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     } else {
         plan_scratch(&g, tr, phases, phase);
     }
-    int rc = emit_rows(&g, tr, phases, phase, nphases, err);
+    /* one pass over a node's edges can be shared by warps; several passes need the whole node */
+    int split = f == FORM_NODE && nphases == 1;
+    int rc = emit_rows(&g, tr, phases, phase, nphases, split, err);
     if (rc == 0) {
         kp_kernel *k = kp_add_kernel(plan);
         snprintf(k->name, sizeof k->name, "%s", name);
@@ -707,8 +780,9 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
         static const char *form_names[] = {"edge-centric", "edge-centric, dst-sorted partial aggregation",
                                            "node-centric over incoming edges", "compact (src, etype) rows",
                                            "node rows", "edge-type rows", "once"};
-        snprintf(comment, sizeof comment, "%s: traversal, %s, %d statement(s)", name, form_names[f], tr->nstmts);
-        assemble(&g, k, &src, comment);
+        snprintf(comment, sizeof comment, "%s: traversal, %s%s, %d statement(s)", name, form_names[f],
+                 split ? " (heavy nodes split across warps)" : "", tr->nstmts);
+        assemble(&g, k, &src, comment, split);
         k->source = src.s;
         for (int i = 0; i < tr->nstmts; i++) k->flops += 2.0;  /* per row and element, rough */
     }

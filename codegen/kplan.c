@@ -53,7 +53,7 @@ const char *kp_category_name(kp_category c)
 
 static const char *rowset_name(int r)
 {
-    static const char *names[KR__COUNT] = {"edges", "unique", "nodes-by-ntype", "nodes"};
+    static const char *names[KR__COUNT] = {"edges", "unique", "nodes-by-ntype", "nodes", "in-edges-by-node"};
     return (r >= 0 && r < KR__COUNT) ? names[r] : "?";
 }
 
@@ -74,7 +74,9 @@ void kp_print(const kp_plan *p, const char *const *var_names, FILE *f)
         const kp_kernel *k = &p->kernels[i];
         fprintf(f, "%2d. %-28s %-9s %s grid=", i + 1, k->name, kp_category_name(k->category),
                 k->backward ? "bwd" : "fwd");
-        if (k->grid_kind == KGRID_TILES) fprintf(f, "tiles(%s/%d)", rowset_name(k->tile_rowset), k->tile_rows);
+        if (k->grid_kind == KGRID_TILES)
+            fprintf(f, "tiles(%s/%d)/%d", rowset_name(k->tile_rowset), k->tile_rows,
+                    k->rows_per_block > 0 ? k->rows_per_block : 1);
         else if (k->grid_kind == KGRID_ROWS) fprintf(f, "ceil(%s/%d)", size_name(k->grid_rows_size), k->rows_per_block);
         else fprintf(f, "%d", k->grid_x_fixed);
         fprintf(f, "x%dx%d block=%dx%d shmem=%d\n     args:", k->grid_y, k->grid_z, k->block_x, k->block_y,

@@ -16,7 +16,11 @@ typedef enum kp_graph_array {
 } kp_graph_array;
 
 /* Row sets a GEMM iterates, grouped into type segments (for tile tables). */
-typedef enum kp_rowset { KR_EDGES, KR_UNIQUE, KR_NODES_BY_NTYPE, KR_NODES_ALL, KR__COUNT } kp_rowset;
+typedef enum kp_rowset {
+    KR_EDGES, KR_UNIQUE, KR_NODES_BY_NTYPE, KR_NODES_ALL,
+    KR_IN_EDGES,        /* positions of the dst-sorted CSR, one segment per node */
+    KR__COUNT
+} kp_rowset;
 
 typedef enum kp_param_kind {
     KP_VAR,         /* device buffer of an IR variable (id) */
@@ -52,7 +56,7 @@ typedef struct kp_kernel {
     kp_param params[KP_MAX_PARAMS];
     kp_grid_kind grid_kind;
     int grid_rows_size; /* KGRID_ROWS: kp_size of the rows */
-    int rows_per_block; /* KGRID_ROWS */
+    int rows_per_block; /* KGRID_ROWS: rows per block; KGRID_TILES: tiles per block (0 = 1) */
     int tile_rowset, tile_rows;  /* KGRID_TILES */
     int grid_x_fixed, grid_y, grid_z;
     int block_x, block_y;

@@ -29,6 +29,7 @@ static const int32_t *segments(const hg_graph *g, int rowset, int *nseg, int32_t
     case KR_EDGES: *nseg = g->num_etypes; return g->etype_ptr;
     case KR_UNIQUE: *nseg = g->num_etypes; return g->unique_etype_ptr;
     case KR_NODES_BY_NTYPE: *nseg = g->num_ntypes; return g->ntype_ptr;
+    case KR_IN_EDGES: *nseg = g->num_nodes; return g->in_ptr;
     case KR_NODES_ALL:
         one[0] = 0;
         one[1] = g->num_nodes;
@@ -344,18 +345,28 @@ static int launch_kernel(const kp_kernel *k, const krt_kernel *kk, const kx_buff
             RG_ASSERT(tiles);
             slots[j].p = p->kind == KP_TILE_TYPE ? (void *)tiles->type_d : (void *)tiles->row0_d;
             break;
-        case KP_INT: slots[j].i = p->id >= 0 ? (int)kx_size(kg->g, p->id) : (int)p->ival; break;
+        case KP_INT:
+            if (p->id == KS_NTILES) {
+                const kx_tiles *tt = find_tiles(kg, k->tile_rowset, k->tile_rows);
+                RG_ASSERT(tt);
+                slots[j].i = tt->ntiles;
+            } else {
+                slots[j].i = p->id >= 0 ? (int)kx_size(kg->g, p->id) : (int)p->ival;
+            }
+            break;
         }
         args[j] = &slots[j];
     }
     switch (k->grid_kind) {
     case KGRID_FIXED: gx = k->grid_x_fixed; break;
     case KGRID_ROWS: gx = (kx_size(kg->g, k->grid_rows_size) + k->rows_per_block - 1) / k->rows_per_block; break;
-    case KGRID_TILES:
+    case KGRID_TILES: {
         tiles = find_tiles(kg, k->tile_rowset, k->tile_rows);
         RG_ASSERT(tiles);
-        gx = tiles->ntiles;
+        int per_block = k->rows_per_block > 0 ? k->rows_per_block : 1;
+        gx = (tiles->ntiles + per_block - 1) / per_block;
         break;
+    }
     }
     *launched = gx > 0;
     if (gx <= 0) return 0;

@@ -46,7 +46,9 @@ static void sweep_problem(xb_backend *b, const char *model, const char *dataset,
     int n;
     assert_int_equal(sp_load(env_or("RGNN_GPU_SPACE", "default"), &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    xb_options opt = {.validate_only = 1, .compile_threads = 16};
+    /* RGNN_GPU_TIME=1 also times every variant (a quick look at the space, not a sweep) */
+    int timed = getenv("RGNN_GPU_TIME") && !strcmp(getenv("RGNN_GPU_TIME"), "1");
+    xb_options opt = {.validate_only = !timed, .compile_threads = 16, .repeats = 5, .warmup = 2};
     int ok = 0, bad = 0;
     double worst = 0;
     for (int i = 0; i < n; i++) {
@@ -57,6 +59,12 @@ static void sweep_problem(xb_backend *b, const char *model, const char *dataset,
         if (r.status == RS_OK) {
             ok++;
             if (r.validation_error > worst) worst = r.validation_error;
+            if (timed) {
+                char *cs = cfg_to_string(&pts[i].cfg);
+                printf("TIME %s %s %s %.4f ms (gemm %.4f, traversal %.4f, other %.4f) [%s]\n", model, dataset, task,
+                       r.median_ms, r.gemm_ms, r.traversal_ms, r.other_ms, cs);
+                free(cs);
+            }
         } else {
             bad++;
             t->failed++;
