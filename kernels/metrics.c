@@ -484,58 +484,78 @@ static int plan_cached(const char *chip, const uint8_t *avail, const char *const
     return 0;
 }
 
-/* ---- Kernel names: driver launch callbacks ------------------------------------------------
- * Auto ranges are numbered, not named; the driver API callbacks of the launches made during
- * a pass give the names in the same order. */
+/* ---- Kernel names: launch callbacks ------------------------------------------------------
+ * Auto ranges are numbered, not named; the launch callbacks of a pass give the names in the
+ * same order. Both the runtime and the driver domain are logged (a runtime launch shows in
+ * both; a library may call the driver directly): the log with as many launches as ranges
+ * names them. */
+
+enum { LOG_DRIVER, LOG_RUNTIME, NLOGS };
+
+typedef struct launch_log {
+    char **names;               /* first pass */
+    size_t n, cap;
+    size_t pass_count;          /* launches in the current pass */
+} launch_log;
 
 static pthread_mutex_t launch_lock = PTHREAD_MUTEX_INITIALIZER;
 static int counting;            /* between Start and Stop */
 static int recording;           /* first pass: keep the names */
-static size_t pass_launches;
-static char **names;
-static size_t nnames, capnames;
+static launch_log logs[NLOGS];
 
-static int is_launch(CUpti_CallbackId cbid)
-{
-    switch (cbid) {
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunch:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-        return 1;
-    default:
-        return 0;
-    }
-}
+static const CUpti_CallbackId driver_launches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+};
 
-static void record_launch(const char *name)
+static const CUpti_CallbackId runtime_launches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+
+#define COUNT_OF(a) (sizeof(a) / sizeof *(a))
+
+static void record_launch(int which, const char *name)
 {
+    launch_log *l = &logs[which];
     pthread_mutex_lock(&launch_lock);
     if (counting) {
-        pass_launches++;
+        l->pass_count++;
         if (recording) {
-            if (nnames == capnames) {
-                capnames = capnames ? 2 * capnames : 64;
-                names = rg_xrealloc(names, capnames * sizeof *names);
+            if (l->n == l->cap) {
+                l->cap = l->cap ? 2 * l->cap : 64;
+                l->names = rg_xrealloc(l->names, l->cap * sizeof *l->names);
             }
-            names[nnames++] = rg_xstrdup(name ? name : "?");
+            l->names[l->n++] = rg_xstrdup(name ? name : "?");
         }
     }
     pthread_mutex_unlock(&launch_lock);
 }
 
-/* Counts launches that succeeded: the name is taken on entry (documented for launch
- * callbacks) and kept in correlationData until the exit callback sees the result. */
-static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                    const void *cbdata)
+/* Logs launches that succeeded: the name is taken on entry (where CUPTI documents it) and
+ * kept in correlationData until the exit callback sees the result. Only the launch
+ * callbacks are enabled. */
+static void CUPTIAPI on_launch(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                               const void *cbdata)
 {
     (void)userdata;
-    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || !is_launch(cbid)) return;
+    (void)cbid;
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
     const CUpti_CallbackData *d = cbdata;
     if (!d->correlationData) return;
     if (d->callbackSite == CUPTI_API_ENTER) {
@@ -543,17 +563,49 @@ static void CUPTIAPI on_driver_call(void *userdata, CUpti_CallbackDomain domain,
         return;
     }
     char *name = (char *)(uintptr_t)*d->correlationData;
-    const CUresult *rv = d->functionReturnValue;
-    if (rv && *rv == CUDA_SUCCESS) record_launch(name);
+    *d->correlationData = 0;
+    int ok = 0;
+    if (d->functionReturnValue)
+        ok = domain == CUPTI_CB_DOMAIN_DRIVER_API ? *(const CUresult *)d->functionReturnValue == CUDA_SUCCESS
+                                                   : *(const cudaError_t *)d->functionReturnValue == cudaSuccess;
+    if (ok) record_launch(domain == CUPTI_CB_DOMAIN_DRIVER_API ? LOG_DRIVER : LOG_RUNTIME, name);
     free(name);
 }
 
-static void names_reset(void)
+static void logs_pass_begin(int first)
 {
     pthread_mutex_lock(&launch_lock);
-    for (size_t i = 0; i < nnames; i++) free(names[i]);
-    nnames = 0;
-    pass_launches = 0;
+    counting = 1;
+    recording = first;
+    for (int i = 0; i < NLOGS; i++) logs[i].pass_count = 0;
+    pthread_mutex_unlock(&launch_lock);
+}
+
+/* Ends the pass; returns its launches (as the driver saw them, else the runtime). */
+static size_t logs_pass_end(void)
+{
+    pthread_mutex_lock(&launch_lock);
+    counting = recording = 0;
+    size_t n = logs[LOG_DRIVER].pass_count ? logs[LOG_DRIVER].pass_count : logs[LOG_RUNTIME].pass_count;
+    pthread_mutex_unlock(&launch_lock);
+    return n;
+}
+
+/* The log naming `nranges` ranges, or NULL. */
+static const launch_log *naming_log(size_t nranges)
+{
+    for (int i = 0; i < NLOGS; i++)
+        if (logs[i].n == nranges) return &logs[i];
+    return NULL;
+}
+
+static void logs_reset(void)
+{
+    pthread_mutex_lock(&launch_lock);
+    for (int i = 0; i < NLOGS; i++) {
+        for (size_t j = 0; j < logs[i].n; j++) free(logs[i].names[j]);
+        logs[i].n = logs[i].pass_count = 0;
+    }
     counting = recording = 0;
     pthread_mutex_unlock(&launch_lock);
 }
@@ -578,6 +630,12 @@ static struct session {
     int runs;
 } S;
 
+static void unsubscribe(void)
+{
+    if (S.subscribed) (void)cuptiUnsubscribe(S.sub);
+    S.subscribed = 0;
+}
+
 static void session_close(void)
 {
     if (S.rp) {
@@ -585,12 +643,12 @@ static void session_close(void)
         p.pRangeProfilerObject = S.rp;
         (void)cuptiRangeProfilerDisable(&p);
     }
-    if (S.subscribed) (void)cuptiUnsubscribe(S.sub);
+    unsubscribe();
     host_close(S.host);
     kmet_plan_free(&S.plan);
     config_free(&S.config);
     free(S.counter_data);
-    names_reset();
+    logs_reset();
     memset(&S, 0, sizeof S);
 }
 
@@ -651,8 +709,18 @@ static int profiler_init(rg_err *err)
     return 0;
 }
 
-/* Subscribes to driver launch callbacks for the kernel names. Another CUPTI subscriber
- * (e.g. running under Nsight) leaves the ranges unnamed, which is not an error. */
+static CUptiResult enable_launch_callbacks(void)
+{
+    CUptiResult r = CUPTI_SUCCESS;
+    for (size_t i = 0; i < COUNT_OF(driver_launches) && r == CUPTI_SUCCESS; i++)
+        r = cuptiEnableCallback(1, S.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i]);
+    for (size_t i = 0; i < COUNT_OF(runtime_launches) && r == CUPTI_SUCCESS; i++)
+        r = cuptiEnableCallback(1, S.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i]);
+    return r;
+}
+
+/* Subscribes to the launch callbacks for the kernel names. Another CUPTI subscriber (e.g.
+ * running under Nsight) leaves the ranges unnamed, which is not an error. */
 static void subscribe_launches(void)
 {
     char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
@@ -660,11 +728,12 @@ static void subscribe_launches(void)
     sp.subscriberName = "rgnn kernels/metrics";
     sp.oldSubscriberName = old;
     sp.oldSubscriberSize = sizeof old;
-    CUptiResult r = cuptiSubscribe_v2(&S.sub, on_driver_call, NULL, &sp);
-    if (r == CUPTI_SUCCESS) r = cuptiEnableDomain(1, S.sub, CUPTI_CB_DOMAIN_DRIVER_API);
+    CUptiResult r = cuptiSubscribe_v2(&S.sub, on_launch, NULL, &sp);
     if (r == CUPTI_SUCCESS) {
         S.subscribed = 1;
-        return;
+        r = enable_launch_callbacks();
+        if (r == CUPTI_SUCCESS) return;
+        unsubscribe();
     }
     snprintf(S.subscribe_error, sizeof S.subscribe_error, "%s%s%s", cupti_str(r), old[0] ? " by " : "", old);
 }
@@ -675,6 +744,12 @@ static int range_profiler_setup(CUcontext ctx, rg_err *err)
     CUpti_RangeProfiler_Enable_Params en = {.structSize = CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
     en.ctx = ctx;
     CUptiResult r = cuptiRangeProfilerEnable(&en);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && S.subscribed) {
+        /* The range profiler wants to be the only client: collect without the names. */
+        unsubscribe();
+        snprintf(S.subscribe_error, sizeof S.subscribe_error, "the range profiler refused a subscriber");
+        r = cuptiRangeProfilerEnable(&en);
+    }
     if (r != CUPTI_SUCCESS) return cupti_fail(err, "cuptiRangeProfilerEnable", r);
     S.rp = en.pRangeProfilerObject;
 
@@ -783,19 +858,12 @@ static int one_pass(int pass, kmet_run_fn run, void *ctx, int *all_submitted, rg
 {
     int rc = range_start(err);
     if (rc) return rc;
-    pthread_mutex_lock(&launch_lock);
-    counting = 1;
-    recording = pass == 0;
-    pass_launches = 0;
-    pthread_mutex_unlock(&launch_lock);
+    logs_pass_begin(pass == 0);
     S.runs++;
     rc = run(ctx, err);
     if (rc) rg_err_prefix(err, "metrics pass %d", pass + 1);
     if (!rc) rc = krt_sync(err);
-    pthread_mutex_lock(&launch_lock);
-    counting = recording = 0;
-    size_t launched = pass_launches;
-    pthread_mutex_unlock(&launch_lock);
+    size_t launched = logs_pass_end();
     rg_err serr;
     int src = range_stop(all_submitted, &serr);
     if (rc) return rc;
@@ -864,15 +932,16 @@ static void note_append(kmet_result *out, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *range_name(size_t range, size_t nranges, char *buf, size_t n)
+static const char *range_name(size_t range, size_t launched, char *buf, size_t n)
 {
-    if (S.subscribed && nnames == nranges) return names[range];
+    const launch_log *l = naming_log(launched);
+    if (l) return l->names[range];
     snprintf(buf, n, "range_%zu", range);
     return buf;
 }
 
 /* Per-launch rows: one per (range, metric). */
-static int fill_launch_rows(kmet_result *out, size_t nranges, rg_err *err)
+static int fill_launch_rows(kmet_result *out, size_t nranges, size_t launched, rg_err *err)
 {
     size_t m = (size_t)out->plan.nmetrics;
     out->launch_rows = rg_xcalloc(nranges * m > 0 ? nranges * m : 1, sizeof *out->launch_rows);
@@ -883,7 +952,7 @@ static int fill_launch_rows(kmet_result *out, size_t nranges, rg_err *err)
             return -1;
         }
         char buf[32];
-        const char *name = range_name(i, nranges, buf, sizeof buf);
+        const char *name = range_name(i, launched, buf, sizeof buf);
         for (size_t j = 0; j < m; j++) {
             kmet_row *row = &out->launch_rows[out->nlaunch_rows++];
             row->kernel = rg_xstrdup(name);
@@ -960,11 +1029,15 @@ static int end_session(kmet_result *out, rg_err *err)
     if (out->dropped_ranges)
         note_append(out, "%zu kernel launches beyond max_launches=%d were not measured",
                     out->dropped_ranges, S.opt.max_launches);
+    /* Ranges beyond max_launches are the last ones: the names of the first still apply. */
+    size_t launched = nranges + out->dropped_ranges;
+    if (!out->launches) out->launches = launched;
     if (!S.subscribed)
         note_append(out, "kernel names unavailable (launch callbacks: %s)", S.subscribe_error);
-    else if (nnames != nranges)
-        note_append(out, "kernel names unavailable: %zu ranges for %zu launches", nranges, nnames);
-    if (fill_launch_rows(out, nranges, err)) return -1;
+    else if (!naming_log(launched))
+        note_append(out, "kernel names unavailable: %zu ranges, but the driver saw %zu launches and the "
+                    "runtime %zu", launched, logs[LOG_DRIVER].n, logs[LOG_RUNTIME].n);
+    if (fill_launch_rows(out, nranges, launched, err)) return -1;
     fill_kernel_rows(out);
     return 0;
 }
