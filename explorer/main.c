@@ -10,12 +10,14 @@
 #include "explorer/backend.h"
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
+#include "explorer/cmcli.h"
 
 
 /* The sweep commands get the GPU backend from here, so that the library and the CPU tests
  * link without it. */
 static int sweep_main(int argc, char **argv) { return xs_cli_main(argc, argv, xb_gpu_backend); }
 static int plan_main(int argc, char **argv) { return xp_cli_main(argc, argv, xb_gpu_backend); }
+static int pick_main(int argc, char **argv) { return cm_cli_pick(argc, argv, xb_gpu_backend); }
 
 typedef struct command {
     const char *name;
@@ -36,6 +38,8 @@ static const command COMMANDS[] = {
     {"run", xr_run_main, "build, validate against the CPU reference and time one variant"},
     {"gen", xr_gen_main, "write the generated CUDA sources and launch plan of a variant or a space"},
     {"sweep", plan_main, "sweep a plan (models x datasets x tasks x dims), optionally one shard of it"},
+    {"fit", cm_cli_fit, "fit the cost models on the results store; leave-one-dataset-out table"},
+    {"pick", pick_main, "rank a dataset's configs with the cost model; measure the top K (--measure-top)"},
     {NULL, NULL, NULL},
 };
 

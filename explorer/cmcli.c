@@ -1,0 +1,522 @@
+/* `explore fit` (fit the cost models on the results store, print the leave-one-dataset-out table)
+ * and `explore pick` (rank a dataset's configs by the model; optionally measure the top K). */
+#include "explorer/cmcli.h"
+#include "codegen/pipeline.h"
+#include "datasets/dataset.h"
+#include "explorer/costmodel.h"
+#include "explorer/runcli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int want_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, rg_err *err)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > hi) return rg_errf(err, "%s expects an integer in [%d, %d], got '%s'", flag, lo, hi, v);
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_real(const char *flag, const char *v, double lo, double hi, double *out, rg_err *err)
+{
+    char *end;
+    double x = strtod(v, &end);
+    if (!*v || *end || !(x >= lo && x <= hi))
+        return rg_errf(err, "%s expects a number in [%g, %g], got '%s'", flag, lo, hi, v);
+    *out = x;
+    return 0;
+}
+
+static const char *canonical_task(const char *task, rg_err *err)
+{
+    const char *canon;
+    return pl_parse_task(task, &canon, err) ? NULL : canon;
+}
+
+static void dims_text(const cm_problem *p, char *out, size_t cap)
+{
+    if (p->heads > 1) snprintf(out, cap, "%dx%dh%d", p->dim_in, p->dim_out, p->heads);
+    else snprintf(out, cap, "%dx%d", p->dim_in, p->dim_out);
+}
+
+/* ================================================================ explore fit ==== */
+
+typedef struct fit_args {
+    const char *db, *out, *model, *task, *device;
+    cm_fit_options opt;
+    int no_eval, verbose;
+} fit_args;
+
+static void usage_fit(FILE *f)
+{
+    fprintf(f,
+            "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
+            "                   [--top K | --top-frac F] [--lambda L] [--bw BYTES_PER_S] [--peak FLOPS]\n"
+            "                   [--no-eval] [--verbose]\n"
+            "Fits the cost models on the ok measurements of the results store (one section per model and\n"
+            "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
+            "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
+            "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
+            "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
+            "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
+            "the Spearman rank correlation of predicted and measured times.\n"
+            "  --db       results database (default %s)\n"
+            "  --out      model file (default %s)\n"
+            "  --device   device key, when the database holds several devices\n"
+            "  --top K    measure-K in the table (default: 10%% of each dataset's configs, --top-frac)\n"
+            "  --lambda   ridge parameter (relative, standardized features); default: chosen by inner\n"
+            "             leave-one-dataset-out\n"
+            "  --bw, --peak  device constants of the analytic model (default H100: %.3g B/s, %.3g FLOP/s)\n"
+            "  --no-eval  only fit and write the model\n"
+            "  --verbose  also print the picked, oracle and fixed configs of every row\n",
+            RS_DEFAULT_DB, CM_DEFAULT_FILE, CM_DEFAULT_BW, CM_DEFAULT_PEAK);
+}
+
+static int parse_fit(int argc, char **argv, fit_args *a, rg_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->db = RS_DEFAULT_DB;
+    a->out = CM_DEFAULT_FILE;
+    cm_fit_options_default(&a->opt);
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "--no-eval")) { a->no_eval = 1; continue; }
+        if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) { a->verbose = 1; continue; }
+        if (!v) return rg_errf(err, "%s needs a value (see --help)", o);
+        if (!strcmp(o, "--db")) a->db = v;
+        else if (!strcmp(o, "--out")) a->out = v;
+        else if (!strcmp(o, "--model")) a->model = v;
+        else if (!strcmp(o, "--task")) { if (!(a->task = canonical_task(v, err))) return -1; }
+        else if (!strcmp(o, "--device")) a->device = v;
+        else if (!strcmp(o, "--top")) { if (parse_int(o, v, 1, 1000000, &a->opt.top_k, err)) return -1; }
+        else if (!strcmp(o, "--top-frac")) { if (parse_real(o, v, 1e-6, 1, &a->opt.top_frac, err)) return -1; }
+        else if (!strcmp(o, "--lambda")) { if (parse_real(o, v, 0, 1e6, &a->opt.lambda, err)) return -1; }
+        else if (!strcmp(o, "--bw")) { if (parse_real(o, v, 1e6, 1e16, &a->opt.bw, err)) return -1; }
+        else if (!strcmp(o, "--peak")) { if (parse_real(o, v, 1e6, 1e18, &a->opt.peak, err)) return -1; }
+        else return rg_errf(err, "unknown option '%s' (see --help)", o);
+        i++;
+    }
+    return 0;
+}
+
+static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
+{
+    const cm_problem *p = &s->problems[r->problem];
+    const cm_score *sc = &r->score;
+    char dims[48], fixed[32], fixed_gap[16];
+    dims_text(p, dims, sizeof dims);
+    if (isfinite(r->fixed_ms)) {
+        snprintf(fixed, sizeof fixed, "%.4f", r->fixed_ms);
+        snprintf(fixed_gap, sizeof fixed_gap, "%.3f", r->fixed_ms / sc->oracle_ms);
+    } else {
+        snprintf(fixed, sizeof fixed, "%s", r->have_fixed ? "not here" : "-");
+        snprintf(fixed_gap, sizeof fixed_gap, "-");
+    }
+    printf("%-22s %-9s %7d %10.4f %10.4f %10s %10.4f %6.3f %5s %10.4f %4d %6.3f %6s %8.3f\n", p->dataset, dims, sc->n,
+           sc->oracle_ms, r->predicted_ms, fixed, sc->picked_ms, sc->picked_ms / sc->oracle_ms, sc->hit ? "yes" : "no",
+           sc->topk_ms, sc->top_k, sc->topk_ms / sc->oracle_ms, fixed_gap, sc->spearman);
+    if (!verbose) return;
+    char *pc = cfg_to_string(&r->picked), *oc = cfg_to_string(&r->oracle);
+    printf("    picked %s\n    oracle %s\n", pc, oc);
+    if (r->have_fixed) {
+        char *fc = cfg_to_string(&r->fixed);
+        printf("    fixed  %s\n", fc);
+        free(fc);
+    }
+    free(pc);
+    free(oc);
+}
+
+static void print_summary(const cm_eval_summary *g)
+{
+    printf("%s %s, %d datasets: top-1 hit rate %.2f; geomean picked/oracle %.3f; top-K/oracle %.3f measuring %.1f%% "
+           "of the configs; best fixed/oracle %.3f; picked/best fixed %.3f; mean Spearman %.3f\n",
+           g->model, g->task, g->nrows, g->hit_rate, g->gap_geomean, g->topk_gap_geomean, 100 * g->topk_fraction,
+           g->fixed_gap_geomean, g->picked_vs_fixed, g->spearman_mean);
+}
+
+static void print_eval(const cm_set *s, const cm_eval *e, int verbose)
+{
+    for (int g = 0; g < e->ngroups; g++) {
+        const cm_eval_summary *sum = &e->groups[g];
+        printf("\n%s %s, leave-one-dataset-out (fit on the other datasets, rank this one's measured configs):\n",
+               sum->model, sum->task);
+        printf("%-22s %-9s %7s %10s %10s %10s %10s %6s %5s %10s %4s %6s %6s %8s\n", "dataset", "dims", "configs",
+               "oracle ms", "pred ms", "fixed ms", "picked ms", "gap", "top-1", "top-K ms", "K", "K gap", "fixed",
+               "spearman");
+        for (int r = 0; r < e->nrows; r++) {
+            const cm_problem *p = &s->problems[e->rows[r].problem];
+            if (!strcmp(p->model, sum->model) && !strcmp(p->task, sum->task)) print_row(s, &e->rows[r], verbose);
+        }
+    }
+    printf("\n");
+    for (int g = 0; g < e->ngroups; g++) print_summary(&e->groups[g]);
+}
+
+int cm_cli_fit(int argc, char **argv)
+{
+    if (want_help(argc, argv)) {
+        usage_fit(stdout);
+        return 0;
+    }
+    fit_args a;
+    rg_err err = {{0}};
+    if (parse_fit(argc, argv, &a, &err)) {
+        fprintf(stderr, "explore fit: %s\n", err.msg);
+        return 2;
+    }
+    cm_filter f = {.model = a.model, .task = a.task, .device = a.device};
+    cm_set s;
+    if (cm_set_load(a.db, &f, &s, &err)) {
+        fprintf(stderr, "explore fit: %s\n", err.msg);
+        return 1;
+    }
+    printf("training set: %d measurements of %d problems on '%s' from %s", s.nsamples, s.nproblems, s.device, s.source);
+    if (s.skipped) printf(" (%d left out: no dataset statistics or analytic counts)", s.skipped);
+    printf("\n");
+    int rc = 0;
+    double t0 = rg_now();
+    if (!a.no_eval) {
+        cm_eval e;
+        if (cm_lodo(&s, &a.opt, &e, &err)) {
+            rc = 1;
+        } else {
+            print_eval(&s, &e, a.verbose);
+            cm_eval_free(&e);
+        }
+    }
+    cm_model m;
+    if (rc == 0 && cm_fit(&s, &a.opt, &m, &err) == 0) {
+        if (cm_save(&m, a.out, &err) == 0) {
+            printf("wrote %s: %d section%s (", a.out, m.nsections, m.nsections == 1 ? "" : "s");
+            for (int k = 0; k < m.nsections; k++)
+                printf("%s%s %s, lambda %g", k ? "; " : "", m.sections[k].model, m.sections[k].task,
+                       m.sections[k].ranker.lambda);
+            printf(") in %.1f s\n", rg_now() - t0);
+        } else {
+            rc = 1;
+        }
+        cm_model_free(&m);
+    } else if (rc == 0) {
+        rc = 1;
+    }
+    if (rc && err.msg[0]) fprintf(stderr, "explore fit: %s\n", err.msg);
+    cm_set_free(&s);
+    return rc;
+}
+
+/* ================================================================ explore pick ==== */
+
+typedef struct pick_args {
+    const char *cm, *db, *space, *backend, *data_dir;
+    xb_problem prob;
+    int measure_top, show, repeats, warmup;
+} pick_args;
+
+static void usage_pick(FILE *f)
+{
+    fprintf(f,
+            "usage: explore pick --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
+            "                    [--cm FILE] [--space S] [--measure-top K] [--show N] [--db PATH]\n"
+            "                    [--backend gpu|sim[:...]] [--repeats N] [--warmup N] [--data-dir DIR]\n"
+            "Ranks every valid config of the space for the dataset with the cost model: it needs only the\n"
+            "graph (statistics and analytic counts of each variant, no GPU). With --measure-top K it then\n"
+            "measures the K best predicted configs (GPU) and chooses the fastest. It prints the chosen\n"
+            "config with its predicted and measured time and, when the results store has the oracle (the\n"
+            "fastest measured config) for this problem on the model's device, the gap to it.\n"
+            "  --cm       cost model file (default %s, written by explore fit)\n"
+            "  --space    default, full or a space file (default: default)\n"
+            "  --show     how many ranked configs to list (default 10)\n"
+            "  --db       results store for the oracle (default %s; skipped when absent)\n"
+            "  --backend  measurement backend for --measure-top (default gpu; sim[:...] simulates)\n",
+            CM_DEFAULT_FILE, RS_DEFAULT_DB);
+}
+
+static int set_text(char *dst, size_t cap, const char *flag, const char *v, rg_err *err)
+{
+    if (strlen(v) >= cap) return rg_errf(err, "%s: value too long", flag);
+    snprintf(dst, cap, "%s", v);
+    return 0;
+}
+
+static int parse_pick(int argc, char **argv, pick_args *a, rg_err *err)
+{
+    memset(a, 0, sizeof *a);
+    a->cm = CM_DEFAULT_FILE;
+    a->db = RS_DEFAULT_DB;
+    a->space = "default";
+    a->show = 10;
+    a->repeats = 10;
+    a->warmup = 3;
+    a->prob.dim_in = a->prob.dim_out = 64;
+    a->prob.heads = 1;
+    snprintf(a->prob.task, sizeof a->prob.task, "infer");
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return rg_errf(err, "%s needs a value (see --help)", o);
+        int rc = 0;
+        if (!strcmp(o, "--model")) rc = set_text(a->prob.model, sizeof a->prob.model, o, v, err);
+        else if (!strcmp(o, "--dataset")) rc = set_text(a->prob.dataset, sizeof a->prob.dataset, o, v, err);
+        else if (!strcmp(o, "--task")) {
+            const char *t = canonical_task(v, err);
+            rc = t ? set_text(a->prob.task, sizeof a->prob.task, o, t, err) : -1;
+        } else if (!strcmp(o, "--dims")) rc = xr_parse_dims(v, &a->prob.dim_in, &a->prob.dim_out, err);
+        else if (!strcmp(o, "--heads")) rc = parse_int(o, v, 1, 64, &a->prob.heads, err);
+        else if (!strcmp(o, "--cm")) a->cm = v;
+        else if (!strcmp(o, "--db")) a->db = v;
+        else if (!strcmp(o, "--space")) a->space = v;
+        else if (!strcmp(o, "--backend")) a->backend = v;
+        else if (!strcmp(o, "--data-dir")) a->data_dir = v;
+        else if (!strcmp(o, "--measure-top")) rc = parse_int(o, v, 1, 100000, &a->measure_top, err);
+        else if (!strcmp(o, "--show")) rc = parse_int(o, v, 0, 100000, &a->show, err);
+        else if (!strcmp(o, "--repeats")) rc = parse_int(o, v, 1, 100000, &a->repeats, err);
+        else if (!strcmp(o, "--warmup")) rc = parse_int(o, v, 0, 100000, &a->warmup, err);
+        else return rg_errf(err, "unknown option '%s' (see --help)", o);
+        if (rc) return -1;
+        i++;
+    }
+    if (!a->prob.model[0]) return rg_errf(err, "--model is required (rgat, hgt, rgcn or a .rgnn file)");
+    if (!a->prob.dataset[0]) return rg_errf(err, "--dataset is required");
+    if (a->prob.dim_out % a->prob.heads)
+        return rg_errf(err, "--heads %d does not divide the output dim %d", a->prob.heads, a->prob.dim_out);
+    if (a->backend && strcmp(a->backend, "gpu") && strncmp(a->backend, "sim", 3))
+        return rg_errf(err, "--backend must be gpu or sim[:...] (got '%s')", a->backend);
+    a->prob.data_dir = a->data_dir;
+    return 0;
+}
+
+/* The valid configs of the space. */
+static cg_config *space_configs(const char *spec, int *n, rg_err *err)
+{
+    sp_space sp;
+    sp_point *pts;
+    int np;
+    if (sp_load(spec, &sp, err) || sp_enumerate(&sp, &pts, &np, err)) return NULL;
+    cg_config *cfgs = rg_xmalloc((size_t)(np ? np : 1) * sizeof *cfgs);
+    *n = 0;
+    for (int i = 0; i < np; i++)
+        if (pts[i].valid) cfgs[(*n)++] = pts[i].cfg;
+    free(pts);
+    return cfgs;
+}
+
+/* What the results store knows of this problem on the model's device: the oracle, and the stored
+ * time of the chosen config. */
+typedef struct known {
+    int have_oracle;
+    double oracle_ms, chosen_ms;
+    char oracle_cfg[512];
+    int64_t n_ok;
+} known;
+
+static void lookup_store(const char *db, const char *device, const xb_problem *p, const cg_config *chosen, known *k)
+{
+    memset(k, 0, sizeof *k);
+    k->chosen_ms = NAN;
+    if (!rg_file_exists(db)) return;
+    rg_err err;
+    rs_store *s = rs_open_existing(db, &err);
+    if (!s) {
+        fprintf(stderr, "explore pick: no oracle lookup: %s\n", err.msg);
+        return;
+    }
+    rs_filter f = {.model = p->model, .dataset = p->dataset, .task = p->task, .device_key = device, .system = "generated"};
+    rs_best *best;
+    size_t nb;
+    if (rs_query_best(s, &f, &best, &nb, &err) == 0) {
+        for (size_t i = 0; i < nb; i++)
+            if (best[i].dim_in == p->dim_in && best[i].dim_out == p->dim_out && best[i].heads == p->heads &&
+                isfinite(best[i].best_ms)) {
+                k->have_oracle = 1;
+                k->oracle_ms = best[i].best_ms;
+                k->n_ok = best[i].n_ok;
+                snprintf(k->oracle_cfg, sizeof k->oracle_cfg, "%s", best[i].config_json);
+            }
+        rs_best_free(best, nb);
+    }
+    rs_row *rows;
+    size_t nr;
+    char hex[17];
+    rs_hash_hex(xs_variant_hash(chosen, p), hex);
+    if (rs_query_measurements(s, &f, &rows, &nr, &err) == 0) {
+        for (size_t i = 0; i < nr; i++)
+            if (rows[i].status == RS_OK && !strcmp(rows[i].hash, hex)) k->chosen_ms = rows[i].median_ms;
+        rs_rows_free(rows, nr);
+    }
+    rs_close(s);
+}
+
+static xb_backend *make_backend(const pick_args *a, xs_gpu_backend_fn gpu_backend, rg_err *err)
+{
+    if (a->backend && !strncmp(a->backend, "sim", 3)) return xb_sim_backend(a->backend, err);
+    if (!gpu_backend) {
+        rg_errf(err, "no CUDA device: this program was built without the GPU backend");
+        return NULL;
+    }
+    return gpu_backend(err);
+}
+
+/* Measures the first K configs of the order; returns the index of the fastest ok one, or -1. */
+static int measure_top(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, const cg_config *cfgs,
+                       const int *order, const double *pred, int k, double *meas, rg_err *err)
+{
+    xb_backend *b = make_backend(a, gpu_backend, err);
+    if (!b) return -2;
+    hg_stats st;
+    if (b->prepare(b, &a->prob, &st, err)) {
+        b->close(b);
+        return -2;
+    }
+    char gpu[128] = "", drv[64], cuda[64], cupti[64];
+    int sm = 0;
+    b->device(b, gpu, sizeof gpu, &sm, drv, cuda, cupti, sizeof drv);
+    char *dev = rs_device_key(gpu, sm);
+    if (strcmp(dev, m->device))
+        fprintf(stderr, "explore pick: note: measuring on '%s', the cost model was fitted on '%s'\n", dev, m->device);
+    free(dev);
+    xb_options opt = {.warmup = a->warmup, .repeats = a->repeats};
+    xb_result *r = rg_xmalloc(sizeof *r);
+    int best = -1;
+    printf("\nmeasuring the %d best predicted:\n%4s %12s %12s  %s\n", k, "rank", "predicted ms", "measured ms", "config");
+    for (int i = 0; i < k; i++) {
+        int c = order[i];
+        meas[c] = NAN;
+        xb_result_init(r);
+        if (b->measure(b, &cfgs[c], &opt, r, err)) {
+            best = -2;
+            break;
+        }
+        char *cs = cfg_to_string(&cfgs[c]);
+        if (r->status == RS_OK) {
+            meas[c] = r->median_ms;
+            printf("%4d %12.4f %12.4f  %s\n", i + 1, pred[c], r->median_ms, cs);
+            if (best < 0 || meas[c] < meas[best]) best = c;
+        } else {
+            printf("%4d %12.4f %12s  %s\n", i + 1, pred[c], rs_status_name(r->status), cs);
+        }
+        free(cs);
+    }
+    free(r);
+    b->close(b);
+    return best;
+}
+
+static void print_ranking(const pick_args *a, const cm_model *m, const hg_graph *g, const cg_config *cfgs, int n,
+                          const int *order, const double *pred)
+{
+    hg_stats st;
+    hg_stats_compute(g, &st);
+    printf("%s %s on %s (%lld nodes, %lld edges, %d relations, compaction ratio %.3f), dims %d,%d, heads %d\n",
+           a->prob.model, a->prob.task, a->prob.dataset, (long long)st.nodes, (long long)st.edges, st.edge_types,
+           st.compaction_ratio, a->prob.dim_in, a->prob.dim_out, a->prob.heads);
+    printf("cost model %s (%s, fitted %s on '%s'): %d configs of space '%s' ranked\n", a->cm, m->source, m->created,
+           m->device, n, a->space);
+    int show = a->show < n ? a->show : n;
+    if (show) printf("%4s %12s  %s\n", "rank", "predicted ms", "config");
+    for (int i = 0; i < show; i++) {
+        char *cs = cfg_to_string(&cfgs[order[i]]);
+        if (isfinite(pred[order[i]])) printf("%4d %12.4f  %s\n", i + 1, pred[order[i]], cs);
+        else printf("%4d %12s  %s\n", i + 1, "cannot build", cs);
+        free(cs);
+    }
+}
+
+static void print_choice(const pick_args *a, const cm_model *m, const cg_config *cfg, double pred, double meas)
+{
+    known k;
+    lookup_store(a->db, m->device, &a->prob, cfg, &k);
+    if (!isfinite(meas)) meas = k.chosen_ms;
+    char *cs = cfg_to_string(cfg);
+    printf("\nchosen: %s\n  predicted %.4f ms", cs, pred);
+    if (isfinite(meas)) printf(", measured %.4f ms%s", meas, a->measure_top ? "" : " (in the results store)");
+    printf("\n");
+    if (k.have_oracle) {
+        printf("  oracle in %s: %.4f ms over %lld measured configs, %s\n", a->db, k.oracle_ms, (long long)k.n_ok,
+               k.oracle_cfg);
+        if (isfinite(meas)) printf("  gap to the oracle: %.3fx\n", meas / k.oracle_ms);
+    } else {
+        printf("  no oracle for this problem in %s on '%s'\n", a->db, m->device);
+    }
+    free(cs);
+}
+
+static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, rg_err *err)
+{
+    if (!cm_find_section(m, a->prob.model, a->prob.task, err)) return 1;
+    ds_options dopt = {.data_dir = a->data_dir, .quiet = 1};
+    hg_graph *g = ds_open(a->prob.dataset, &dopt, err);
+    if (!g) return 1;
+    int n, rc = 0;
+    cg_config *cfgs = space_configs(a->space, &n, err);
+    if (!cfgs) {
+        hg_free(g);
+        return 2;
+    }
+    int *order = rg_xmalloc((size_t)(n ? n : 1) * sizeof *order);
+    double *pred = rg_xmalloc((size_t)(n ? n : 1) * sizeof *pred), *meas = rg_xmalloc((size_t)(n ? n : 1) * sizeof *meas);
+    for (int i = 0; i < n; i++) meas[i] = NAN;
+    if (n == 0) {
+        rg_errf(err, "space '%s' has no valid config", a->space);
+        rc = 1;
+    } else if (cm_order(m, &a->prob, g, cfgs, n, order, pred, err)) {
+        rc = 1;
+    } else if (!isfinite(pred[order[0]])) {
+        /* say why with the first config's own error */
+        cm_counts c;
+        cm_count(a->prob.model, a->prob.task, a->prob.dim_in, a->prob.dim_out, a->prob.heads, g, &cfgs[0], &c, err);
+        rg_err_prefix(err, "no config of space '%s' can be built; the first fails with", a->space);
+        rc = 1;
+    } else {
+        print_ranking(a, m, g, cfgs, n, order, pred);
+        int chosen = order[0];
+        if (a->measure_top) {
+            int k = a->measure_top < n ? a->measure_top : n;
+            chosen = measure_top(a, gpu_backend, m, cfgs, order, pred, k, meas, err);
+            if (chosen == -1) rg_errf(err, "none of the %d measured configs ran successfully", k);
+            if (chosen < 0) rc = 1;
+        }
+        if (rc == 0) print_choice(a, m, &cfgs[chosen], pred[chosen], meas[chosen]);
+    }
+    free(order);
+    free(pred);
+    free(meas);
+    free(cfgs);
+    hg_free(g);
+    return rc;
+}
+
+int cm_cli_pick(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
+{
+    if (want_help(argc, argv)) {
+        usage_pick(stdout);
+        return 0;
+    }
+    pick_args a;
+    rg_err err = {{0}};
+    if (parse_pick(argc, argv, &a, &err)) {
+        fprintf(stderr, "explore pick: %s\n", err.msg);
+        return 2;
+    }
+    cm_model m;
+    if (cm_load(a.cm, &m, &err)) {
+        fprintf(stderr, "explore pick: %s\n", err.msg);
+        return 1;
+    }
+    int rc = pick_run(&a, gpu_backend, &m, &err);
+    if (rc) {
+        /* "no CUDA device: ..." stays the first thing on its line, as everywhere else */
+        if (!strncmp(err.msg, "no CUDA device:", 15)) fprintf(stderr, "%s\n", err.msg);
+        else fprintf(stderr, "explore pick: %s\n", err.msg);
+    }
+    cm_model_free(&m);
+    return rc;
+}

@@ -1,0 +1,709 @@
+/* Tests of the cost models: coefficient recovery on synthetic data, robustness to outliers, the
+ * model file, leave-one-dataset-out on a fixture results store, Spearman, ordering and the CLI. */
+#include "tests/testutil.h"
+#include "datasets/dataset.h"
+#include "explorer/cmcli.h"
+#include "explorer/costmodel.h"
+#include "results/store.h"
+
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define DEVICE "Test GPU (sm_90)"
+#define SMALL_GRAPH "synth:nodes=400,edges=3000,ntypes=3,etypes=6,ratio=0.6,seed=3"
+
+/* ---- helpers ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void rm_tree(char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+/* Log-uniform in [lo, hi). */
+static double log_uniform(rg_rng *r, double lo, double hi)
+{
+    return exp(log(lo) + (log(hi) - log(lo)) * rg_rng_uniform(r));
+}
+
+static cm_problem problem(const char *dataset, double compaction, double degree, int etypes)
+{
+    cm_problem p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.model, sizeof p.model, "rgat");
+    snprintf(p.task, sizeof p.task, "infer");
+    snprintf(p.dataset, sizeof p.dataset, "%s", dataset);
+    p.dim_in = p.dim_out = 64;
+    p.heads = 1;
+    /* only the features the fixture varies differ between datasets */
+    p.stats.nodes = 10000;
+    p.stats.edges = 100000;
+    p.stats.unique_pairs = (int64_t)(compaction * 100000);
+    p.stats.node_types = 3;
+    p.stats.edge_types = etypes;
+    p.stats.avg_degree = degree;
+    p.stats.compaction_ratio = compaction;
+    p.stats.rel_min = 10;
+    p.stats.rel_max = 5000;
+    p.stats.rel_median = 800;
+    p.stats.rel_skew = 1.5;
+    p.stats.max_in_degree = 300;
+    p.stats.in_degree_skew = 4;
+    return p;
+}
+
+/* Known analytic coefficients per category: a (bytes), b (flops), c (per launch, ms), d (ms). */
+static const double TRUE_COEF[CM_NCAT][CM_A_NCOEF] = {
+    {0.40, 1.80, 0.0030, 0.010},   /* gemm */
+    {1.50, 0.00, 0.0040, 0.005},   /* traversal */
+    {0.00, 0.00, 0.0020, 0.001},   /* other */
+};
+
+/* A set whose category times follow TRUE_COEF with 1% noise; every tenth gemm time multiplied by
+ * outlier_factor (1: none). */
+static void synthetic_analytic_set(cm_set *s, int n, double outlier_factor)
+{
+    memset(s, 0, sizeof *s);
+    cm_problem p = problem("synthetic", 0.5, 5, 8);
+    int q = cm_set_problem(s, &p);
+    rg_rng r;
+    rg_rng_seed(&r, 42);
+    for (int i = 0; i < n; i++) {
+        cm_sample x;
+        memset(&x, 0, sizeof x);
+        x.problem = q;
+        cfg_default(&x.cfg);
+        /* sizes where every term matters: 0.3 us - 0.3 ms of traffic, 2 us - 2 ms of math */
+        x.counts.bytes = log_uniform(&r, 1e6, 1e9);
+        x.counts.flops = log_uniform(&r, 1e8, 1e11);
+        x.counts.atomics = 0;
+        x.time_ms = 0;
+        for (int c = 0; c < CM_NCAT; c++) {
+            x.counts.cat_launches[c] = 1 + (double)rg_rng_below(&r, 30);
+            x.counts.launches += x.counts.cat_launches[c];
+            const double *k = TRUE_COEF[c];
+            double t = k[0] * x.counts.bytes / CM_DEFAULT_BW * 1e3 + k[1] * x.counts.flops / CM_DEFAULT_PEAK * 1e3 +
+                       k[2] * x.counts.cat_launches[c] + k[3];
+            t *= 1 + 0.02 * (rg_rng_uniform(&r) - 0.5);
+            if (c == CM_GEMM && i % 10 == 3) t *= outlier_factor;
+            x.cat_ms[c] = t;
+            x.time_ms += t;
+        }
+        cm_set_add(s, &x);
+    }
+}
+
+/* |got - want| within rel of the larger of |want| and the coefficient's scale. */
+static int close_to(double got, double want, double rel, double scale)
+{
+    return fabs(got - want) <= rel * fmax(fabs(want), scale);
+}
+
+/* ---- (a) the analytic model ---- */
+
+/* 1% noise on the times: the bandwidth and throughput factors within 5%, the per-launch and
+ * constant terms (microseconds) within 10%. */
+static const double TOLERANCE[CM_A_NCOEF] = {0.05, 0.05, 0.10, 0.10};
+
+static void test_analytic_recovers_coefficients(void **state)
+{
+    (void)state;
+    cm_set s;
+    synthetic_analytic_set(&s, 400, 1);
+    cm_analytic a;
+    rg_err err;
+    assert_int_equal(cm_fit_analytic(&s, NULL, 0, 0, 1, &a, &err), 0);
+    assert_float_equal(a.bw, CM_DEFAULT_BW, 1);
+    const double scale[CM_A_NCOEF] = {0.1, 0.1, 0.001, 0.005};
+    for (int c = 0; c < CM_NCAT; c++) {
+        assert_int_equal(a.rows[c], 400);
+        for (int j = 0; j < CM_A_NCOEF; j++) {
+            if (!close_to(a.coef[c][j], TRUE_COEF[c][j], TOLERANCE[j], scale[j]))
+                fail_msg("%s coef %d: got %g, want %g", cm_category_name(c), j, a.coef[c][j], TRUE_COEF[c][j]);
+        }
+    }
+    /* the sum of the categories predicts the whole time */
+    cm_counts k = s.samples[7].counts;
+    assert_true(fabs(cm_analytic_predict(&a, &k, NULL) / s.samples[7].time_ms - 1) < 0.03);
+    cm_set_free(&s);
+}
+
+static void test_robust_fit_ignores_outliers(void **state)
+{
+    (void)state;
+    cm_set s;
+    synthetic_analytic_set(&s, 400, 6.0);
+    cm_analytic robust, ordinary;
+    rg_err err;
+    assert_int_equal(cm_fit_analytic(&s, NULL, 0, 0, 1, &robust, &err), 0);
+    assert_int_equal(cm_fit_analytic(&s, NULL, 0, 0, 0, &ordinary, &err), 0);
+    const double scale[CM_A_NCOEF] = {0.1, 0.1, 0.001, 0.005};
+    int ordinary_off = 0;
+    for (int j = 0; j < CM_A_NCOEF; j++) {
+        if (!close_to(robust.coef[CM_GEMM][j], TRUE_COEF[CM_GEMM][j], TOLERANCE[j], scale[j]))
+            fail_msg("robust gemm coef %d: got %g, want %g", j, robust.coef[CM_GEMM][j], TRUE_COEF[CM_GEMM][j]);
+        ordinary_off |= !close_to(ordinary.coef[CM_GEMM][j], TRUE_COEF[CM_GEMM][j], 0.20, scale[j]);
+    }
+    /* the outliers are strong enough that least squares is pulled off: the test can fail */
+    assert_true(ordinary_off);
+    cm_set_free(&s);
+}
+
+static void test_analytic_too_few_rows(void **state)
+{
+    (void)state;
+    cm_set s;
+    synthetic_analytic_set(&s, 3, 1);
+    cm_analytic a;
+    rg_err err;
+    assert_int_equal(cm_fit_analytic(&s, NULL, 0, 0, 1, &a, &err), -1);
+    assert_non_null(strstr(err.msg, "too few"));
+    cm_set_free(&s);
+}
+
+/* ---- a ranking fixture: 6 datasets x 12 configs with a known log-time function ---- */
+
+typedef struct fixture_ds {
+    const char *name;
+    double compaction, degree;
+    int etypes;
+    double level;   /* ms of the all-off config */
+} fixture_ds;
+
+static const fixture_ds DATASETS[] = {
+    {"alpha", 0.30, 2.0, 4, 1.0},   {"beta", 0.95, 20.0, 40, 3.0}, {"gamma", 0.50, 8.0, 20, 2.0},
+    {"delta", 0.70, 3.0, 6, 0.5},   {"eps", 0.40, 12.0, 9, 1.5},   {"zeta", 0.85, 5.0, 30, 0.8},
+};
+#define NDS 6
+
+static void fixture_config(int i, cg_config *c)
+{
+    static const char *const compact[3] = {"off", "bsearch", "direct"};
+    char kv[96];
+    snprintf(kv, sizeof kv, "compact=%s,reorder=%s,trav=%s", compact[i % 3], (i / 3) % 2 ? "on" : "off",
+             (i / 6) % 2 ? "edge" : "node");
+    cfg_default(c);
+    assert_int_equal(cfg_parse(c, kv, NULL), 0);
+}
+#define NCFG 12
+
+/* Compaction pays with the compaction ratio (bsearch a bit less), edge-centric traversal pays on
+ * high degrees, reordering on few relations: each best config depends on the graph. */
+static double fixture_time(const fixture_ds *d, const cg_config *c)
+{
+    double e = 0;
+    if (c->compact != CFG_COMPACT_OFF) e += 0.9 * log(d->compaction) + (c->compact == CFG_COMPACT_BSEARCH ? 0.05 : 0);
+    if (!c->node_centric) e += 0.3 - 0.2 * log(d->degree);
+    if (c->reorder) e += 0.1 * (log(d->etypes) - log(10));
+    return d->level * exp(e);
+}
+
+static cm_counts fixture_counts(const fixture_ds *d)
+{
+    /* the same counts for every config of a dataset: the ranking must come from the features */
+    cm_counts k;
+    memset(&k, 0, sizeof k);
+    k.flops = 1e9 * d->level;
+    k.bytes = 4e8 * d->level * (1 + d->degree / 50);
+    k.launches = 3;
+    for (int c = 0; c < CM_NCAT; c++) k.cat_launches[c] = 1;
+    return k;
+}
+
+static int fixture_oracle(const fixture_ds *d)
+{
+    int best = 0;
+    for (int i = 1; i < NCFG; i++) {
+        cg_config a, b;
+        fixture_config(i, &a);
+        fixture_config(best, &b);
+        if (fixture_time(d, &a) < fixture_time(d, &b)) best = i;
+    }
+    return best;
+}
+
+static void fixture_set(cm_set *s)
+{
+    memset(s, 0, sizeof *s);
+    snprintf(s->device, sizeof s->device, DEVICE);
+    for (int d = 0; d < NDS; d++) {
+        cm_problem p = problem(DATASETS[d].name, DATASETS[d].compaction, DATASETS[d].degree, DATASETS[d].etypes);
+        int q = cm_set_problem(s, &p);
+        for (int i = 0; i < NCFG; i++) {
+            cm_sample x;
+            memset(&x, 0, sizeof x);
+            x.problem = q;
+            fixture_config(i, &x.cfg);
+            x.counts = fixture_counts(&DATASETS[d]);
+            x.time_ms = fixture_time(&DATASETS[d], &x.cfg);
+            x.cat_ms[CM_GEMM] = 0.4 * x.time_ms;
+            x.cat_ms[CM_TRAVERSAL] = 0.5 * x.time_ms;
+            x.cat_ms[CM_OTHER] = 0.1 * x.time_ms;
+            cm_set_add(s, &x);
+        }
+    }
+}
+
+/* ---- the fixture as a results store, through the rs_ API ---- */
+
+static int64_t record_one(rs_store *st, int64_t run, int64_t ds, const cg_config *cfg, double ms, rs_status status,
+                          const cm_counts *k, int with_counts)
+{
+    rg_err err;
+    char *json = cfg_to_json(cfg);
+    rs_variant v = {.config_json = json, .model = "rgat", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 1};
+    int64_t vid = rs_upsert_variant(st, &v, &err);
+    free(json);
+    assert_true(vid > 0);
+    rs_measurement m;
+    rs_measurement_init(&m);
+    m.run_id = run;
+    m.dataset_id = ds;
+    m.variant_id = vid;
+    m.device_key = DEVICE;
+    m.status = status;
+    if (status == RS_OK) {
+        m.median_ms = m.min_ms = m.max_ms = ms;
+        m.gemm_ms = 0.4 * ms;
+        m.traversal_ms = 0.5 * ms;
+        m.other_ms = 0.1 * ms;
+    }
+    rs_kernel_time kt[3] = {{"gemm_0", "gemm", 0.4 * ms * 1e6, 0},
+                            {"trav_0", "traversal", 0.5 * ms * 1e6, 0},
+                            {"copy_0", "copy", 0.1 * ms * 1e6, 0}};
+    rs_metric mt[4] = {{"", "analytic_flops", "count", k->flops},
+                       {"", "analytic_bytes", "count", k->bytes},
+                       {"", "analytic_atomics", "count", k->atomics},
+                       {"", "analytic_launches", "count", k->launches}};
+    int64_t id = rs_record(st, &m, kt, status == RS_OK ? 3 : 0, mt, with_counts ? 4 : 0, &err);
+    assert_true(id > 0);
+    return id;
+}
+
+/* The fixture database, plus what the loader must leave out: a failed variant, an older slower
+ * measurement of a config (the newest wins), a measurement without counts, a dataset without
+ * statistics. */
+static char *fixture_db(char *dir)
+{
+    char *path = rg_xasprintf("%s/results.db", dir);
+    rg_err err;
+    rs_store *st = rs_open(path, &err);
+    assert_non_null(st);
+    rs_run_info info = {.commit = "abc", .host = "test", .gpu_name = "Test GPU", .sm = 90};
+    int64_t run = rs_begin_run(st, &info, &err);
+    assert_true(run > 0);
+    for (int d = 0; d < NDS; d++) {
+        cm_problem p = problem(DATASETS[d].name, DATASETS[d].compaction, DATASETS[d].degree, DATASETS[d].etypes);
+        int64_t ds = rs_upsert_dataset(st, p.dataset, &p.stats, &err);
+        assert_true(ds > 0);
+        cm_counts k = fixture_counts(&DATASETS[d]);
+        for (int i = 0; i < NCFG; i++) {
+            cg_config c;
+            fixture_config(i, &c);
+            double t = fixture_time(&DATASETS[d], &c);
+            if (i == 5) record_one(st, run, ds, &c, t * 0.5, RS_OK, &k, 1);   /* older: replaced below */
+            record_one(st, run, ds, &c, t, RS_OK, &k, 1);
+        }
+        cg_config failed;
+        cfg_default(&failed);
+        assert_int_equal(cfg_parse(&failed, "tile=16,coarsen=1", NULL), 0);
+        record_one(st, run, ds, &failed, 0, RS_COMPILE_ERROR, &k, 0);
+        if (d == 0) {
+            cg_config nocounts;
+            cfg_default(&nocounts);
+            assert_int_equal(cfg_parse(&nocounts, "tile=16", NULL), 0);
+            record_one(st, run, ds, &nocounts, 0.1, RS_OK, &k, 0);
+        }
+    }
+    int64_t bare = rs_upsert_dataset(st, "nostats", NULL, &err);
+    cg_config c;
+    fixture_config(0, &c);
+    cm_counts k = fixture_counts(&DATASETS[0]);
+    record_one(st, run, bare, &c, 1.0, RS_OK, &k, 1);
+    assert_int_equal(rs_finish_run(st, run, RS_RUN_FINISHED, &err), 0);
+    rs_close(st);
+    return path;
+}
+
+static void test_load_from_store(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_db(dir);
+    cm_set s;
+    rg_err err;
+    assert_int_equal(cm_set_load(db, NULL, &s, &err), 0);
+    assert_string_equal(s.device, DEVICE);
+    assert_int_equal(s.nproblems, NDS);
+    assert_int_equal(s.nsamples, NDS * NCFG);
+    assert_int_equal(s.skipped, 2);   /* no counts; no statistics */
+    for (int i = 0; i < s.nsamples; i++) {
+        const cm_sample *x = &s.samples[i];
+        const cm_problem *p = &s.problems[x->problem];
+        int d = 0;
+        while (strcmp(DATASETS[d].name, p->dataset)) d++;
+        assert_float_equal(x->time_ms, fixture_time(&DATASETS[d], &x->cfg), 1e-9);   /* newest wins */
+        assert_float_equal(x->cat_ms[CM_OTHER], 0.1 * x->time_ms, 1e-9);             /* "copy" counts as other */
+        assert_float_equal(x->counts.cat_launches[CM_GEMM], 1, 0);
+        assert_float_equal(x->counts.flops, fixture_counts(&DATASETS[d]).flops, 1e-3);
+        assert_float_equal(p->stats.compaction_ratio, DATASETS[d].compaction, 1e-12);
+    }
+    cm_set_free(&s);
+    cm_filter other = {.model = "hgt"};
+    assert_int_equal(cm_set_load(db, &other, &s, &err), -1);
+    assert_non_null(strstr(err.msg, "no usable measurements"));
+    assert_int_equal(cm_set_load("/nonexistent/x.db", NULL, &s, &err), -1);
+    free(db);
+    rm_tree(dir);
+}
+
+static void test_lodo_on_fixture_store(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_db(dir);
+    cm_set s;
+    rg_err err;
+    assert_int_equal(cm_set_load(db, NULL, &s, &err), 0);
+    cm_fit_options o;
+    cm_fit_options_default(&o);
+    o.top_k = 2;
+    cm_eval e;
+    assert_int_equal(cm_lodo(&s, &o, &e, &err), 0);
+    assert_int_equal(e.nrows, NDS);
+    assert_int_equal(e.ngroups, 1);
+    double fixed_log = 0;
+    for (int r = 0; r < e.nrows; r++) {
+        const cm_eval_row *row = &e.rows[r];
+        const cm_problem *p = &s.problems[row->problem];
+        int d = 0;
+        while (strcmp(DATASETS[d].name, p->dataset)) d++;
+        cg_config want;
+        fixture_config(fixture_oracle(&DATASETS[d]), &want);
+        assert_int_equal(cfg_hash(&row->oracle), cfg_hash(&want));
+        if (!row->score.hit) fail_msg("%s: picked %s", p->dataset, cfg_to_string(&row->picked));
+        assert_float_equal(row->score.picked_ms / row->score.oracle_ms, 1.0, 1e-12);
+        assert_true(row->score.spearman > 0.95);
+        assert_int_equal(row->score.top_k, 2);
+        /* the best fixed strategy, worked out independently: compact=direct (always better than
+         * bsearch), reorder on, and the traversal best in geomean over the other datasets */
+        double node = 0, edge = 0;
+        for (int k = 0; k < NDS; k++) {
+            if (k == d) continue;
+            cg_config cn, ce;
+            fixture_config(2 + 3 + 0, &cn);   /* direct, reorder on, node */
+            fixture_config(2 + 3 + 6, &ce);   /* direct, reorder on, edge */
+            node += log(fixture_time(&DATASETS[k], &cn));
+            edge += log(fixture_time(&DATASETS[k], &ce));
+        }
+        cg_config fixed;
+        fixture_config(node <= edge ? 5 : 11, &fixed);
+        assert_true(row->have_fixed);
+        assert_int_equal(cfg_hash(&row->fixed), cfg_hash(&fixed));
+        assert_float_equal(row->fixed_ms, fixture_time(&DATASETS[d], &fixed), 1e-9);
+        fixed_log += log(row->fixed_ms / row->score.oracle_ms);
+    }
+    const cm_eval_summary *g = &e.groups[0];
+    assert_float_equal(g->hit_rate, 1.0, 0);
+    assert_float_equal(g->gap_geomean, 1.0, 1e-12);
+    assert_float_equal(g->topk_gap_geomean, 1.0, 1e-12);
+    assert_float_equal(g->fixed_gap_geomean, exp(fixed_log / NDS), 1e-9);
+    assert_true(g->fixed_gap_geomean > 1.05);   /* the fixture is one where the oracle beats fixed */
+    assert_float_equal(g->topk_fraction, 2.0 / NCFG, 1e-12);
+    cm_eval_free(&e);
+    cm_set_free(&s);
+    free(db);
+    rm_tree(dir);
+}
+
+static void test_lodo_needs_two_datasets(void **state)
+{
+    (void)state;
+    cm_set s;
+    synthetic_analytic_set(&s, 20, 1);
+    cm_eval e;
+    rg_err err;
+    assert_int_equal(cm_lodo(&s, NULL, &e, &err), -1);
+    assert_non_null(strstr(err.msg, "at least 2 datasets"));
+    cm_set_free(&s);
+}
+
+/* ---- the model file ---- */
+
+static void test_model_file_round_trip(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set(&s);
+    cm_model m, back;
+    rg_err err;
+    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
+    assert_int_equal(m.nsections, 1);
+    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
+    assert_int_equal(cm_save(&m, path, &err), 0);
+    assert_int_equal(cm_load(path, &back, &err), 0);
+    assert_string_equal(back.device, DEVICE);
+    assert_string_equal(back.created, m.created);
+    assert_int_equal(back.nsections, 1);
+    const cm_section *a = &m.sections[0], *b = cm_find_section(&back, "rgat", "inference", &err);
+    assert_non_null(b);
+    assert_string_equal(b->training, a->training);
+    assert_memory_equal(&a->analytic, &b->analytic, sizeof a->analytic);
+    assert_memory_equal(a->ranker.coef, b->ranker.coef, (size_t)cm_nfeatures() * sizeof *a->ranker.coef);
+    assert_true(a->ranker.lambda == b->ranker.lambda && a->ranker.level_shift == b->ranker.level_shift);
+    /* same predictions */
+    cg_config cfgs[NCFG];
+    cm_counts k[NCFG];
+    double pa[NCFG], pb[NCFG];
+    for (int i = 0; i < NCFG; i++) {
+        fixture_config(i, &cfgs[i]);
+        k[i] = fixture_counts(&DATASETS[2]);
+    }
+    cm_predict(a, &s.problems[2], cfgs, k, NCFG, pa);
+    cm_predict(b, &s.problems[2], cfgs, k, NCFG, pb);
+    assert_memory_equal(pa, pb, sizeof pa);
+    /* the predicted level follows the measured one (the shift calibrates the analytic model) */
+    assert_true(fabs(log(pa[0] / fixture_time(&DATASETS[2], &cfgs[0]))) < 0.3);
+    assert_null(cm_find_section(&back, "hgt", "train", &err));
+    assert_non_null(strstr(err.msg, "rgat infer"));
+    cm_model_free(&back);
+    cm_model_free(&m);
+    cm_set_free(&s);
+    free(path);
+    rm_tree(dir);
+}
+
+static void expect_load_error(const char *dir, const char *text, const char *want)
+{
+    char *path = tu_write_file(dir, "bad.txt", text);
+    cm_model m;
+    rg_err err;
+    assert_int_equal(cm_load(path, &m, &err), -1);
+    if (!strstr(err.msg, want)) fail_msg("error '%s' lacks '%s'", err.msg, want);
+    free(path);
+}
+
+static void test_model_file_errors(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set(&s);
+    cm_model m;
+    rg_err err;
+    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
+    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
+    assert_int_equal(cm_save(&m, path, &err), 0);
+    FILE *f = fopen(path, "r");
+    rg_str good = {0};
+    char line[4096];
+    while (fgets(line, sizeof line, f)) rg_str_puts(&good, line);
+    fclose(f);
+    /* a good file with one line changed or dropped */
+    char *edited = rg_xstrdup(good.s), *at = strstr(edited, "ranking.lambda =");
+    at[8] = 'X';   /* ranking.XambdA: unknown key */
+    expect_load_error(dir, edited, "unknown key 'ranking.Xambda'");
+    free(edited);
+    edited = rg_xstrdup(good.s);
+    at = strstr(edited, "ranking.coef.reorder =");
+    memcpy(at, "#", 1);
+    expect_load_error(dir, edited, "lacks ranking.coef.reorder");
+    free(edited);
+    edited = rg_xstrdup(good.s);
+    at = strstr(edited, "analytic.gemm.a_bytes = ") + strlen("analytic.gemm.a_bytes = ");
+    at[0] = 'z';
+    expect_load_error(dir, edited, "is not a number");
+    free(edited);
+    expect_load_error(dir, "format = rgnn-costmodel 9\n", "bad.txt:1: format");
+    expect_load_error(dir, "device = x\n", "not a cost model file");
+    expect_load_error(dir, "format = rgnn-costmodel 1\nbandwidth_bytes_per_s = 1e12\npeak_flops_per_s = 1e13\n[rgat\n",
+                      "bad.txt:4: expected a section header");
+    expect_load_error(dir, "format = rgnn-costmodel 1\n[rgat walk]\n", "bad.txt:2: unknown task");
+    cm_model none;
+    assert_int_equal(cm_load("/nonexistent/model.txt", &none, &err), -1);
+    assert_non_null(strstr(err.msg, "explore fit"));
+    rg_str_free(&good);
+    cm_model_free(&m);
+    cm_set_free(&s);
+    free(path);
+    rm_tree(dir);
+}
+
+/* ---- ranking metrics ---- */
+
+static void test_spearman_known(void **state)
+{
+    (void)state;
+    double x[5] = {1, 2, 3, 4, 5}, same[5] = {10, 20, 30, 40, 50}, rev[5] = {9, 7, 5, 3, 1}, ties[5] = {5, 6, 7, 8, 7};
+    assert_float_equal(cm_spearman(x, same, 5), 1.0, 1e-12);
+    assert_float_equal(cm_spearman(x, rev, 5), -1.0, 1e-12);
+    /* ranks of ties: 1 2 3.5 5 3.5 -> 8 / sqrt(10 * 9.5) */
+    assert_float_equal(cm_spearman(x, ties, 5), 8 / sqrt(95.0), 1e-12);
+    assert_true(isnan(cm_spearman(x, same, 1)));
+}
+
+static void test_score_ranking(void **state)
+{
+    (void)state;
+    double pred[5] = {3, 1, 2, 5, 4}, meas[5] = {10, 12, 9, 20, 15};
+    cm_score sc;
+    cm_score_ranking(pred, meas, 5, 2, &sc);
+    assert_int_equal(sc.picked, 1);
+    assert_int_equal(sc.oracle, 2);
+    assert_float_equal(sc.picked_ms, 12, 0);
+    assert_float_equal(sc.oracle_ms, 9, 0);
+    assert_float_equal(sc.topk_ms, 9, 0);
+    assert_false(sc.hit);
+    cm_score_ranking(pred, meas, 5, 1, &sc);
+    assert_float_equal(sc.topk_ms, 12, 0);
+    cm_score_ranking(meas, meas, 5, 99, &sc);
+    assert_true(sc.hit);
+    assert_int_equal(sc.top_k, 5);
+    assert_float_equal(sc.spearman, 1.0, 1e-12);
+}
+
+/* ---- counting and ordering on a real (small) graph ---- */
+
+static hg_graph *small_graph(void)
+{
+    rg_err err;
+    ds_options o = {.no_cache = 1, .quiet = 1};
+    hg_graph *g = ds_open(SMALL_GRAPH, &o, &err);
+    if (!g) fail_msg("%s", err.msg);
+    return g;
+}
+
+static void test_count_variants(void **state)
+{
+    (void)state;
+    hg_graph *g = small_graph();
+    cg_config off, on;
+    cfg_default(&on);
+    cfg_default(&off);
+    assert_int_equal(cfg_parse(&off, "compact=off", NULL), 0);
+    cm_counts a, b;
+    rg_err err;
+    assert_int_equal(cm_count("rgat", "infer", 64, 64, 1, g, &off, &a, &err), 0);
+    assert_int_equal(cm_count("rgat", "inference", 64, 64, 1, g, &on, &b, &err), 0);
+    assert_true(a.flops > 0 && a.bytes > 0 && a.launches >= 2);
+    assert_float_equal(a.launches, a.cat_launches[CM_GEMM] + a.cat_launches[CM_TRAVERSAL] + a.cat_launches[CM_OTHER], 0);
+    assert_true(a.cat_launches[CM_GEMM] >= 1);
+    /* compaction (ratio 0.6) computes the compactable GEMM on fewer rows */
+    assert_true(b.flops < a.flops);
+    assert_int_equal(cm_count("nosuchmodel", "infer", 64, 64, 1, g, &on, &a, &err), -1);
+    assert_int_equal(cm_count("rgat", "walk", 64, 64, 1, g, &on, &a, &err), -1);
+    hg_free(g);
+}
+
+static void test_order_and_sweep_hook(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set(&s);
+    cm_model m;
+    rg_err err;
+    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
+    hg_graph *g = small_graph();
+    cg_config cfgs[NCFG];
+    for (int i = 0; i < NCFG; i++) fixture_config(i, &cfgs[i]);
+    xb_problem p = {.model = "rgat", .dataset = SMALL_GRAPH, .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 1};
+    int order[NCFG], seen[NCFG] = {0};
+    double pred[NCFG];
+    assert_int_equal(cm_order(&m, &p, g, cfgs, NCFG, order, pred, &err), 0);
+    for (int i = 0; i < NCFG; i++) {
+        seen[order[i]]++;
+        if (i) assert_true(pred[order[i - 1]] <= pred[order[i]]);
+        assert_true(isfinite(pred[i]) && pred[i] > 0);
+    }
+    for (int i = 0; i < NCFG; i++) assert_int_equal(seen[i], 1);
+    /* the fixture's rule for a compaction ratio of 0.6: compacting pays, so it leads */
+    assert_int_not_equal(cfgs[order[0]].compact, CFG_COMPACT_OFF);
+    /* the sweep hook permutes the indices it is given the same way */
+    sp_point pts[NCFG];
+    int idx[NCFG];
+    for (int i = 0; i < NCFG; i++) {
+        memset(&pts[i], 0, sizeof pts[i]);
+        pts[i].cfg = cfgs[i];
+        pts[i].valid = 1;
+        idx[i] = NCFG - 1 - i;   /* the driver's list need not be in enumeration order */
+    }
+    cm_sweep_order(&m, &p, NULL, pts, idx, NCFG);
+    assert_int_equal(idx[0], order[0]);
+    /* without a section for the problem the hook leaves the order alone */
+    xb_problem other = p;
+    snprintf(other.model, sizeof other.model, "hgt");
+    for (int i = 0; i < NCFG; i++) idx[i] = i;
+    cm_sweep_order(&m, &other, NULL, pts, idx, NCFG);
+    for (int i = 0; i < NCFG; i++) assert_int_equal(idx[i], i);
+    hg_free(g);
+    cm_model_free(&m);
+    cm_set_free(&s);
+}
+
+/* ---- the command line ---- */
+
+static int run_cli(int (*fn)(int, char **), char **argv)
+{
+    int argc = 0;
+    while (argv[argc]) argc++;
+    return fn(argc, argv);
+}
+
+static int pick_no_gpu(int argc, char **argv) { return cm_cli_pick(argc, argv, NULL); }
+
+static void test_cli_fit_and_pick(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_db(dir), *model = rg_xasprintf("%s/cm.txt", dir);
+    char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
+    assert_int_equal(run_cli(cm_cli_fit, fit), 0);
+    cm_model m;
+    rg_err err;
+    assert_int_equal(cm_load(model, &m, &err), 0);
+    cm_model_free(&m);
+    char *bad_fit[] = {"fit", "--db", db, "--top", "0", NULL};
+    assert_int_equal(run_cli(cm_cli_fit, bad_fit), 2);
+    char *pick[] = {"pick", "--model", "rgat", "--dataset", SMALL_GRAPH, "--cm", model, "--db", db, "--show", "3", NULL};
+    assert_int_equal(run_cli(pick_no_gpu, pick), 0);
+    /* measuring needs a device: without one, the "no CUDA device" failure */
+    char *measure[] = {"pick", "--model", "rgat", "--dataset", SMALL_GRAPH, "--cm", model, "--db", db,
+                       "--measure-top", "2", NULL};
+    assert_int_equal(run_cli(pick_no_gpu, measure), 1);
+    /* the simulated backend measures the top K */
+    char *sim[] = {"pick", "--model", "rgat", "--dataset", SMALL_GRAPH, "--cm", model, "--db", db, "--show", "0",
+                   "--measure-top", "3", "--backend", "sim", "--repeats", "3", NULL};
+    assert_int_equal(run_cli(pick_no_gpu, sim), 0);
+    char *no_section[] = {"pick", "--model", "hgt", "--dataset", SMALL_GRAPH, "--cm", model, NULL};
+    assert_int_equal(run_cli(pick_no_gpu, no_section), 1);
+    char *usage[] = {"pick", "--dataset", SMALL_GRAPH, NULL};
+    assert_int_equal(run_cli(pick_no_gpu, usage), 2);
+    free(model);
+    free(db);
+    rm_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_analytic_recovers_coefficients),
+        cmocka_unit_test(test_robust_fit_ignores_outliers),
+        cmocka_unit_test(test_analytic_too_few_rows),
+        cmocka_unit_test(test_load_from_store),
+        cmocka_unit_test(test_lodo_on_fixture_store),
+        cmocka_unit_test(test_lodo_needs_two_datasets),
+        cmocka_unit_test(test_model_file_round_trip),
+        cmocka_unit_test(test_model_file_errors),
+        cmocka_unit_test(test_spearman_known),
+        cmocka_unit_test(test_score_ranking),
+        cmocka_unit_test(test_count_variants),
+        cmocka_unit_test(test_order_and_sweep_hook),
+        cmocka_unit_test(test_cli_fit_and_pick),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
