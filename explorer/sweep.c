@@ -49,7 +49,7 @@ void xs_options_default(xs_options *o)
     o->best_dir = DEFAULT_BEST_DIR;
     o->measure.warmup = 3;
     o->measure.repeats = 10;
-    o->measure.tolerance = 1e-3;
+    o->measure.tolerance = 0;   /* the backend's own, per task */
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->measure.compile_threads = cpus > 0 ? (int)cpus : 1;
     o->timeout_s = 60;
@@ -826,7 +826,8 @@ static const cli_def CLI[] = {
     {"metrics", NULL, FOR_ANY, "collect CUPTI counters (DRAM bytes, SM throughput, IPC, occupancy, L2)"},
     {"timeout", "S", FOR_ANY, "seconds a variant may take before its worker is killed (default 60)"},
     {"no-resume", NULL, FOR_ANY, "measure again what the database has for this device, dataset and commit"},
-    {"tolerance", "X", FOR_ANY, "relative L2 error allowed against the reference (default 1e-3)"},
+    {"tolerance", "X", FOR_ANY, "relative L2 error allowed against the reference (default: the\n"
+                                "                      backend's, 1e-5 for infer and 1e-4 for train)"},
     {"compile-threads", "N", FOR_ANY, "parallel NVRTC compiles (default: the CPU count)"},
     {"best-dir", "DIR", FOR_ANY, "where the chosen config is written (default " DEFAULT_BEST_DIR ")"},
     {"commit", "C", FOR_ANY, "commit to record (default: git rev-parse HEAD, else 'unknown')"},
@@ -969,7 +970,7 @@ static int apply_value(const char *cmd, const cli_def *d, const char *v, xs_cli 
         if (parse_real(v, 0.001, 1e7, &r)) return bad(cmd, "--timeout must be a positive number of seconds (got '%s')%s", v, "");
         o->timeout_s = r;
     } else if (!strcmp(n, "tolerance")) {
-        if (parse_real(v, 0, 1e6, &r)) return bad(cmd, "--tolerance must be a non-negative number (got '%s')%s", v, "");
+        if (parse_real(v, 1e-12, 1e6, &r)) return bad(cmd, "--tolerance must be a positive number (got '%s')%s", v, "");
         o->measure.tolerance = r;
     } else if (!strcmp(n, "best-dir")) o->best_dir = v;
     else if (!strcmp(n, "commit")) o->commit = v;

@@ -37,7 +37,7 @@ typedef struct xs_options {
 } xs_options;
 
 /* Defaults: space default, database results/results.db, best dir results/best, 3 warm-up
- * runs, 10 repeats, tolerance 1e-3, timeout 60 s. */
+ * runs, 10 repeats, tolerance 0 (the backend's default for the task), timeout 60 s. */
 void xs_options_default(xs_options *o);
 
 typedef struct xs_summary {
