@@ -8,8 +8,9 @@
 #include "results/store.h"
 
 #include <errno.h>
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_eigen.h>
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_multifit.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
@@ -639,58 +640,93 @@ static void build_design(const cm_set *s, const int *use, const cm_analytic *a, 
     free(F);
 }
 
-/* Thin SVD of a subset of the design rows, X = L diag(s) R^T, for ridge solutions at any lambda.
- * GSL's SVD wants at least as many rows as columns: with fewer rows it decomposes X^T. */
-typedef struct ridge_svd {
-    int n, k;
-    gsl_matrix *L, *R;
-    gsl_vector *s;
-} ridge_svd;
+/* Normal equations of the ridge regression: the Gram matrix X^T X and X^T y of a set of rows.
+ * Kept per dataset, so that leaving one dataset out is a subtraction, not a new pass. */
+typedef struct gram {
+    int p;
+    double *G;   /* [p*p] */
+    double *b;   /* [p] */
+} gram;
 
-static int ridge_svd_init(const design *d, const int *rows, int n, ridge_svd *out)
+static void gram_init(gram *g, int p)
 {
-    int p = d->p, tall = n >= p;
-    out->n = n;
-    out->k = tall ? p : n;
-    gsl_matrix *A = gsl_matrix_alloc((size_t)(tall ? n : p), (size_t)out->k);
-    for (int i = 0; i < n; i++)
-        for (int q = 0; q < p; q++) {
-            double v = d->X[rows[i] * p + q];
-            if (tall) gsl_matrix_set(A, (size_t)i, (size_t)q, v);
-            else gsl_matrix_set(A, (size_t)q, (size_t)i, v);
+    g->p = p;
+    g->G = rg_xcalloc((size_t)p * (size_t)p + 1, sizeof *g->G);
+    g->b = rg_xcalloc((size_t)p + 1, sizeof *g->b);
+}
+
+static void gram_free(gram *g)
+{
+    free(g->G);
+    free(g->b);
+}
+
+static void gram_add_row(gram *g, const double *x, double y)
+{
+    int p = g->p;
+    for (int i = 0; i < p; i++) {
+        if (x[i] == 0) continue;   /* config bits and their products are mostly zero */
+        double *row = g->G + (size_t)i * p;
+        for (int j = i; j < p; j++) row[j] += x[i] * x[j];
+        g->b[i] += x[i] * y;
+    }
+}
+
+/* a += sign * b */
+static void gram_axpy(gram *a, const gram *b, double sign)
+{
+    for (size_t k = 0; k < (size_t)a->p * (size_t)a->p; k++) a->G[k] += sign * b->G[k];
+    for (int k = 0; k < a->p; k++) a->b[k] += sign * b->b[k];
+}
+
+/* The eigendecomposition G = V diag(e) V^T (GSL, symmetric), from which the ridge solution for
+ * any lambda is c = V diag(1 / (e + lambda^2)) V^T b. */
+typedef struct ridge_eig {
+    int p;
+    gsl_matrix *V;
+    gsl_vector *e, *vb;   /* eigenvalues, V^T b */
+} ridge_eig;
+
+static int ridge_eig_init(const gram *g, ridge_eig *r)
+{
+    int p = g->p;
+    r->p = p;
+    gsl_matrix *A = gsl_matrix_alloc((size_t)p, (size_t)p);
+    for (int i = 0; i < p; i++)
+        for (int j = i; j < p; j++) {
+            gsl_matrix_set(A, (size_t)i, (size_t)j, g->G[(size_t)i * p + j]);
+            gsl_matrix_set(A, (size_t)j, (size_t)i, g->G[(size_t)i * p + j]);
         }
-    gsl_matrix *V = gsl_matrix_alloc((size_t)out->k, (size_t)out->k);
-    out->s = gsl_vector_alloc((size_t)out->k);
-    gsl_vector *work = gsl_vector_alloc((size_t)out->k);
-    int status = gsl_linalg_SV_decomp(A, V, out->s, work);
-    gsl_vector_free(work);
-    out->L = tall ? A : V;
-    out->R = tall ? V : A;
+    r->V = gsl_matrix_alloc((size_t)p, (size_t)p);
+    r->e = gsl_vector_alloc((size_t)p);
+    r->vb = gsl_vector_calloc((size_t)p);
+    gsl_eigen_symmv_workspace *w = gsl_eigen_symmv_alloc((size_t)p);
+    int status = gsl_eigen_symmv(A, r->e, r->V, w);
+    gsl_eigen_symmv_free(w);
+    gsl_matrix_free(A);
+    gsl_vector_const_view b = gsl_vector_const_view_array(g->b, (size_t)p);
+    if (status == GSL_SUCCESS) gsl_blas_dgemv(CblasTrans, 1.0, r->V, &b.vector, 0.0, r->vb);
     return status == GSL_SUCCESS ? 0 : -1;
 }
 
-static void ridge_svd_free(ridge_svd *r)
+static void ridge_eig_free(ridge_eig *r)
 {
-    gsl_matrix_free(r->L);
-    gsl_matrix_free(r->R);
-    gsl_vector_free(r->s);
+    gsl_matrix_free(r->V);
+    gsl_vector_free(r->e);
+    gsl_vector_free(r->vb);
 }
 
-/* c = R diag(s / (s^2 + lambda^2)) L^T y: the minimizer of |y - Xc|^2 + lambda^2 |c|^2. */
-static void ridge_solve(const ridge_svd *r, const double *y, double lambda, double *c, int p)
+/* The minimizer of |y - Xc|^2 + lambda^2 |c|^2. */
+static void ridge_solve(const ridge_eig *r, double lambda, double *c)
 {
-    double *t = rg_xmalloc((size_t)r->k * sizeof *t);
-    for (int j = 0; j < r->k; j++) {
-        double dot = 0, sv = gsl_vector_get(r->s, (size_t)j);
-        for (int i = 0; i < r->n; i++) dot += gsl_matrix_get(r->L, (size_t)i, (size_t)j) * y[i];
-        t[j] = sv > 0 ? dot * sv / (sv * sv + lambda * lambda) : 0;
+    int p = r->p;
+    for (int q = 0; q < p; q++) c[q] = 0;
+    for (int k = 0; k < p; k++) {
+        /* rounding can leave tiny negative eigenvalues: a Gram matrix has none */
+        double denom = fmax(gsl_vector_get(r->e, (size_t)k), 0) + lambda * lambda;
+        double t = denom > 0 ? gsl_vector_get(r->vb, (size_t)k) / denom : 0;
+        for (int q = 0; q < p; q++) c[q] += gsl_matrix_get(r->V, (size_t)q, (size_t)k) * t;
     }
-    for (int q = 0; q < p; q++) {
-        double v = 0;
-        for (int j = 0; j < r->k; j++) v += gsl_matrix_get(r->R, (size_t)q, (size_t)j) * t[j];
-        c[q] = v;
-    }
-    free(t);
 }
 
 /* Index of each row's dataset among the distinct datasets of the design. */
@@ -709,43 +745,58 @@ static int dataset_ids(const cm_set *s, const design *d, int *id)
     return nd;
 }
 
+/* Held-out squared error of each lambda of the grid when dataset `out` is left out. */
+static void held_out_errors(const design *d, const int *ds, int out, const gram *total, const gram *part, int n_out,
+                            double *sse)
+{
+    gram g;
+    gram_init(&g, d->p);
+    gram_axpy(&g, total, 1);
+    gram_axpy(&g, part, -1);
+    ridge_eig r;
+    double *c = rg_xmalloc((size_t)d->p * sizeof *c);
+    if (ridge_eig_init(&g, &r) == 0) {
+        double scale = sqrt((double)(d->n - n_out));
+        for (int l = 0; l < NLAMBDA; l++) {
+            ridge_solve(&r, LAMBDA_GRID[l] * scale, c);
+            for (int i = 0; i < d->n; i++) {
+                if (ds[i] != out) continue;
+                double e = d->y[i];
+                for (int q = 0; q < d->p; q++) e -= d->X[(size_t)i * d->p + q] * c[q];
+                sse[l] += e * e;
+            }
+        }
+    } else {
+        for (int l = 0; l < NLAMBDA; l++) sse[l] = INFINITY;
+    }
+    ridge_eig_free(&r);
+    free(c);
+    gram_free(&g);
+}
+
 /* Ridge parameter (relative to sqrt(rows)) with the least held-out squared error when each
  * training dataset in turn is left out. */
-static double choose_lambda(const cm_set *s, const design *d)
+static double choose_lambda(const cm_set *s, const design *d, const gram *total)
 {
     int *ds = rg_xmalloc((size_t)(d->n ? d->n : 1) * sizeof *ds);
     int nd = dataset_ids(s, d, ds);
     double sse[NLAMBDA] = {0};
-    int *rows = rg_xmalloc((size_t)(d->n ? d->n : 1) * sizeof *rows);
-    double *y = rg_xmalloc((size_t)(d->n ? d->n : 1) * sizeof *y), *c = rg_xmalloc((size_t)d->p * sizeof *c);
     for (int out = 0; out < nd && nd >= 2; out++) {
-        int n = 0;
+        gram part;
+        gram_init(&part, d->p);
+        int n_out = 0;
         for (int i = 0; i < d->n; i++)
-            if (ds[i] != out) {
-                rows[n] = i;
-                y[n++] = d->y[i];
+            if (ds[i] == out) {
+                gram_add_row(&part, d->X + (size_t)i * d->p, d->y[i]);
+                n_out++;
             }
-        ridge_svd r;
-        if (ridge_svd_init(d, rows, n, &r) == 0) {
-            for (int l = 0; l < NLAMBDA; l++) {
-                ridge_solve(&r, y, LAMBDA_GRID[l] * sqrt(n), c, d->p);
-                for (int i = 0; i < d->n; i++) {
-                    if (ds[i] != out) continue;
-                    double e = d->y[i];
-                    for (int q = 0; q < d->p; q++) e -= d->X[i * d->p + q] * c[q];
-                    sse[l] += e * e;
-                }
-            }
-        }
-        ridge_svd_free(&r);
+        held_out_errors(d, ds, out, total, &part, n_out, sse);
+        gram_free(&part);
     }
     int best = -1;
     for (int l = 0; l < NLAMBDA && nd >= 2; l++)
         if (isfinite(sse[l]) && (best < 0 || sse[l] < sse[best])) best = l;
     free(ds);
-    free(rows);
-    free(y);
-    free(c);
     return best < 0 ? LAMBDA_DEFAULT : LAMBDA_GRID[best];
 }
 
@@ -785,20 +836,21 @@ static int fit_ranker(const cm_set *s, const int *use, const cm_analytic *a, dou
     if (d.n == 0) {
         rc = rg_errf(err, "ranking model: no measurements to fit");
     } else if (d.p > 0) {
-        out->lambda = lambda >= 0 ? lambda : choose_lambda(s, &d);
-        int *rows = rg_xmalloc((size_t)d.n * sizeof *rows);
-        for (int i = 0; i < d.n; i++) rows[i] = i;
+        gram total;
+        gram_init(&total, d.p);
+        for (int i = 0; i < d.n; i++) gram_add_row(&total, d.X + (size_t)i * d.p, d.y[i]);
+        out->lambda = lambda >= 0 ? lambda : choose_lambda(s, &d, &total);
         double *c = rg_xmalloc((size_t)d.p * sizeof *c);
-        ridge_svd r;
-        if (ridge_svd_init(&d, rows, d.n, &r)) {
-            rc = rg_errf(err, "ranking model: the SVD of the %d x %d design failed", d.n, d.p);
+        ridge_eig r;
+        if (ridge_eig_init(&total, &r)) {
+            rc = rg_errf(err, "ranking model: the eigendecomposition of the %d x %d normal equations failed", d.p, d.p);
         } else {
-            ridge_solve(&r, d.y, out->lambda * sqrt(d.n), c, d.p);
+            ridge_solve(&r, out->lambda * sqrt(d.n), c);
             /* back to the features' own units: the file and the predictions need no scaling */
             for (int q = 0; q < d.p; q++) out->coef[d.col[q]] = c[q] / d.sd[q];
         }
-        ridge_svd_free(&r);
-        free(rows);
+        ridge_eig_free(&r);
+        gram_free(&total);
         free(c);
     } else {
         /* every config looks alike to the features (one config per problem): no ranking to learn */
