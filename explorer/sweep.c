@@ -817,7 +817,7 @@ static const cli_def CLI[] = {
     {"shard", "I/N", FOR_PLAN, "run the jobs k with k % N == I (0 <= I < N); default from\n"
                                "                      SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, else 0/1"},
     {"space", "S", FOR_ANY, "default, full, or a file of 'key: values' lines (default: default)"},
-    {"budget", "N", FOR_ANY, "measure at most N variants (default: all)"},
+    {"budget", "N", FOR_ANY, "measure at most N variants per problem (default: all)"},
     {"db", "PATH", FOR_ANY, "results database (default " RS_DEFAULT_DB ")"},
     {"data-dir", "DIR", FOR_ANY, "dataset directory (default $RGNN_DATA, else datasets/data)"},
     {"mem-limit", "BYTES", FOR_ANY, "device memory cap, e.g. 24GB; variants above it are recorded as oom"},
