@@ -50,6 +50,16 @@ gpu-test: all
 bench-datasets: build/explore
 	sh datasets/bench.sh
 
+# Paper-style figures and index.md from the results store (explore report, plots/*.gp).
+figures: build/explore
+	build/explore report --db results/results.db --out results/reports/latest
+
+# Regenerates the committed fixture of tests/test_report.c (deterministic; commit the .db).
+.PHONY: report-fixture
+report-fixture: build/librgnn.a
+	$(CC) $(CFLAGS) -o build/make_report_fixture tests/fixtures/make_report_fixture.c build/librgnn.a $(LDLIBS)
+	rm -f tests/fixtures/report.db && build/make_report_fixture tests/fixtures/report.db
+
 deps:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEBIAN_PKGS)

@@ -11,6 +11,7 @@
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
 #include "explorer/cmcli.h"
+#include "results/report.h"
 
 
 /* The sweep commands get the GPU backend from here, so that the library and the CPU tests
@@ -38,6 +39,7 @@ static const command COMMANDS[] = {
     {"run", xr_run_main, "build, validate against the CPU reference and time one variant"},
     {"gen", xr_gen_main, "write the generated CUDA sources and launch plan of a variant or a space"},
     {"sweep", plan_main, "sweep a plan (models x datasets x tasks x dims), optionally one shard of it"},
+    {"report", rp_cli_main, "draw the paper-style figures of the results store (gnuplot) with an index.md"},
     {"fit", cm_cli_fit, "fit the cost models on the results store; leave-one-dataset-out table"},
     {"pick", pick_main, "rank a dataset's configs with the cost model; measure the top K (--measure-top)"},
     {NULL, NULL, NULL},

@@ -1,0 +1,372 @@
+/* Tests of `explore report`: the whole report from the committed fixture store (every figure a
+ * valid image, readings checked against the store), skips, missing columns and tables, CLI errors. */
+#include "tests/testutil.h"
+#include "results/report.h"
+#include "results/store.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define RPF_NO_MAIN
+#include "tests/fixtures/make_report_fixture.c"
+
+#define FIXTURE "tests/fixtures/report.db"
+
+/* ---------------------------------------------------------------- helpers ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    rg_str b = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) rg_str_putc(&b, buf[i]);
+    fclose(f);
+    if (len) *len = b.len;
+    if (!b.s) rg_str_puts(&b, "");
+    return b.s;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t n;
+    char *data = slurp(from, &n);
+    if (!data) fail_msg("cannot read %s (run the tests from the repository root)", from);
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+    free(data);
+}
+
+/* A private copy of the fixture: opening a store writes WAL files beside it. */
+static char *fixture_copy(const char *dir)
+{
+    char *p = rg_xasprintf("%s/store.db", dir);
+    copy_file(FIXTURE, p);
+    return p;
+}
+
+static void exec_sql(const char *db_path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* A PNG file: signature, then an IHDR chunk with a positive width and height. */
+static void assert_png(const char *path)
+{
+    size_t n;
+    unsigned char *d = (unsigned char *)slurp(path, &n);
+    if (!d) fail_msg("%s: missing", path);
+    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+    if (n < 33 || memcmp(d, sig, 8) != 0) fail_msg("%s: not a PNG (%zu bytes)", path, n);
+    if (be32(d + 8) != 13 || memcmp(d + 12, "IHDR", 4) != 0) fail_msg("%s: no IHDR chunk first", path);
+    if (be32(d + 16) == 0 || be32(d + 20) == 0) fail_msg("%s: empty image", path);
+    if (be32(d + 16) < 600 || be32(d + 20) < 300) fail_msg("%s: %ux%u is too small to read", path, be32(d + 16), be32(d + 20));
+    free(d);
+}
+
+static void assert_svg(const char *path)
+{
+    char *d = slurp(path, NULL);
+    if (!d) fail_msg("%s: missing", path);
+    if (!strstr(d, "<svg") || !strstr(d, "</svg>")) fail_msg("%s: not a complete SVG", path);
+    free(d);
+}
+
+static int exists(const char *dir, const char *stem, const char *ext)
+{
+    char *p = rg_xasprintf("%s/%s.%s", dir, stem, ext);
+    int e = rg_file_exists(p);
+    free(p);
+    return e;
+}
+
+static void assert_figure_files(const char *out, int i)
+{
+    const char *stem = rp_figure_stem(i);
+    char *png = rg_xasprintf("%s/%s.png", out, stem), *svg = rg_xasprintf("%s/%s.svg", out, stem);
+    char *csv = rg_xasprintf("%s/data/%s.csv", out, stem);
+    assert_png(png);
+    assert_svg(svg);
+    if (!rg_file_exists(csv)) fail_msg("%s: missing", csv);
+    free(png);
+    free(svg);
+    free(csv);
+}
+
+static char *run_report(const char *db, const char *out, const char *gpu, rp_summary *s)
+{
+    rp_options o = {.db_path = db, .out_dir = out, .gpu = gpu, .quiet = 1};
+    rg_err err;
+    if (rp_build(&o, s, &err)) fail_msg("report failed: %s", err.msg);
+    char *index = rg_xasprintf("%s/index.md", out);
+    char *md = slurp(index, NULL);
+    free(index);
+    assert_non_null(md);
+    return md;
+}
+
+/* The geomean over datasets of (best U time / best C+R time) of one problem, straight from
+ * the tables, to check the figure's reading independently of the report's queries. */
+static double cr_speedup(const char *db_path, const char *model, const char *task)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    char *sql = sqlite3_mprintf(
+        "SELECT d.name, min(CASE WHEN json_extract(v.config, '$.compact') = 'off' AND NOT json_extract(v.config, "
+        "'$.reorder') THEN m.median_ms END), min(CASE WHEN json_extract(v.config, '$.compact') <> 'off' AND "
+        "json_extract(v.config, '$.reorder') THEN m.median_ms END) FROM measurements m JOIN variants v ON v.id = "
+        "m.variant_id JOIN datasets d ON d.id = m.dataset_id WHERE m.system = 'generated' AND m.status = 'ok' AND "
+        "m.device_key LIKE 'Fixture GPU%%' AND v.model = %Q AND v.task = %Q AND v.dim_in = 64 GROUP BY d.name",
+        model, task);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    double logs = 0;
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_type(st, 2) != SQLITE_NULL) {
+            logs += log(sqlite3_column_double(st, 1) / sqlite3_column_double(st, 2));
+            n++;
+        }
+    sqlite3_finalize(st);
+    sqlite3_free(sql);
+    sqlite3_close(db);
+    assert_true(n > 0);
+    return exp(logs / n);
+}
+
+/* ---------------------------------------------------------------- tests ---- */
+
+/* The committed fixture is what the generator writes (same rows, same numbers). */
+static void test_fixture_is_current(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *fresh = rg_xasprintf("%s/fresh.db", dir), *committed = fixture_copy(dir);
+    rg_err err;
+    if (rpf_write_fixture(fresh, &err)) fail_msg("%s", err.msg);
+    struct stat st;
+    assert_int_equal(stat(FIXTURE, &st), 0);
+    assert_true(st.st_size < 300 * 1024);
+    char *text[2];
+    const char *paths[2] = {fresh, committed};
+    for (int i = 0; i < 2; i++) {
+        rs_store *s = rs_open_existing(paths[i], &err);
+        if (!s) fail_msg("%s", err.msg);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        rs_filter all = {0};
+        int64_t rows = rs_export(s, RS_JSON, f, &all, &err);
+        fclose(f);
+        rs_close(s);
+        if (rows < 0) fail_msg("%s", err.msg);
+        assert_true(rows >= 200 && rows <= 1000);   /* "a few hundred rows" */
+        text[i] = buf;
+    }
+    if (strcmp(text[0], text[1]) != 0)
+        fail_msg("tests/fixtures/report.db is stale: run `make report-fixture` and commit it");
+    free(text[0]);
+    free(text[1]);
+    free(fresh);
+    free(committed);
+    free(dir);
+}
+
+static void test_full_report(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
+    rp_summary s;
+    char *md = run_report(db, out, NULL, &s);
+    assert_int_equal(s.drawn, RP_NFIGURES);
+    assert_int_equal(s.skipped, 0);
+    assert_non_null(strstr(s.device, "Fixture GPU"));
+    for (int i = 0; i < RP_NFIGURES; i++) {
+        assert_figure_files(out, i);
+        char *img = rg_xasprintf("](%s.png)", rp_figure_stem(i)), *head = rg_xasprintf("## %d. %s", i + 1, rp_figure_title(i));
+        if (!strstr(md, img) || !strstr(md, head)) fail_msg("index.md does not show figure %d (%s)", i + 1, rp_figure_stem(i));
+        free(img);
+        free(head);
+    }
+    /* the device with fewer rows is named, not mixed in */
+    assert_non_null(strstr(md, "Other fixture GPU (sm_80) (4)"));
+    /* the dataset table, in markdown too */
+    assert_non_null(strstr(md, "| fb15k237 | 1 | 474 | 14.5K | 620K |"));
+    /* figure 3's reading agrees with the store */
+    char *want = rg_xasprintf("RGAT inference: C+R %.2fx over U (geomean)", cr_speedup(db, "rgat", "infer"));
+    if (!strstr(md, want)) fail_msg("index.md lacks \"%s\"", want);
+    free(want);
+    /* RGAT training on am: U runs out of memory, so that row is normalized by C */
+    assert_non_null(strstr(md, "| am* | 1.00 | OOM |"));
+    /* HGT training on am: everything OOMs, baselines included */
+    assert_non_null(strstr(md, "| hgt | train |"));
+    assert_non_null(strstr(md, "the generated code ran out of memory on 1 problem"));
+    assert_non_null(strstr(md, "C avoids U's out-of-memory in 1 case (e.g. RGAT training on am)"));
+    assert_non_null(strstr(md, "Cost-model picks run"));
+    assert_non_null(strstr(md, "2.34 for GEMM vs"));   /* time-weighted IPC of the fixture's counters */
+    /* the CSV behind a figure is real data: the heatmap cells of one dataset include the best (1) */
+    char *csv_path = rg_xasprintf("%s/data/09_heatmaps.csv", out);
+    char *csv = slurp(csv_path, NULL);
+    assert_non_null(strstr(csv, ",1,\n"));
+    free(csv);
+    free(csv_path);
+    char *replot = rg_xasprintf("%s/data/replot.sh", out);
+    assert_true(rg_file_exists(replot));
+    free(replot);
+    free(md);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* Without predictions figure 8 still draws measured times only, and says why. */
+static void test_without_cost_model(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
+    exec_sql(db, "DELETE FROM metrics WHERE name = 'predicted_ms'");
+    rp_summary s;
+    char *md = run_report(db, out, NULL, &s);
+    assert_int_equal(s.drawn, RP_NFIGURES);
+    assert_non_null(strstr(md, "No cost model fitted"));
+    assert_null(strstr(md, "cost-model pick |"));
+    assert_figure_files(out, 7);
+    free(md);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+/* A device with little data: the figures it cannot support are skipped, saying what they need. */
+static void test_sparse_device_skips(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
+    rp_summary s;
+    char *md = run_report(db, out, "other", &s);
+    assert_non_null(strstr(s.device, "Other fixture GPU"));
+    assert_true(s.skipped >= 4);
+    assert_int_equal(s.drawn + s.skipped, RP_NFIGURES);
+    for (int i = 0; i < RP_NFIGURES; i++) {
+        if (s.figure_drawn[i]) {
+            assert_figure_files(out, i);
+            continue;
+        }
+        char *line = rg_xasprintf("*Figure %d (%s) skipped:* needs ", i + 1, rp_figure_stem(i));
+        if (!strstr(md, line)) fail_msg("index.md lacks \"%s\"", line);
+        free(line);
+        assert_false(exists(out, rp_figure_stem(i), "png"));
+    }
+    assert_false(s.figure_drawn[1]);   /* no baselines measured there */
+    assert_false(s.figure_drawn[6]);   /* no CUPTI counters */
+    free(md);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+static void test_empty_store(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = rg_xasprintf("%s/empty.db", dir), *out = rg_xasprintf("%s/report", dir);
+    rg_err err;
+    rs_store *st = rs_open(db, &err);
+    assert_non_null(st);
+    rs_close(st);
+    rp_summary s;
+    char *md = run_report(db, out, NULL, &s);
+    assert_int_equal(s.drawn, 0);
+    assert_non_null(strstr(md, "no measurements yet"));
+    free(md);
+    free(db);
+    free(out);
+    free(dir);
+}
+
+static void expect_failure(const char *db, const char *gpu, const char *needle)
+{
+    char *dir = tu_tmpdir(), *out = rg_xasprintf("%s/report", dir);
+    rp_options o = {.db_path = db, .out_dir = out, .gpu = gpu, .quiet = 1};
+    rg_err err;
+    assert_int_equal(rp_build(&o, NULL, &err), -1);
+    if (!strstr(err.msg, needle)) fail_msg("error \"%s\" does not mention \"%s\"", err.msg, needle);
+    free(out);
+    free(dir);
+}
+
+static void test_missing_column_fails(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir);
+    exec_sql(db, "ALTER TABLE measurements DROP COLUMN peak_mem_bytes");
+    expect_failure(db, NULL, "table measurements has no column peak_mem_bytes");
+    exec_sql(db, "ALTER TABLE datasets DROP COLUMN compaction_ratio");
+    expect_failure(db, NULL, "no column");
+    free(db);
+    free(dir);
+}
+
+static void test_missing_table_fails(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir);
+    exec_sql(db, "DROP TABLE kernel_times");
+    expect_failure(db, NULL, "no table kernel_times");
+    free(db);
+    free(dir);
+}
+
+static void test_bad_inputs(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir), *missing = rg_xasprintf("%s/none.db", dir);
+    expect_failure(db, "no-such-gpu", "no measurements on a GPU matching 'no-such-gpu'");
+    expect_failure(missing, NULL, "no such results database");
+    char *text = tu_write_file(dir, "text.db", "not a database\n");
+    expect_failure(text, NULL, "text.db");
+    rp_options o = {.db_path = db, .out_dir = dir, .plots_dir = dir, .quiet = 1};
+    rg_err err;
+    assert_int_equal(rp_build(&o, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "common.gp"));
+    /* CLI: usage errors exit 2, a missing --out included */
+    char *argv1[] = {"report", "--db", db, NULL};
+    assert_int_equal(rp_cli_main(3, argv1), 2);
+    char *argv2[] = {"report", "--out", dir, "--frobnicate", NULL};
+    assert_int_equal(rp_cli_main(4, argv2), 2);
+    char *argv3[] = {"report", "--out", NULL};
+    assert_int_equal(rp_cli_main(2, argv3), 2);
+    free(text);
+    free(missing);
+    free(db);
+    free(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixture_is_current),
+        cmocka_unit_test(test_full_report),
+        cmocka_unit_test(test_without_cost_model),
+        cmocka_unit_test(test_sparse_device_skips),
+        cmocka_unit_test(test_empty_store),
+        cmocka_unit_test(test_missing_column_fails),
+        cmocka_unit_test(test_missing_table_fails),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    return cmocka_run_group_tests_name("report", tests, NULL, NULL);
+}
