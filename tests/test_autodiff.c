@@ -256,8 +256,8 @@ static void test_attention_in_place(void **state)
     hg_free(g);
 }
 
-/* Heads and broadcasting: per-head linear of a 1-head input, a per-head scalar weight,
- * a bias vector, SUB, RELU, a reshape, an exp aggregated (recomputed in backward) and a
+/* Heads and broadcasting: per-head linear of a 1-head input, a per-head scalar weight
+ * (times 1-wide and wide rows, and divided), a bias vector, SUB, RELU, a reshape, an exp aggregated (recomputed in backward) and a
  * division by it, a dot of a 1-head row with a per-head weight vector. */
 static void test_heads_broadcast(void **state)
 {
@@ -282,6 +282,12 @@ static void test_heads_broadcast(void **state)
     S1(p, IR_OP_EXP, IR_DOM_EDGE, O(s, IR_ACC_DST), 1, O(zc, IR_ACC_ROW));
     S2(p, IR_OP_DIV, IR_DOM_EDGE, O(zr, IR_ACC_ROW), 0, O(z, IR_ACC_ROW), O(s, IR_ACC_DST));
     S1(p, IR_OP_RELU, IR_DOM_EDGE, O(agg, IR_ACC_DST), 1, O(zr, IR_ACC_ROW));
+    /* a per-head scalar weight times a wide row (its gradient sums over dim), and a weight
+     * divided by a row */
+    int zw = edge_var(p, "zw", 2, 2, 0), zn = edge_var(p, "zn", 2, 1, 0);
+    S2(p, IR_OP_MUL, IR_DOM_EDGE, O(zw, IR_ACC_ROW), 0, O(z, IR_ACC_ROW), O(mu, IR_ACC_ETYPE));
+    S2(p, IR_OP_DIV, IR_DOM_EDGE, O(zn, IR_ACC_ROW), 0, O(mu, IR_ACC_ETYPE), O(s, IR_ACC_DST));
+    S2(p, IR_OP_MUL, IR_DOM_EDGE, O(agg, IR_ACC_DST), 1, O(zw, IR_ACC_ROW), O(zn, IR_ACC_ROW));
     S2(p, IR_OP_ADD, IR_DOM_NODE, O(hn, IR_ACC_ROW), 0, O(agg, IR_ACC_ROW), O(bias, IR_ACC_NTYPE));
     S1(p, IR_OP_COPY, IR_DOM_NODE, O(flat, IR_ACC_ROW), 0, O(hn, IR_ACC_ROW));   /* reshape 2x2 -> 1x4 */
     S2(p, IR_OP_SUB, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(flat, IR_ACC_ROW), O(h, IR_ACC_ROW));
