@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cg_var_is_f64(const ir_var *v)
+{
+    return v->kind != IR_VAR_WEIGHT && v->dim == 1;
+}
+
 #define TOUCH_NONE (-1)
 #define TOUCH_MANY (-2)
 

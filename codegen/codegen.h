@@ -13,6 +13,15 @@ typedef struct cg_variant {
     int nvars;
 } cg_variant;
 
+/* Element type of a variable in device memory. Per-row scalars (edge, node and global
+ * values of dim 1: attention logits, softmax sums, their gradients, the loss) are float64:
+ * the edge-softmax backward subtracts nearly equal terms, and float32 there loses the
+ * 1e-4 agreement with the reference; they cost 4 extra bytes per row. Features and weights
+ * are float32. */
+int cg_var_is_f64(const ir_var *v);
+static inline const char *cg_ctype(const ir_var *v) { return cg_var_is_f64(v) ? "double" : "float"; }
+static inline int cg_elem_bytes(const ir_var *v) { return cg_var_is_f64(v) ? 8 : 4; }
+
 /* Emits the kernels of lp (lowered from ir) under cfg. Fails with the reason when an
  * instance cannot be expressed; nothing is left allocated then. */
 int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err);

@@ -8,14 +8,15 @@
 
 void cfg_default(cg_config *c)
 {
-    /* The papers' best fixed strategy (compaction + reordering) with their default tile. */
+    /* The papers' best fixed strategy (compaction + reordering); edge-centric traversal with
+     * dst-sorted partial aggregation, the fastest form on the H100 in docs/perf-notes.md. */
     c->compact = CFG_COMPACT_DIRECT;
     c->reorder = 1;
     c->tile = 32;
     c->coarsen = 2;
     c->launch_bounds = 0;
     c->w_regs = 0;
-    c->node_centric = 1;
+    c->node_centric = 0;
     c->partial_agg = 1;
 }
 

@@ -1,6 +1,7 @@
 /* The GEMM template emitter: specializes Y[S] (+)= s * X[G] x W[T] (and its outer-product
  * form dW[T] += X[G]^T dY[S]) for one lowered instance and one schedule, as CUDA C. */
 #include "codegen/emit_gemm.h"
+#include "codegen/codegen.h"
 #include "kernels/templates.h"
 
 #include <string.h>
@@ -151,12 +152,13 @@ static const char *segment_end_expr(kp_rowset rs, used_arrays *u, char *buf, siz
 static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
                         kp_rowset rs)
 {
-    rg_str_printf(src, "    const float* __restrict__ X, const float* __restrict__ W, float* __restrict__ Y,\n");
+    rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", cg_ctype(sh->x),
+                  cg_ctype(sh->y));
     kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
     kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
     kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
     if (sh->s) {
-        rg_str_printf(src, "    const float* __restrict__ S,\n");
+        rg_str_printf(src, "    const %s* __restrict__ S,\n", cg_ctype(sh->s));
         kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
     }
     rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
@@ -339,12 +341,13 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     launch_bounds(src, cfg, T * TY);
     rg_str_printf(src, "%s(\n", k->name);
     /* parameter names: X = x, Y = dy, W = dW (written) */
-    rg_str_printf(src, "    const float* __restrict__ X, float* __restrict__ W, const float* __restrict__ Y,\n");
+    rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", cg_ctype(sh.x),
+                  cg_ctype(sh.y));
     kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
     kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
     kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
     if (sh.s) {
-        rg_str_printf(src, "    const float* __restrict__ S,\n");
+        rg_str_printf(src, "    const %s* __restrict__ S,\n", cg_ctype(sh.s));
         kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
     }
     rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");

@@ -1,6 +1,7 @@
 /* The traversal template emitter: turns a fused group of edgewise / nodewise statements
  * into edge-centric or node-centric CUDA kernels (warp per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
+#include "codegen/codegen.h"
 #include "kernels/templates.h"
 
 #include <stdlib.h>
@@ -110,7 +111,7 @@ static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char 
                        rg_err *err)
 {
     if (op->acc == IR_ACC_CONST || op->var < 0) {
-        snprintf(out, n, "((float)%.17g)", op->cval);
+        snprintf(out, n, "((double)%.17g)", op->cval);
         return 0;
     }
     const ir_var *v = V(g, op->var);
@@ -185,12 +186,12 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
     case IR_OP_SUB: snprintf(out, n, "%s - %s", a, b); return 0;
     case IR_OP_MUL: snprintf(out, n, "%s * %s", a, b); return 0;
     case IR_OP_DIV: snprintf(out, n, "%s / %s", a, b); return 0;
-    case IR_OP_EXP: snprintf(out, n, "expf(%s)", a); return 0;
-    case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, (float)%.9g)", a, s->cval); return 0;
-    case IR_OP_RELU: snprintf(out, n, "fmaxf(%s, 0.f)", a); return 0;
+    case IR_OP_EXP: snprintf(out, n, "exp(%s)", a); return 0;
+    case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, %.17g)", a, s->cval); return 0;
+    case IR_OP_RELU: snprintf(out, n, "fmax(%s, 0.0)", a); return 0;
     case IR_OP_COPY: snprintf(out, n, "%s", a); return 0;
-    case IR_OP_LEAKYRELU_GRAD: snprintf(out, n, "lrelu_grad(%s, %s, (float)%.9g)", a, b, s->cval); return 0;
-    case IR_OP_RELU_GRAD: snprintf(out, n, "(%s > 0.f ? %s : 0.f)", b, a); return 0;
+    case IR_OP_LEAKYRELU_GRAD: snprintf(out, n, "lrelu_grad(%s, %s, %.17g)", a, b, s->cval); return 0;
+    case IR_OP_RELU_GRAD: snprintf(out, n, "(%s > 0.0 ? %s : 0.0)", b, a); return 0;
     default: return rg_errf(err, "op %s is not elementwise", ir_op_name(s->op));
     }
 }
@@ -255,7 +256,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         rg_str_printf(&g->body,
                       "        for (int i = lane; i < %d; i += 32) {\n"
                       "            const int h0 = i / %d, d0 = i %% %d;\n"
-                      "            float r = 0.f;\n"
+                      "            double r = 0.0;\n"
                       "            for (int hh = 0; hh < %d; hh++)\n"
                       "                for (int dd = 0; dd < %d; dd++) {\n"
                       "                    const int h = %s, d = %s; (void)h; (void)d;\n"
@@ -268,7 +269,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         return 0;
     }
     open_elem_loop(g, out);
-    rg_str_printf(&g->body, "            const float r = %s;\n", val);
+    rg_str_printf(&g->body, "            const double r = %s;\n", val);
     if (emit_store(g, s, "r", err)) return -1;
     rg_str_puts(&g->body, "        }\n");
     return 0;
@@ -290,9 +291,9 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
         /* one-head output of per-head operands: the sum over heads too */
         rg_str_printf(&g->body,
                       "        {\n"
-                      "            float p = 0.f;\n"
+                      "            double p = 0.0;\n"
                       "            for (int h = 0; h < %d; h++)\n"
-                      "                for (int dd = lane; dd < %d; dd += 32) p = fmaf(%s, %s, p);\n"
+                      "                for (int dd = lane; dd < %d; dd += 32) p = fma((double)%s, (double)%s, p);\n"
                       "            p = warp_sum(p);\n"
                       "            const int h = 0, d = 0; (void)h; (void)d;\n"
                       "            if (lane == 0) {\n",
@@ -300,8 +301,8 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     } else {
         rg_str_printf(&g->body,
                       "        for (int h = 0; h < %d; h++) {\n"
-                      "            float p = 0.f;\n"
-                      "            for (int dd = lane; dd < %d; dd += 32) p = fmaf(%s, %s, p);\n"
+                      "            double p = 0.0;\n"
+                      "            for (int dd = lane; dd < %d; dd += 32) p = fma((double)%s, (double)%s, p);\n"
                       "            p = warp_sum(p);\n"
                       "            const int d = 0; (void)d;\n"
                       "            if (lane == 0) {\n",
@@ -331,10 +332,10 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const int h = i / %d, d = i %% %d; (void)d;\n"
                   "            const int K_ = %d, N_ = %d;\n"
                   "            const int hh = %s, nn = %s;\n"
-                  "            const float* xr = v%d + (size_t)(%s) * %lld + %s;\n"
+                  "            const auto* xr = v%d + (size_t)(%s) * %lld + %s;\n"
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
-                  "            float r = 0.f;\n"
-                  "            for (int k = 0; k < K_; k++) r = fmaf(xr[k], wr[%s], r);\n",
+                  "            double r = 0.0;\n"
+                  "            for (int k = 0; k < K_; k++) r = fma((double)xr[k], (double)wr[%s], r);\n",
                   var_heads(out) * out->dim, per_head ? out->dim : var_heads(out) * out->dim,
                   per_head ? out->dim : var_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
                   s->in[0].var, xrow, ldx, per_head && var_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
@@ -478,7 +479,7 @@ static void emit_zero_row_scratch(kgen *g)
     int any = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->scr_off[v] < 0 || !V(g, v)->zero_init) continue;
-        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.f;\n",
+        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
                       (long long)ir_var_row_width(V(g, v)), g->scr_off[v]);
         any = 1;
     }
@@ -524,7 +525,7 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
                 rg_str_printf(b, "            if (%s) atomicAdd(&%s, scr[%d + i]); else %s += scr[%d + i];\n", atomic_cond,
                               dst, g->acc_off[v], dst, g->acc_off[v]);
         }
-        if (reset) rg_str_printf(b, "            scr[%d + i] = 0.f;\n", g->acc_off[v]);
+        if (reset) rg_str_printf(b, "            scr[%d + i] = 0.0;\n", g->acc_off[v]);
         rg_str_puts(b, "        }\n");
     }
     rg_str_puts(b, "        __syncwarp();\n");
@@ -534,7 +535,7 @@ static void emit_zero_acc(kgen *g)
 {
     for (int v = 0; v < g->ir->nvars; v++)
         if (g->acc_off[v] >= 0)
-            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.f;\n",
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
                           (long long)ir_var_row_width(V(g, v)), g->acc_off[v]);
     rg_str_puts(&g->body, "    __syncwarp();\n");
 }
@@ -708,8 +709,8 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         if (!g->var_used[v]) continue;
         char pname[32];
         snprintf(pname, sizeof pname, "v%d", v);
-        rg_str_printf(src, ",\n    %sfloat* __restrict__ v%d /* %s */", g->var_written[v] ? "" : "const ", v,
-                      V(g, v)->name);
+        rg_str_printf(src, ",\n    %s%s* __restrict__ v%d /* %s */", g->var_written[v] ? "" : "const ",
+                      cg_ctype(V(g, v)), v, V(g, v)->name);
         kp_add_param(k, KP_VAR, v, 0, pname);
     }
     for (int a = 0; a < KG__COUNT; a++) {
@@ -718,9 +719,10 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
         kp_add_param(k, KP_GRAPH, a, 0, name);
     }
-    rg_str_printf(src, ")\n{\n    extern __shared__ float smem[];\n"
+    /* per-row temporaries and accumulators live in double: see cg_var_is_f64 */
+    rg_str_printf(src, ")\n{\n    extern __shared__ double smem[];\n"
                        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-                       "    float* scr = smem + warp * %d; (void)scr;\n%s}\n",
+                       "    double* scr = smem + warp * %d; (void)scr;\n%s}\n",
                   g->scr_size > 0 ? g->scr_size : 1, g->body.s);
     k->grid_kind = g->f == FORM_GLOBAL ? KGRID_FIXED : split ? KGRID_TILES : KGRID_ROWS;
     k->grid_x_fixed = 1;
@@ -730,7 +732,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
     k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? WARPS_PER_BLOCK * DST_RUN
                         : g->f == FORM_EDGE ? WARPS_PER_BLOCK * 32 : WARPS_PER_BLOCK;
     k->block_x = 32 * WARPS_PER_BLOCK;
-    k->shmem_bytes = WARPS_PER_BLOCK * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(float);
+    k->shmem_bytes = WARPS_PER_BLOCK * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(double);
 }
 
 static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const int *mat, form f)
@@ -998,33 +1000,35 @@ static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str
     k->block_x = 32 * WARPS_PER_BLOCK;
     int grad = s->op == IR_OP_NLL_GRAD;
     rg_str_puts(src, ktpl_prelude);
+    const ir_var *lv = &ir->vars[s->in[1].var], *ov = &ir->vars[s->out.var];
     rg_str_printf(src,
-                  "\n/* %s: %s */\n"
-                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const float* __restrict__ L,\n"
-                  "    float* __restrict__ O%s)\n"
+                  "\n/* %s: %s (log-sum-exp in double) */\n"
+                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const %s* __restrict__ L,\n"
+                  "    %s* __restrict__ O%s)\n"
                   "{\n"
                   "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
                   "    const int n = blockIdx.x * %d + warp;\n"
                   "    if (n >= num_rows) return;\n"
                   "    const float* x = X + (size_t)n * %d;\n"
-                  "    float m = -3.402823466e38f;\n"
-                  "    for (int c = lane; c < %d; c += 32) m = fmaxf(m, x[c]);\n"
-                  "    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
-                  "    float z = 0.f;\n"
-                  "    for (int c = lane; c < %d; c += 32) z += expf(x[c] - m);\n"
+                  "    double m = -1.0e300;\n"
+                  "    for (int c = lane; c < %d; c += 32) m = fmax(m, (double)x[c]);\n"
+                  "    for (int o = 16; o > 0; o >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "    double z = 0.0;\n"
+                  "    for (int c = lane; c < %d; c += 32) z += exp((double)x[c] - m);\n"
                   "    z = warp_sum(z);\n"
                   "    const int label = (int)L[n];\n",
                   k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", k->name,
-                  grad ? ", const float* __restrict__ dloss" : "", WARPS_PER_BLOCK, C, C, C);
+                  cg_ctype(lv), cg_ctype(ov), grad ? (cg_var_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss" : ", const float* __restrict__ dloss") : "",
+                  WARPS_PER_BLOCK, C, C, C);
     if (grad)
         rg_str_printf(src,
-                      "    const float scale = dloss[0] / (float)num_rows;\n"
+                      "    const double scale = (double)dloss[0] / (double)num_rows;\n"
                       "    for (int c = lane; c < %d; c += 32)\n"
-                      "        O[(size_t)n * %d + c] %s (expf(x[c] - m) / z - (c == label ? 1.f : 0.f)) * scale;\n"
+                      "        O[(size_t)n * %d + c] %s (exp((double)x[c] - m) / z - (c == label ? 1.0 : 0.0)) * scale;\n"
                       "}\n",
                       C, C, s->accumulate ? "+=" : "=");
     else
-        rg_str_puts(src, "    if (lane == 0) atomicAdd(O, -(x[label] - m - logf(z)) / (float)num_rows);\n}\n");
+        rg_str_puts(src, "    if (lane == 0) atomicAdd(O, -((double)x[label] - m - log(z)) / (double)num_rows);\n}\n");
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");

@@ -242,7 +242,7 @@ static size_t var_bytes(const ir_program *ir, int v, const hg_graph *g)
 {
     const ir_var *x = &ir->vars[v];
     int64_t rows = ir_var_rows(x, g->num_nodes, g->num_edges, g->num_unique, g->num_ntypes, g->num_etypes);
-    return (size_t)rows * (size_t)ir_var_row_width(x) * sizeof(float);
+    return (size_t)rows * (size_t)ir_var_row_width(x) * (size_t)cg_elem_bytes(x);
 }
 
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
@@ -308,11 +308,16 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
         if (!d) continue;
         size_t bytes = mp_bytes(b->mp, b->id[i]);
         if (host_values && host_values[i]) {
-            size_t n = bytes / sizeof(float);
-            float *tmp = rg_xmalloc(bytes ? bytes : 1);
-            for (size_t j = 0; j < n; j++) tmp[j] = (float)host_values[i][j];
-            int rc = krt_upload(d, tmp, bytes, err);
-            free(tmp);
+            int rc;
+            if (cg_var_is_f64(&ir->vars[i])) {
+                rc = krt_upload(d, host_values[i], bytes, err);
+            } else {
+                size_t n = bytes / sizeof(float);
+                float *tmp = rg_xmalloc(bytes ? bytes : 1);
+                for (size_t j = 0; j < n; j++) tmp[j] = (float)host_values[i][j];
+                rc = krt_upload(d, tmp, bytes, err);
+                free(tmp);
+            }
             if (rc) return -1;
         } else if (krt_poison(d, bytes, err)) {
             return -1;
@@ -408,13 +413,21 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
         rg_errf(err, "variable %s is not in device memory", ir->vars[var].name);
         return NULL;
     }
-    size_t bytes = var_bytes(ir, var, kg->g), n = bytes / sizeof(float);
+    size_t bytes = var_bytes(ir, var, kg->g), elem = (size_t)cg_elem_bytes(&ir->vars[var]), n = bytes / elem;
+    double *out = rg_xmalloc((n ? n : 1) * sizeof(double));
+    if (elem == sizeof(double)) {
+        if (krt_download(out, d, bytes, err)) {
+            free(out);
+            return NULL;
+        }
+        return out;
+    }
     float *tmp = rg_xmalloc(bytes ? bytes : 1);
     if (krt_download(tmp, d, bytes, err)) {
         free(tmp);
+        free(out);
         return NULL;
     }
-    double *out = rg_xmalloc((n ? n : 1) * sizeof(double));
     for (size_t i = 0; i < n; i++) out[i] = tmp[i];
     free(tmp);
     return out;

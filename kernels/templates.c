@@ -28,5 +28,10 @@ const char ktpl_prelude[] =
     "    for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
     "    return v;\n"
     "}\n"
-    "static __device__ __forceinline__ float lrelu(float x, float slope) { return x > 0.f ? x : slope * x; }\n"
-    "static __device__ __forceinline__ float lrelu_grad(float g, float x, float slope) { return x > 0.f ? g : slope * g; }\n";
+    "static __device__ __forceinline__ double warp_sum(double v)\n"
+    "{\n"
+    "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "    return v;\n"
+    "}\n"
+    "static __device__ __forceinline__ double lrelu(double x, double slope) { return x > 0.0 ? x : slope * x; }\n"
+    "static __device__ __forceinline__ double lrelu_grad(double g, double x, double slope) { return x > 0.0 ? g : slope * g; }\n";
