@@ -1034,23 +1034,36 @@ static double *analytic_field(cm_analytic *a, int cat, int field, double *rows_t
     }
 }
 
+/* The shortest of %.15g .. %.17g that reads back to the same double: exact, yet readable. */
+static const char *num(double v, char buf[32])
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 static void write_section(FILE *f, const cm_section *sec)
 {
+    char b[32];
     fprintf(f, "\n[%s %s]\ntraining = %s\nsamples = %d\ndatasets = %d\n", sec->model, sec->task, sec->training,
             sec->samples, sec->ndatasets);
     for (int cat = 0; cat <= CM_NCAT; cat++) {
         const cm_analytic *a = &sec->analytic;
         fprintf(f, "analytic.%s.rows = %d\n", CAT_NAMES[cat], a->rows[cat]);
-        fprintf(f, "analytic.%s.sigma_ms = %.17g\n", CAT_NAMES[cat], a->sigma[cat]);
+        fprintf(f, "analytic.%s.sigma_ms = %s\n", CAT_NAMES[cat], num(a->sigma[cat], b));
         for (int j = 0; j < CM_A_NCOEF; j++)
-            fprintf(f, "analytic.%s.%s = %.17g\n", CAT_NAMES[cat], FIELD_NAMES[F_A + j], a->coef[cat][j]);
+            fprintf(f, "analytic.%s.%s = %s\n", CAT_NAMES[cat], FIELD_NAMES[F_A + j], num(a->coef[cat][j], b));
     }
-    fprintf(f, "ranking.lambda = %.17g\nranking.level_shift = %.17g\n", sec->ranker.lambda, sec->ranker.level_shift);
-    for (int j = 0; j < NFEAT; j++) fprintf(f, "ranking.coef.%s = %.17g\n", cm_feature_name(j), sec->ranker.coef[j]);
+    fprintf(f, "ranking.lambda = %s\n", num(sec->ranker.lambda, b));
+    fprintf(f, "ranking.level_shift = %s\n", num(sec->ranker.level_shift, b));
+    for (int j = 0; j < NFEAT; j++) fprintf(f, "ranking.coef.%s = %s\n", cm_feature_name(j), num(sec->ranker.coef[j], b));
 }
 
 int cm_save(const cm_model *m, const char *path, rg_err *err)
 {
+    char b[32];
     char *tmp = rg_xasprintf("%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
@@ -1065,8 +1078,9 @@ int cm_save(const cm_model *m, const char *path, rg_err *err)
                "# ranking.coef.<feature>: ridge coefficients of log time within a problem, features in their own\n"
                "#   units (config bits, log counts, and config bit * graph/shape feature products).\n"
                "format = %s\ncreated = %s\ndevice = %s\nsource = %s\n"
-               "bandwidth_bytes_per_s = %.17g\npeak_flops_per_s = %.17g\n",
-            CM_FORMAT, m->created, m->device, m->source, m->bw, m->peak);
+               "bandwidth_bytes_per_s = %s\n",
+            CM_FORMAT, m->created, m->device, m->source, num(m->bw, b));
+    fprintf(f, "peak_flops_per_s = %s\n", num(m->peak, b));
     for (int k = 0; k < m->nsections; k++) write_section(f, &m->sections[k]);
     int bad = ferror(f);
     if (fclose(f) || bad || rename(tmp, path)) {

@@ -255,8 +255,8 @@ static void fixture_set(cm_set *s)
 
 /* ---- the fixture as a results store, through the rs_ API ---- */
 
-static int64_t record_one(rs_store *st, int64_t run, int64_t ds, const cg_config *cfg, double ms, rs_status status,
-                          const cm_counts *k, int with_counts)
+static int64_t record_on(rs_store *st, const char *device, int64_t run, int64_t ds, const cg_config *cfg, double ms,
+                         rs_status status, const cm_counts *k, int with_counts)
 {
     rg_err err;
     char *json = cfg_to_json(cfg);
@@ -269,7 +269,7 @@ static int64_t record_one(rs_store *st, int64_t run, int64_t ds, const cg_config
     m.run_id = run;
     m.dataset_id = ds;
     m.variant_id = vid;
-    m.device_key = DEVICE;
+    m.device_key = device;
     m.status = status;
     if (status == RS_OK) {
         m.median_ms = m.min_ms = m.max_ms = ms;
@@ -287,6 +287,12 @@ static int64_t record_one(rs_store *st, int64_t run, int64_t ds, const cg_config
     int64_t id = rs_record(st, &m, kt, status == RS_OK ? 3 : 0, mt, with_counts ? 4 : 0, &err);
     assert_true(id > 0);
     return id;
+}
+
+static int64_t record_one(rs_store *st, int64_t run, int64_t ds, const cg_config *cfg, double ms, rs_status status,
+                          const cm_counts *k, int with_counts)
+{
+    return record_on(st, DEVICE, run, ds, cfg, ms, status, k, with_counts);
 }
 
 /* The fixture database, plus what the loader must leave out: a failed variant, an older slower
@@ -361,6 +367,38 @@ static void test_load_from_store(void **state)
     assert_int_equal(cm_set_load(db, &other, &s, &err), -1);
     assert_non_null(strstr(err.msg, "no usable measurements"));
     assert_int_equal(cm_set_load("/nonexistent/x.db", NULL, &s, &err), -1);
+    free(db);
+    rm_tree(dir);
+}
+
+static void test_load_several_devices(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_db(dir);
+    rg_err err;
+    rs_store *st = rs_open(db, &err);
+    assert_non_null(st);
+    rs_run_info info = {.commit = "abc", .host = "test", .gpu_name = "Other GPU", .sm = 80};
+    int64_t run = rs_begin_run(st, &info, &err);
+    cm_problem p = problem(DATASETS[1].name, DATASETS[1].compaction, DATASETS[1].degree, DATASETS[1].etypes);
+    int64_t ds = rs_upsert_dataset(st, p.dataset, &p.stats, &err);
+    cg_config c;
+    fixture_config(3, &c);
+    cm_counts k = fixture_counts(&DATASETS[1]);
+    record_on(st, "Other GPU (sm_80)", run, ds, &c, 2.0, RS_OK, &k, 1);
+    rs_close(st);
+    cm_set s;
+    assert_int_equal(cm_set_load(db, NULL, &s, &err), -1);
+    assert_non_null(strstr(err.msg, "several devices"));
+    assert_non_null(strstr(err.msg, "--device"));
+    cm_filter other = {.device = "Other GPU (sm_80)"};
+    assert_int_equal(cm_set_load(db, &other, &s, &err), 0);
+    assert_int_equal(s.nsamples, 1);
+    assert_float_equal(s.samples[0].time_ms, 2.0, 0);
+    cm_set_free(&s);
+    cm_filter missing = {.device = "Nope"};
+    assert_int_equal(cm_set_load(db, &missing, &s, &err), -1);
+    assert_non_null(strstr(err.msg, "Other GPU (sm_80)"));
     free(db);
     rm_tree(dir);
 }
@@ -633,13 +671,14 @@ static void test_order_and_sweep_hook(void **state)
         pts[i].valid = 1;
         idx[i] = NCFG - 1 - i;   /* the driver's list need not be in enumeration order */
     }
-    cm_sweep_order(&m, &p, NULL, pts, idx, NCFG);
+    xs_order_fn hook = cm_sweep_order;   /* the sweep driver's type: a mismatch fails to compile */
+    hook(&m, &p, NULL, pts, idx, NCFG);
     assert_int_equal(idx[0], order[0]);
     /* without a section for the problem the hook leaves the order alone */
     xb_problem other = p;
     snprintf(other.model, sizeof other.model, "hgt");
     for (int i = 0; i < NCFG; i++) idx[i] = i;
-    cm_sweep_order(&m, &other, NULL, pts, idx, NCFG);
+    hook(&m, &other, NULL, pts, idx, NCFG);
     for (int i = 0; i < NCFG; i++) assert_int_equal(idx[i], i);
     hg_free(g);
     cm_model_free(&m);
@@ -695,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_robust_fit_ignores_outliers),
         cmocka_unit_test(test_analytic_too_few_rows),
         cmocka_unit_test(test_load_from_store),
+        cmocka_unit_test(test_load_several_devices),
         cmocka_unit_test(test_lodo_on_fixture_store),
         cmocka_unit_test(test_lodo_needs_two_datasets),
         cmocka_unit_test(test_model_file_round_trip),
