@@ -1,6 +1,7 @@
 # Figure 9: sensitivity to the GEMM schedule: per dataset, the best time over the other keys
 # for each tile x coarsening (x launch bounds) cell, divided by the best overall (1 = best).
-# Table: panel,x,y,value,label (x: tile and lb combination, y: coarsening)
+# Table: panel,x,y,value,label (x: tile and lb combination, y: coarsening; label: the value
+#        printed, or n/a where nothing ran ok)
 # Variables: datafile, outfile, figtitle, npanels, panels, xticsdef, yticsdef, nx, ny, cbmax, xlabel, rows, cols.
 load 'common.gp'
 gl = 0.06
@@ -30,6 +31,6 @@ do for [p=0:npanels-1] {
     set title word(panels, p+1) font ",11"
     plot datafile skip 1 using ($1==p ? $2 : NaN):3:($2-0.5):($2+0.5):($3-0.5):($3+0.5):4 \
             with boxxyerror fs solid 1.0 border lc rgb "#ffffff" lc palette notitle, \
-         datafile skip 1 using ($1==p ? $2 : NaN):3:($4 == $4 ? sprintf("%.2f", $4) : "n/a") with labels font ",9" notitle
+         datafile skip 1 using ($1==p ? $2 : NaN):3:5 with labels font ",9" notitle
 }
 unset multiplot

@@ -1065,7 +1065,7 @@ static int fig_breakdown(rp_ctx *c, rp_fig *f, rg_err *err)
         char *pt = isfinite(cr) ? rg_xasprintf("%s (entity compaction ratio %.0f%%)", ds, cr * 100) : rg_xstrdup(ds);
         word_add(&panels, pt);
         free(pt);
-        rg_str_printf(&f->reading, "%s on %s: C+R takes %.3g ms vs %.3g ms for U (%.2fx), GEMM time %.3g -> %.3g ms",
+        rg_str_printf(&f->reading, "%son %s: C+R takes %.3g ms vs %.3g ms for U (%.2fx), GEMM time %.3g -> %.3g ms",
                       k ? "; " : "", ds, total[3], total[0], total[0] / total[3], gemm[0], gemm[3]);
     }
     if (!ret && npanels > 0) {
@@ -1851,7 +1851,8 @@ static int fig_heatmaps(rp_ctx *c, rp_fig *f, rg_err *err)
                     double v = ms / best;
                     fprintf(f->csv, "%d,%d,%d,", npanels, ti * lbs.n + li, ci);
                     csv_num(f->csv, v);
-                    fprintf(f->csv, ",%s\n", isfinite(v) ? "" : "n/a");
+                    if (isfinite(v)) fprintf(f->csv, ",%.2f\n", v);
+                    else fputs(",n/a\n", f->csv);   /* nothing ok measured in this cell */
                     if (isfinite(v) && v > pmax) pmax = v;
                     if (v == 1 && !best_cell[0])
                         snprintf(best_cell, sizeof best_cell, "tile %d, coarsen %d%s", tiles.v[ti], coars.v[ci],
@@ -2051,6 +2052,8 @@ static int build_tables(rp_ctx *c, rg_err *err)
               "CREATE TEMP TABLE ref AS SELECT * FROM mx WHERE dim_in = %d AND dim_out = %d AND heads = %d;"
               "CREATE INDEX temp.ref_problem ON ref(model, task, dataset, system);"
               "CREATE INDEX temp.mx_problem ON mx(model, task, dataset, system);"
+              "CREATE UNIQUE INDEX temp.ref_id ON ref(id);"
+              "CREATE UNIQUE INDEX temp.mx_id ON mx(id);"
               "CREATE TEMP TABLE pred AS SELECT x.measurement_id AS id, x.value AS predicted, max(x.id) AS latest"
               " FROM metrics x JOIN ref r ON r.id = x.measurement_id"
               " WHERE x.name = 'predicted_ms' AND x.kernel = '' AND x.value > 0 AND r.system = 'generated'"

@@ -4,6 +4,7 @@
 #include "results/report.h"
 #include "results/store.h"
 
+#include <ftw.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -16,6 +17,19 @@
 #define FIXTURE "tests/fixtures/report.db"
 
 /* ---------------------------------------------------------------- helpers ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Removes a test's temporary directory and frees its name. */
+static void rm_tree(char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -184,7 +198,7 @@ static void test_fixture_is_current(void **state)
     free(text[1]);
     free(fresh);
     free(committed);
-    free(dir);
+    rm_tree(dir);
 }
 
 static void test_full_report(void **state)
@@ -222,7 +236,7 @@ static void test_full_report(void **state)
     /* the CSV behind a figure is real data: the heatmap cells of one dataset include the best (1) */
     char *csv_path = rg_xasprintf("%s/data/09_heatmaps.csv", out);
     char *csv = slurp(csv_path, NULL);
-    assert_non_null(strstr(csv, ",1,\n"));
+    assert_non_null(strstr(csv, ",1,1.00\n"));
     free(csv);
     free(csv_path);
     char *replot = rg_xasprintf("%s/data/replot.sh", out);
@@ -231,7 +245,7 @@ static void test_full_report(void **state)
     free(md);
     free(db);
     free(out);
-    free(dir);
+    rm_tree(dir);
 }
 
 /* Without predictions figure 8 still draws measured times only, and says why. */
@@ -249,7 +263,7 @@ static void test_without_cost_model(void **state)
     free(md);
     free(db);
     free(out);
-    free(dir);
+    rm_tree(dir);
 }
 
 /* A device with little data: the figures it cannot support are skipped, saying what they need. */
@@ -277,7 +291,7 @@ static void test_sparse_device_skips(void **state)
     free(md);
     free(db);
     free(out);
-    free(dir);
+    rm_tree(dir);
 }
 
 static void test_empty_store(void **state)
@@ -295,7 +309,7 @@ static void test_empty_store(void **state)
     free(md);
     free(db);
     free(out);
-    free(dir);
+    rm_tree(dir);
 }
 
 static void expect_failure(const char *db, const char *gpu, const char *needle)
@@ -306,7 +320,7 @@ static void expect_failure(const char *db, const char *gpu, const char *needle)
     assert_int_equal(rp_build(&o, NULL, &err), -1);
     if (!strstr(err.msg, needle)) fail_msg("error \"%s\" does not mention \"%s\"", err.msg, needle);
     free(out);
-    free(dir);
+    rm_tree(dir);
 }
 
 static void test_missing_column_fails(void **state)
@@ -318,7 +332,7 @@ static void test_missing_column_fails(void **state)
     exec_sql(db, "ALTER TABLE datasets DROP COLUMN compaction_ratio");
     expect_failure(db, NULL, "no column");
     free(db);
-    free(dir);
+    rm_tree(dir);
 }
 
 static void test_missing_table_fails(void **state)
@@ -328,7 +342,7 @@ static void test_missing_table_fails(void **state)
     exec_sql(db, "DROP TABLE kernel_times");
     expect_failure(db, NULL, "no table kernel_times");
     free(db);
-    free(dir);
+    rm_tree(dir);
 }
 
 static void test_bad_inputs(void **state)
@@ -353,7 +367,7 @@ static void test_bad_inputs(void **state)
     free(text);
     free(missing);
     free(db);
-    free(dir);
+    rm_tree(dir);
 }
 
 int main(void)
