@@ -1137,7 +1137,7 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
     fputs(BAR_HEADER, f->csv);
     int nser = 0;
     for (int p = 0; p < np && !ret; p++) {
-        int pts = 0, with_c = 0;
+        int pts = 0, with_c = 0, p_avoided = 0;
         for (int d = 0; d < c->nds && !ret; d++) {
             mem_cell *m = &cells[p * c->nds + d];
             if ((ret = memory_cell(c, &pr[p], d, m, err))) break;
@@ -1147,6 +1147,7 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
             with_c += isfinite(m->c_mb) && (isfinite(m->u_mb) || m->u_fail[0]);
             if (isfinite(m->c_mb) && !isfinite(m->u_mb) && !strcmp(m->u_fail, "OOM")) {
                 avoided++;
+                p_avoided++;
                 if (!avoided_example[0]) {
                     char *t = problem_title(pr[p].model, pr[p].task);
                     snprintf(avoided_example, sizeof avoided_example, "%s on %s", t, c->datasets[d]);
@@ -1167,7 +1168,9 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
             free(t);
             nser++;
         }
-        if (with_c > bars_n) bars_n = with_c, bars_p = p;
+        /* panel b: a problem where C avoids U's OOM when there is one, else the widest */
+        int score = with_c + (p_avoided ? 1000 : 0);
+        if (with_c && score > bars_n) bars_n = score, bars_p = p;
     }
     /* each dataset's name once, under its lowest point */
     for (int d = 0; !ret && d < c->nds; d++)
@@ -1176,7 +1179,7 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
         skipf(f, "needs the peak memory (peak_mem_bytes) of ok generated measurements with compaction on (layout C: "
                  "compact bsearch or direct, reorder off) and of the unoptimized layout U on the same problem");
     } else if (!ret) {
-        /* panel b: U and C of one problem (HGT training as in Hector when present) */
+        /* panel b: U and C of the chosen problem per dataset */
         for (int d = 0; d < c->nds; d++) {
             mem_cell *m = &cells[bars_p * c->nds + d];
             tic_add(&tics, c->datasets[d], d);
@@ -2347,9 +2350,13 @@ static int prepare_dirs(rp_ctx *c, rg_err *err)
     /* stale figures of an earlier report must not survive as if they were current */
     for (int i = 0; i < RP_NFIGURES; i++)
         for (int e = 0; e < 2; e++) {
-            char *p = rg_xasprintf("%s/%s.%s", c->out_dir, FIGS[i].stem, e ? "svg" : "png");
+            const char *ext = e ? "svg" : "png";
+            char *p = rg_xasprintf("%s/%s.%s", c->out_dir, FIGS[i].stem, ext);
+            char *log = rg_xasprintf("%s/data/%s.%s.log", c->out_dir, FIGS[i].stem, ext);
             unlink(p);
+            unlink(log);
             free(p);
+            free(log);
         }
     return 0;
 }
