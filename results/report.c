@@ -1816,8 +1816,8 @@ static int fig_heatmaps(rp_ctx *c, rp_fig *f, rg_err *err)
     int cells = 0;
     if (c->has_ref && heatmap_problem(c, &p, &cells, err)) return -1;
     hm_axis tiles = {0}, coars = {0}, lbs = {0};
-    char *w = cells ? sqlite3_mprintf("system = 'generated' AND status = 'ok' AND model = %Q AND task = %Q", p.model,
-                                      p.task)
+    char *w = cells ? sqlite3_mprintf("system = 'generated' AND status = 'ok' AND ms IS NOT NULL AND tile IS NOT NULL"
+                                      " AND coarsen IS NOT NULL AND model = %Q AND task = %Q", p.model, p.task)
                     : NULL;
     int ret = 0;
     if (w && (distinct_ints(c, "tile", w, &tiles, err) || distinct_ints(c, "coarsen", w, &coars, err) ||
