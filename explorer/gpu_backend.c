@@ -181,12 +181,34 @@ static rs_status classify_launch_error(const char *msg)
     return RS_LAUNCH_ERROR;
 }
 
+/* Test hook: RGNN_INJECT_FAULT=<substring of the config string> makes the matching variants'
+ * first kernel write through an invalid pointer, to show a real device fault is recorded as a
+ * runtime fault while the sweep goes on (docs/perf-notes.md). */
+static void maybe_inject_fault(const cg_config *cfg, cg_variant *var)
+{
+    const char *want = getenv("RGNN_INJECT_FAULT");
+    if (!want || !*want || var->plan.nkernels == 0) return;
+    char *cs = cfg_to_string(cfg);
+    int hit = strstr(cs, want) != NULL;
+    free(cs);
+    if (!hit) return;
+    kp_kernel *k = &var->plan.kernels[0];
+    char *body = strstr(k->source, "\n{\n");
+    if (!body) return;
+    size_t at = (size_t)(body - k->source) + 3;
+    char *patched = rg_xasprintf("%.*s    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile float*)(0x40) = 1.f;  /* injected */\n%s",
+                                 (int)at, k->source, k->source + at);
+    free(k->source);
+    k->source = patched;
+}
+
 static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *lp, const cg_config *cfg,
                            const xb_options *opt, xb_result *r)
 {
     rg_err e;
     cg_variant var;
     if (cg_build(ir, lp, cfg, &var, &e)) return fail(r, RS_INVALID, &e);
+    maybe_inject_fault(cfg, &var);
     cg_counts_fill(ir, &var, c->g, &r->flops, &r->bytes, &r->atomics, &r->launches);
     kx_compiled comp;
     if (kx_compile(&var.plan, c->dev.sm, opt->compile_threads > 0 ? opt->compile_threads : 8, &comp, &e)) {
