@@ -1010,11 +1010,13 @@ static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str
                   "    const int n = blockIdx.x * %d + warp;\n"
                   "    if (n >= num_rows) return;\n"
                   "    const float* x = X + (size_t)n * %d;\n"
-                  "    double m = -1.0e300;\n"
-                  "    for (int c = lane; c < %d; c += 32) m = fmax(m, (double)x[c]);\n"
-                  "    for (int o = 16; o > 0; o >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "    float m = -3.402823466e38f;\n"
+                  "    for (int c = lane; c < %d; c += 32) m = fmaxf(m, x[c]);\n"
+                  "    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "    /* after the max is subtracted every exponent is <= 0: float exp is exact enough,\n"
+                  "       and the sum, the log and the loss are carried in double */\n"
                   "    double z = 0.0;\n"
-                  "    for (int c = lane; c < %d; c += 32) z += exp((double)x[c] - m);\n"
+                  "    for (int c = lane; c < %d; c += 32) z += (double)__expf(x[c] - m);\n"
                   "    z = warp_sum(z);\n"
                   "    const int label = (int)L[n];\n",
                   k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", k->name,
@@ -1024,11 +1026,11 @@ static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str
         rg_str_printf(src,
                       "    const double scale = (double)dloss[0] / (double)num_rows;\n"
                       "    for (int c = lane; c < %d; c += 32)\n"
-                      "        O[(size_t)n * %d + c] %s (exp((double)x[c] - m) / z - (c == label ? 1.0 : 0.0)) * scale;\n"
+                      "        O[(size_t)n * %d + c] %s ((double)__expf(x[c] - m) / z - (c == label ? 1.0 : 0.0)) * scale;\n"
                       "}\n",
                       C, C, s->accumulate ? "+=" : "=");
     else
-        rg_str_puts(src, "    if (lane == 0) atomicAdd(O, -((double)x[label] - m - log(z)) / (double)num_rows);\n}\n");
+        rg_str_puts(src, "    if (lane == 0) atomicAdd(O, -((double)x[label] - (double)m - log(z)) / (double)num_rows);\n}\n");
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
