@@ -946,11 +946,13 @@ static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k
     snprintf(store, sizeof store, shared_slice ? "atomicAdd(&o[ooff[hh] + (long)row * %ld + (long)col * %ld], acc)"
                                                : "o[ooff[hh] + (long)row * %ld + (long)col * %ld] %s acc",
              o0.rs, o0.cs, s->accumulate ? "+=" : "=");
+    /* a type's output elements are spread over grid.y blocks: there may be only a few types */
     k->category = KC_OTHER;
     k->grid_kind = KGRID_ROWS;
     k->grid_rows_size = KS_ETYPES;
     k->rows_per_block = 1;
     k->block_x = 256;
+    k->grid_y = (total + 255) / 256;
     rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src,
                   "\n/* %s: %s[r] %s %s[%s]%s x %s[%s]%s for every edge type r */\n"
@@ -963,7 +965,9 @@ static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k
                   "    const float* b = B + (size_t)(%s) * %lld;\n"
                   "    float* o = O + (size_t)(%s) * %lld;\n"
                   "%s"
-                  "    for (int i = threadIdx.x; i < %d; i += blockDim.x) {\n"
+                  "    {\n"
+                  "        const int i = blockIdx.y * blockDim.x + threadIdx.x;\n"
+                  "        if (i >= %d) return;\n"
                   "        const int hh = i / %d, row = (i / %d) %% %d, col = i %% %d;\n"
                   "        float acc = 0.f;\n"
                   "        for (int h = %s; h < %s; h++)\n"

@@ -435,11 +435,54 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
 
 /* ---- timing ---- */
 
-static int kernel_index(const kp_plan *plan, const char *name)
+/* Indices of the plan's kernels that launch (grid > 0) on this graph, in launch order. */
+static int launched_kernels(const cg_variant *v, const kx_graph *kg, int *order)
 {
-    for (int i = 0; i < plan->nkernels; i++)
-        if (!strcmp(plan->kernels[i].name, name)) return i;
-    return -1;
+    int n = 0;
+    for (int i = 0; i < v->plan.nkernels; i++) {
+        const kp_kernel *k = &v->plan.kernels[i];
+        int64_t gx = k->grid_kind == KGRID_FIXED ? k->grid_x_fixed
+                     : k->grid_kind == KGRID_ROWS ? kx_size(kg->g, k->grid_rows_size)
+                                                  : find_tiles(kg, k->tile_rowset, k->tile_rows)->ntiles;
+        if (gx > 0) order[n++] = i;
+    }
+    return n;
+}
+
+static double sorted_median(double *x, size_t n)
+{
+    gsl_sort(x, 1, n);
+    return gsl_stats_median_from_sorted_data(x, 1, n);
+}
+
+/* Records are matched to kernels by launch order, not by name: on one stream the j-th
+ * record of the timed window is launched kernel j % per_run, whereas the names CUPTI
+ * reports can be stale after modules are unloaded and others loaded in their place. */
+static void per_kernel_times(const cg_variant *v, const kprof_records *rec, const int *order, int per_run,
+                             int repeats, kx_timing *out)
+{
+    double *d = rg_xmalloc((size_t)repeats * sizeof *d);
+    out->kernels = rg_xcalloc((size_t)(per_run ? per_run : 1), sizeof *out->kernels);
+    for (int j = 0; j < per_run; j++) {
+        const kp_kernel *pk = &v->plan.kernels[order[j]];
+        for (int r = 0; r < repeats; r++) {
+            const kprof_record *x = &rec->v[(size_t)r * (size_t)per_run + (size_t)j];
+            d[r] = (double)(x->end_ns - x->start_ns);
+        }
+        kx_kernel_time *kt = &out->kernels[out->nkernels++];
+        snprintf(kt->name, sizeof kt->name, "%s", pk->name);
+        kt->category = pk->category;
+        kt->backward = pk->backward;
+        kt->median_ns = sorted_median(d, (size_t)repeats);
+        kt->min_ns = d[0];
+        kt->max_ns = d[repeats - 1];
+        double ms = kt->median_ns / 1e6;
+        if (kt->category == KC_GEMM) out->gemm_ms += ms;
+        else if (kt->category == KC_TRAVERSAL) out->traversal_ms += ms;
+        else out->other_ms += ms;
+        if (kt->backward) out->bwd_ms += ms; else out->fwd_ms += ms;
+    }
+    free(d);
 }
 
 static void summarize_runs(const kprof_records *rec, int per_run, int repeats, kx_timing *out)
@@ -450,8 +493,7 @@ static void summarize_runs(const kprof_records *rec, int per_run, int repeats, k
         if (r < (size_t)repeats) totals[r] += (double)(rec->v[i].end_ns - rec->v[i].start_ns) / 1e6;
     }
     out->stddev_ms = repeats > 1 ? gsl_stats_sd(totals, 1, (size_t)repeats) : 0;
-    gsl_sort(totals, 1, (size_t)repeats);
-    out->median_ms = gsl_stats_median_from_sorted_data(totals, 1, (size_t)repeats);
+    out->median_ms = sorted_median(totals, (size_t)repeats);
     out->min_ms = totals[0];
     out->max_ms = totals[repeats - 1];
     free(totals);
@@ -475,33 +517,19 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
         kprof_records_free(&rec);
         return -1;
     }
-    if (rec.n != (size_t)per_run * (size_t)repeats) {
+    int *order = rg_xmalloc((size_t)(v->plan.nkernels ? v->plan.nkernels : 1) * sizeof *order);
+    int nlaunched = launched_kernels(v, kg, order);
+    if (rec.n != (size_t)per_run * (size_t)repeats || nlaunched != per_run) {
         rg_errf(err, "profiler saw %zu kernels, expected %d x %d", rec.n, per_run, repeats);
+        free(order);
         kprof_records_free(&rec);
         return -1;
     }
     out->repeats = repeats;
     out->method = kprof_method_name(rec.method);
     summarize_runs(&rec, per_run, repeats, out);
-    size_t ns = 0;
-    kprof_summary *sum = kprof_summarize(&rec, repeats, &ns);
-    out->kernels = rg_xcalloc(ns ? ns : 1, sizeof *out->kernels);
-    for (size_t i = 0; i < ns; i++) {
-        int ki = kernel_index(&v->plan, sum[i].name);
-        kx_kernel_time *kt = &out->kernels[out->nkernels++];
-        snprintf(kt->name, sizeof kt->name, "%s", sum[i].name);
-        kt->median_ns = sum[i].median_per_repeat_ns;
-        kt->min_ns = sum[i].min_ns;
-        kt->max_ns = sum[i].max_ns;
-        kt->category = ki >= 0 ? v->plan.kernels[ki].category : KC_OTHER;
-        kt->backward = ki >= 0 ? v->plan.kernels[ki].backward : 0;
-        double ms = kt->median_ns / 1e6;
-        if (kt->category == KC_GEMM) out->gemm_ms += ms;
-        else if (kt->category == KC_TRAVERSAL) out->traversal_ms += ms;
-        else out->other_ms += ms;
-        if (kt->backward) out->bwd_ms += ms; else out->fwd_ms += ms;
-    }
-    kprof_summary_free(sum, ns);
+    per_kernel_times(v, &rec, order, per_run, repeats, out);
+    free(order);
     kprof_records_free(&rec);
     return 0;
 }
