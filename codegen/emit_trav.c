@@ -1011,8 +1011,7 @@ static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str
                   "    %s* __restrict__ O%s)\n"
                   "{\n"
                   "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-                  "    const int n = blockIdx.x * %d + warp;\n"
-                  "    if (n >= num_rows) return;\n"
+                  "    const int n = min(blockIdx.x * %d + warp, num_rows - 1);  /* tail warps redo the last node */\n"
                   "    const float* x = X + (size_t)n * %d;\n"
                   "    float m = -3.402823466e38f;\n"
                   "    for (int c = lane; c < %d; c += 32) m = fmaxf(m, x[c]);\n"
@@ -1028,13 +1027,26 @@ static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str
                   WARPS_PER_BLOCK, C, C, C);
     if (grad)
         rg_str_printf(src,
+                      "    if (blockIdx.x * %d + warp >= num_rows) return;  /* no redone tail node here */\n"
                       "    const double scale = (double)dloss[0] / (double)num_rows;\n"
                       "    for (int c = lane; c < %d; c += 32)\n"
                       "        O[(size_t)n * %d + c] %s ((double)__expf(x[c] - m) / z - (c == label ? 1.0 : 0.0)) * scale;\n"
                       "}\n",
-                      C, C, s->accumulate ? "+=" : "=");
+                      WARPS_PER_BLOCK, C, C, s->accumulate ? "+=" : "=");
     else
-        rg_str_puts(src, "    if (lane == 0) atomicAdd(O, -((double)x[label] - (double)m - log(z)) / (double)num_rows);\n}\n");
+        /* one atomic per block, not per node: a single address updated by every warp serializes */
+        rg_str_printf(src,
+                      "    __shared__ double part[%d];\n"
+                      "    if (lane == 0) part[warp] = -((double)x[label] - (double)m - log(z)) / (double)num_rows;\n"
+                      "    __syncthreads();\n"
+                      "    if (threadIdx.x == 0) {\n"
+                      "        double t = 0.0;\n"
+                      "        const int nw = min(%d, num_rows - blockIdx.x * %d);\n"
+                      "        for (int w = 0; w < nw; w++) t += part[w];\n"
+                      "        atomicAdd(O, t);\n"
+                      "    }\n"
+                      "}\n",
+                      WARPS_PER_BLOCK, WARPS_PER_BLOCK, WARPS_PER_BLOCK);
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
