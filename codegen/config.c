@@ -127,7 +127,9 @@ uint64_t cfg_hash(const cg_config *c)
     return h;
 }
 
-int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / c->coarsen; }
+int cfg_col_coarsen(const cg_config *c) { return c->tile >= 32 ? 4 : 2; }
+
+int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / (c->coarsen * cfg_col_coarsen(c)); }
 
 int cfg_validate(const cg_config *c, rg_err *err)
 {

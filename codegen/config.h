@@ -16,7 +16,7 @@ typedef struct cg_config {
     cfg_compact compact;
     int reorder;          /* linear-operator reordering */
     int tile;             /* GEMM tile width: 16, 32, 64 */
-    int coarsen;          /* GEMM outputs per thread along rows: 1, 2, 4 */
+    int coarsen;          /* GEMM output rows per thread: 1, 2, 4 (times cfg_col_coarsen columns) */
     int launch_bounds;    /* emit __launch_bounds__ */
     int w_regs;           /* GEMM: W operand in registers instead of shared memory */
     int node_centric;     /* traversal: node-centric (CSR of incoming edges) vs edge-centric */
@@ -33,6 +33,8 @@ uint64_t cfg_hash(const cg_config *c);
 /* Rejects invalid combinations before anything is compiled, saying why. */
 int cfg_validate(const cg_config *c, rg_err *err);
 int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
+/* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
+int cfg_col_coarsen(const cg_config *c);
 const char *cfg_compact_name(cfg_compact m);
 
 #endif

@@ -209,23 +209,26 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
                        sh.y->name);
     kp_rowset rs = rowset_of(gm);
     segment_end_expr(rs, &u, segend, sizeof segend);
-    int T = cfg->tile, C = cfg->coarsen, TY = T / C;
+    /* Register tiling: each thread computes C rows (the coarsening) x CW columns, so every
+     * k step costs C + CW shared loads for C * CW fused multiply-adds. */
+    int T = cfg->tile, C = cfg->coarsen, CW = cfg_col_coarsen(cfg), TY = T / C, TXN = T / CW, NT = TXN * TY;
     k->category = KC_GEMM;
     k->grid_kind = KGRID_TILES;
     k->tile_rowset = rs;
     k->tile_rows = T;
     k->grid_y = (sh.N + T - 1) / T;
     k->grid_z = sh.heads;
-    k->block_x = T;
+    k->block_x = TXN;
     k->block_y = TY;
     rg_str_puts(src, ktpl_prelude);
-    rg_str_printf(src, "\n/* %s: %s%s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, coarsen %d, W in %s) */\n",
-                  k->name, sh.y->name, "", gm->y_idx == LW_IDX_ROW ? "row" : yrow,
+    rg_str_printf(src, "\n/* %s: %s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, %d x %d outputs per thread, W in %s) */\n",
+                  k->name, sh.y->name, gm->y_idx == LW_IDX_ROW ? "row" : yrow,
                   gm->y_atomic || gm->accumulate ? "+=" : "=", sh.s ? "s * " : "", sh.x->name, xrow, sh.w->name, wsl,
-                  gm->transpose_w ? "^T" : "", T, C, cfg->w_regs ? "registers" : "shared memory");
-    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define K %d\n#define N %d\n", T, TY, sh.K, sh.N);
+                  gm->transpose_w ? "^T" : "", T, C, CW, cfg->w_regs ? "registers" : "shared memory");
+    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n", T, TY,
+                  CW, NT, sh.K, sh.N);
     rg_str_puts(src, "extern \"C\" __global__ void ");
-    launch_bounds(src, cfg, T * TY);
+    launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
     emit_params(src, k, &u, &sh, gm, rs);
     rg_str_printf(src,
@@ -234,71 +237,77 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         "    const int row0 = tile_row0[blockIdx.x];\n"
         "    const int seg_end = %s;\n"
         "    const int h = blockIdx.z;\n"
-        "    const int tx = threadIdx.x, ty = threadIdx.y;\n"
-        "    const int col = blockIdx.y * TILE + tx;\n"
+        "    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;\n"
+        "    const int col0 = blockIdx.y * TILE;\n"
         "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-        "    __shared__ float Xs[TILE][TILE + 1];\n",
+        "    __shared__ float Xs[TILE][TILE + 1];\n"
+        "    __shared__ long xbase[TILE];\n",
         segend, wsl, sh.w_slice, sh.w_head_stride);
     if (!cfg->w_regs) rg_str_puts(src, "    __shared__ float Ws[TILE][TILE + 1];\n");
-    else rg_str_puts(src, "    float wr[TILE];\n");
-    /* gathered X rows of the rows this thread loads (rows ty + i*TY of the tile) */
+    /* gathered X rows of the tile, looked up once */
     rg_str_printf(src,
-        "    long xbase[%d];\n"
-        "    #pragma unroll\n"
-        "    for (int i = 0; i < %d; i++) {\n"
-        "        const int row = row0 + ty + i * TY;\n"
-        "        xbase[i] = row < seg_end ? (long)(%s) * %d + (long)h * %d : -1;\n"
+        "    for (int r = tid; r < TILE; r += NT) {\n"
+        "        const int row = row0 + r;\n"
+        "        xbase[r] = row < seg_end ? (long)(%s) * %d + (long)h * %d : -1;\n"
         "    }\n"
-        "    float acc[%d];\n"
+        "    float acc[%d][CW];\n"
         "    #pragma unroll\n"
-        "    for (int i = 0; i < %d; i++) acc[i] = 0.f;\n"
+        "    for (int i = 0; i < %d; i++)\n"
+        "        #pragma unroll\n"
+        "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n"
+        "    __syncthreads();\n"
         "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
-        "        #pragma unroll\n"
-        "        for (int i = 0; i < %d; i++) {\n"
-        "            const int kk = k0 + tx;\n"
-        "            Xs[ty + i * TY][tx] = (xbase[i] >= 0 && kk < K) ? __ldg(X + xbase[i] + kk) : 0.f;\n",
-        C, C, xrow, sh.ldx, sh.x_head_stride, C, C, C);
+        "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+        "            const int r = idx / TILE, kk = idx %% TILE;\n"
+        "            Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? __ldg(X + xbase[r] + k0 + kk) : 0.f;\n",
+        xrow, sh.ldx, sh.x_head_stride, C, C);
     const char *welem = gm->transpose_w ? "Wt[(size_t)(c) * K + (r)]" : "Wt[(size_t)(r) * N + (c)]";
-    char wload[128];
-    snprintf(wload, sizeof wload, "%s", welem);
-    if (!cfg->w_regs) {
+    if (!cfg->w_regs)
         rg_str_printf(src,
-            "            { const int r = k0 + ty + i * TY, c = col;\n"
-            "              Ws[ty + i * TY][tx] = (r < K && c < N) ? __ldg(&%s) : 0.f; }\n", wload);
-    }
-    rg_str_puts(src, "        }\n");
-    if (cfg->w_regs) {
+            "            { const int r = k0 + idx / TILE, c = col0 + idx %% TILE;\n"
+            "              Ws[idx / TILE][idx %% TILE] = (r < K && c < N) ? __ldg(&%s) : 0.f; }\n", welem);
+    rg_str_puts(src, "        }\n        __syncthreads();\n"
+                     "        #pragma unroll 8\n"
+                     "        for (int j = 0; j < TILE; j++) {\n"
+                     "            float w[CW];\n"
+                     "            #pragma unroll\n"
+                     "            for (int q = 0; q < CW; q++) {\n");
+    if (cfg->w_regs)
         rg_str_printf(src,
-            "        #pragma unroll\n"
-            "        for (int j = 0; j < TILE; j++) { const int r = k0 + j, c = col;\n"
-            "            wr[j] = (r < K && c < N) ? __ldg(&%s) : 0.f; }\n", wload);
-    }
+            "                const int r = k0 + j, c = col0 + tx * CW + q;\n"
+            "                w[q] = (r < K && c < N) ? __ldg(&%s) : 0.f;\n", welem);
+    else
+        rg_str_puts(src, "                w[q] = Ws[j][tx * CW + q];\n");
     rg_str_printf(src,
-        "        __syncthreads();\n"
-        "        #pragma unroll\n"
-        "        for (int j = 0; j < TILE; j++) {\n"
-        "            const float w = %s;\n"
+        "            }\n"
         "            #pragma unroll\n"
-        "            for (int i = 0; i < %d; i++) acc[i] = fmaf(Xs[ty + i * TY][j], w, acc[i]);\n"
+        "            for (int i = 0; i < %d; i++) {\n"
+        "                const float xv = Xs[ty + i * TY][j];\n"
+        "                #pragma unroll\n"
+        "                for (int q = 0; q < CW; q++) acc[i][q] = fmaf(xv, w[q], acc[i][q]);\n"
+        "            }\n"
         "        }\n"
         "        __syncthreads();\n"
         "    }\n"
-        "    if (col >= N) return;\n"
         "    #pragma unroll\n"
         "    for (int i = 0; i < %d; i++) {\n"
         "        const int row = row0 + ty + i * TY;\n"
-        "        if (row >= seg_end) continue;\n",
-        cfg->w_regs ? "wr[j]" : "Ws[j][tx]", C, C);
+        "        if (row >= seg_end) continue;\n"
+        "        #pragma unroll\n"
+        "        for (int q = 0; q < CW; q++) {\n"
+        "            const int col = col0 + tx * CW + q;\n"
+        "            if (col >= N) continue;\n",
+        C, C);
     char scal[256] = "1.f";
     if (sh.s) scalar_expr(&sh, sidx, "col", scal, sizeof scal);
     rg_str_printf(src,
-        "        const float v = acc[i] * %s;\n"
-        "        float* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
-        scal, yrow, sh.ldy, sh.y_head_stride);
-    if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "        atomicAdd(y, v);\n");
-    else if (gm->accumulate) rg_str_puts(src, "        *y += v;\n");
-    else rg_str_puts(src, "        *y = v;\n");
-    rg_str_puts(src, "    }\n}\n");
+        "            const float v = acc[i][q] * %s;\n"
+        "            %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
+        scal, cg_ctype(sh.y), yrow, sh.ldy, sh.y_head_stride);
+    if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "            atomicAdd(y, v);\n");
+    else if (gm->accumulate) rg_str_puts(src, "            *y += v;\n");
+    else rg_str_puts(src, "            *y = v;\n");
+    rg_str_puts(src, "        }\n    }\n}\n");
     k->flops = 2.0 * sh.K * sh.N * sh.heads;  /* per row; the executor multiplies by rows */
     return 0;
 }
@@ -318,7 +327,10 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         return -1;
     kp_rowset rs = rowset_of(gm);
     segment_end_expr(rs, &u, segend, sizeof segend);
-    int T = cfg->tile, C = cfg->coarsen, TY = T / C;
+    /* one output column per thread here: the row coarsening grows until a block fits 1024 */
+    int T = cfg->tile, C = cfg->coarsen;
+    while (T * T / C > 1024) C *= 2;
+    int TY = T / C;
     /* Each block reduces a chunk of rows in registers, then adds its partial dW with one
      * atomic per element: chunks are long so that atomics stay few. */
     int chunk = 8 * T;

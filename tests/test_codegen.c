@@ -125,10 +125,14 @@ static void test_invalid_configs_are_rejected_before_compiling(void **state)
     rg_err err;
     cg_config cfg;
     cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "tile=64,coarsen=1", &err), 0);
+    assert_int_equal(cfg_parse(&cfg, "tile=64,coarsen=1,w=reg", &err), 0);
     cg_variant v;
     assert_int_equal(build_variant("rgcn", "infer", &cfg, &v, &err), -1);
-    assert_non_null(strstr(err.msg, "threads per block"));
+    assert_non_null(strstr(err.msg, "registers"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "trav=node,pagg=off", &err), 0);
+    assert_int_equal(build_variant("rgcn", "infer", &cfg, &v, &err), -1);
+    assert_non_null(strstr(err.msg, "pagg=off"));
     assert_int_not_equal(cfg_parse(&cfg, "tile=48", &err), 0);
     assert_non_null(strstr(err.msg, "tile must be"));
     assert_int_not_equal(cfg_parse(&cfg, "colour=blue", &err), 0);
