@@ -193,7 +193,9 @@ static void maybe_inject_fault(const cg_config *cfg, cg_variant *var)
     free(cs);
     if (!hit) return;
     kp_kernel *k = &var->plan.kernels[0];
-    char *body = strstr(k->source, "\n{\n");
+    /* the kernel's own body, not one of the prelude's helpers */
+    char *decl = strstr(k->source, "extern \"C\" __global__");
+    char *body = decl ? strstr(decl, "\n{\n") : NULL;
     if (!body) return;
     size_t at = (size_t)(body - k->source) + 3;
     char *patched = rg_xasprintf("%.*s    if (blockIdx.x == 0 && threadIdx.x == 0) *(volatile float*)(0x40) = 1.f;  /* injected */\n%s",
