@@ -24,7 +24,7 @@ typedef enum form {
     FORM_GLOBAL       /* one warp, DOM_GLOBAL statements on scalars */
 } form;
 
-typedef enum dest { DEST_SCRATCH, DEST_ACC, DEST_PLAIN, DEST_ATOMIC } dest;
+typedef enum dest { DEST_SCRATCH, DEST_ACC, DEST_PLAIN, DEST_ATOMIC, DEST_WACC } dest;
 
 typedef struct kgen {
     const ir_program *ir;
@@ -36,6 +36,7 @@ typedef struct kgen {
     int arr_used[KG__COUNT];
     int *scr_off;                 /* per var: scratch offset or -1 */
     int *acc_off;                 /* per var: accumulator offset or -1 */
+    int *wacc_off;                /* per weight: accumulator of the current edge type's slice, or -1 */
     int scr_size;
     int needs_cr;
 } kgen;
@@ -136,6 +137,7 @@ static dest dest_of(kgen *g, const ir_stmt *s, rg_err *err, int *bad)
     const ir_var *v = V(g, s->out.var);
     *bad = 0;
     if (g->acc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_DST) return DEST_ACC;
+    if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE) return DEST_WACC;
     if (g->scr_off[s->out.var] >= 0) return DEST_SCRATCH;
     switch (v->kind) {
     case IR_VAR_NODE:
@@ -168,8 +170,15 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
     dest dk = dest_of(g, s, err, &bad);
     if (bad) return -1;
     char ref[512];
-    if (operand_ref(g, &s->out, "h", "d", ref, sizeof ref, err)) return -1;
     g->var_written[s->out.var] = 1;
+    if (dk == DEST_WACC) {
+        char el[160];
+        elem_expr(V(g, s->out.var), "h", "d", el, sizeof el);
+        g->var_used[s->out.var] = 1;
+        rg_str_printf(&g->body, "            atomicAdd(&scr[%d + %s], (double)(%s));\n", g->wacc_off[s->out.var], el, value);
+        return 0;
+    }
+    if (operand_ref(g, &s->out, "h", "d", ref, sizeof ref, err)) return -1;
     if (dk == DEST_ATOMIC) rg_str_printf(&g->body, "            atomicAdd(&%s, %s);\n", ref, value);
     else if (s->accumulate || dk == DEST_ACC) rg_str_printf(&g->body, "            %s += %s;\n", ref, value);
     else rg_str_printf(&g->body, "            %s = %s;\n", ref, value);
@@ -363,12 +372,20 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
         if (operand_ref(g, &s->in[0], "h", "d", xr, sizeof xr, err) ||
             operand_ref(g, &s->in[1], "h", "d", dr, sizeof dr, err))
             return -1;
-        rg_str_printf(&g->body,
-                      "        for (int i = lane; i < %d; i += 32) {\n"
-                      "            const int h = i / %d, d = i %% %d;\n"
-                      "            atomicAdd(&v%d[(size_t)(%s) * %d + %s], %s * %s);\n"
-                      "        }\n",
-                      BH * BD, BD, BD, s->out.var, wrow, H * w->dim, wel, dr, xr);
+        if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE)
+            rg_str_printf(&g->body,
+                          "        for (int i = lane; i < %d; i += 32) {\n"
+                          "            const int h = i / %d, d = i %% %d;\n"
+                          "            atomicAdd(&scr[%d + %s], (double)(%s) * (double)(%s));\n"
+                          "        }\n",
+                          BH * BD, BD, BD, g->wacc_off[s->out.var], wel, dr, xr);
+        else
+            rg_str_printf(&g->body,
+                          "        for (int i = lane; i < %d; i += 32) {\n"
+                          "            const int h = i / %d, d = i %% %d;\n"
+                          "            atomicAdd(&v%d[(size_t)(%s) * %d + %s], %s * %s);\n"
+                          "        }\n",
+                          BH * BD, BD, BD, s->out.var, wrow, H * w->dim, wel, dr, xr);
         return 0;
     }
     int K = w->rows_dim, N = w->dim;
@@ -468,6 +485,12 @@ static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phas
         if ((g->f == FORM_NODE || g->f == FORM_EDGE_DSTRUN) && s->out.acc == IR_ACC_DST && s->accumulate &&
             V(g, v)->kind == IR_VAR_NODE)
             add_scratch(g, g->acc_off, v);
+        /* weight gradients summed over edges: partial sums per run of one edge type, one atomic
+         * per element at each change of type, instead of one per edge on a handful of addresses */
+        int edge_form = g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE;
+        if (edge_form && g->cfg->partial_agg && s->accumulate && s->out.acc == IR_ACC_ETYPE &&
+            V(g, v)->kind == IR_VAR_WEIGHT && ir_var_row_width(V(g, v)) <= 256)
+            add_scratch(g, g->wacc_off, v);
     }
 }
 
@@ -531,8 +554,36 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
     rg_str_puts(b, "        __syncwarp();\n");
 }
 
+/* Adds the weight-gradient partial sums of edge type `tvar` and clears them. */
+static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
+{
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->wacc_off[v] < 0) continue;
+        int w = (int)ir_var_row_width(V(g, v));
+        g->var_used[v] = g->var_written[v] = 1;
+        rg_str_printf(b,
+                      "        for (int i = lane; i < %d; i += 32) {\n"
+                      "            atomicAdd(&v%d[(size_t)(%s) * %d + i], scr[%d + i]);\n"
+                      "            scr[%d + i] = 0.0;\n"
+                      "        }\n",
+                      w, v, tvar, w, g->wacc_off[v], g->wacc_off[v]);
+    }
+    rg_str_puts(b, "        __syncwarp();\n");
+}
+
+static int has_wacc(const kgen *g)
+{
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->wacc_off[v] >= 0) return 1;
+    return 0;
+}
+
 static void emit_zero_acc(kgen *g)
 {
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->wacc_off[v] >= 0)
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
+                          (long long)ir_var_row_width(V(g, v)), g->wacc_off[v]);
     for (int v = 0; v < g->ir->nvars; v++)
         if (g->acc_off[v] >= 0)
             rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
@@ -615,21 +666,32 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         return -1;
     }
     const char *body0 = bodies[0].s ? bodies[0].s : "";
+    /* weight-gradient partial sums: flushed whenever the edge type changes, and at the end */
+    rg_str tprefix = {0};
+    int wacc = has_wacc(g);
+    if (wacc) {
+        rg_str_puts(&tprefix, "            if (t != tcur) {\n                if (tcur >= 0) {\n");
+        emit_wflush(g, &tprefix, "tcur");
+        rg_str_puts(&tprefix, "                }\n                tcur = t;\n            }\n");
+    }
+    const char *tpre = wacc ? tprefix.s : NULL;
     switch (g->f) {
     case FORM_EDGE:
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * 32;\n    if (q0 >= num_rows) return;\n"
-                         "    const int q_end = min(q0 + 32, num_rows);\n", WARPS_PER_BLOCK);
-        emit_edge_loop(g, "q0", "q_end", 0, NULL, NULL, body0);
+                         "    const int q_end = min(q0 + 32, num_rows);\n    int tcur = -1; (void)tcur;\n", WARPS_PER_BLOCK);
+        emit_zero_acc(g);
+        emit_edge_loop(g, "q0", "q_end", 0, NULL, tpre, body0);
         break;
     case FORM_EDGE_DSTRUN: {
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
-                         "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1;\n",
+                         "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)tcur;\n",
                       WARPS_PER_BLOCK, DST_RUN, DST_RUN);
         emit_zero_acc(g);
         rg_str prefix = {0};
         rg_str_puts(&prefix, "            if (dn != cur) {\n                if (cur >= 0) {\n");
         emit_flush(g, &prefix, "cur", 1, "1");
         rg_str_puts(&prefix, "                }\n                cur = dn;\n            }\n");
+        if (tpre) rg_str_puts(&prefix, tpre);
         emit_edge_loop(g, "q0", "q_end", 1, NULL, prefix.s, body0);
         rg_str_free(&prefix);
         rg_str_puts(b, "    if (cur >= 0) {\n");
@@ -650,9 +712,10 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
                              "    const int q_begin = %s[n], q_end = %s[n + 1];\n",
                           WARPS_PER_BLOCK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
         }
+        rg_str_puts(b, "    int tcur = -1; (void)tcur;\n");
         emit_zero_acc(g);
         for (int p = 0; p < np; p++) {
-            emit_edge_loop(g, "q_begin", "q_end", 1, "n", NULL, bodies[p].s ? bodies[p].s : "");
+            emit_edge_loop(g, "q_begin", "q_end", 1, "n", tpre, bodies[p].s ? bodies[p].s : "");
             rg_str_puts(b, "    __syncwarp();\n");
         }
         emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
@@ -675,6 +738,12 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         break;
     }
     }
+    if (wacc && (g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE)) {
+        rg_str_puts(b, "    if (tcur >= 0) {\n");
+        emit_wflush(g, b, "tcur");
+        rg_str_puts(b, "    }\n");
+    }
+    rg_str_free(&tprefix);
     for (int p = 0; p < np; p++) rg_str_free(&bodies[p]);
     return 0;
 }
@@ -746,7 +815,8 @@ static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const
     g->var_written = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->scr_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->acc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
-    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = -1;
+    g->wacc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = -1;
 }
 
 static void kgen_free(kgen *g)
@@ -755,6 +825,7 @@ static void kgen_free(kgen *g)
     free(g->var_written);
     free(g->scr_off);
     free(g->acc_off);
+    free(g->wacc_off);
     rg_str_free(&g->body);
 }
 

@@ -7,11 +7,11 @@
 #include <string.h>
 
 /* The default space: the papers' dimensions (compaction x reordering x tile x coarsening x
- * launch bounds) and the traversal form; 144 points. */
+ * launch bounds) and the traversal form; 216 points. */
 static const char DEFAULT_SPACE[] =
     "compact: off bsearch direct\n"
     "reorder: off on\n"
-    "tile: 16 32\n"
+    "tile: 16 32 64\n"
     "coarsen: 1 2 4\n"
     "lb: off on\n"
     "w: shmem\n"
