@@ -420,6 +420,9 @@ int xw_measure(xw_worker *w, int index, const cg_config *cfg, const xb_options *
             out = -1;
         } else {
             *r = res->r;
+            /* a device fault reported by the backend leaves the worker's CUDA context unusable
+             * (sticky errors): the next variant gets a fresh worker */
+            if (r->status == RS_RUNTIME_FAULT) reap(w, 1, NULL, 0);
         }
         break;
     case WAIT_DIED:
