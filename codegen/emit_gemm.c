@@ -327,10 +327,9 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         return -1;
     kp_rowset rs = rowset_of(gm);
     segment_end_expr(rs, &u, segend, sizeof segend);
-    /* one output column per thread here: the row coarsening grows until a block fits 1024 */
-    int T = cfg->tile, C = cfg->coarsen;
-    while (T * T / C > 1024) C *= 2;
-    int TY = T / C;
+    /* Register tiling as in the product form: a thread owns C rows (k) x CW columns (n) of
+     * the dW tile and keeps them in registers over a chunk of rows. */
+    int T = cfg->tile, C = cfg->coarsen, CW = cfg_col_coarsen(cfg), TY = T / C, TXN = T / CW, NT = TXN * TY;
     /* Each block reduces a chunk of rows in registers, then adds its partial dW with one
      * atomic per element: chunks are long so that atomics stay few. */
     int chunk = 8 * T;
@@ -342,15 +341,15 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     k->tile_rows = chunk;
     k->grid_y = ktiles * ntiles;
     k->grid_z = sh.heads;
-    k->block_x = T;
+    k->block_x = TXN;
     k->block_y = TY;
     rg_str_puts(src, ktpl_prelude);
-    rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, coarsen %d) */\n", k->name,
-                  sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C);
-    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define K %d\n#define N %d\n#define CHUNK %d\n", T, TY, sh.K,
-                  sh.N, chunk);
+    rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, %d x %d per thread) */\n",
+                  k->name, sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C, CW);
+    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n#define CHUNK %d\n",
+                  T, TY, CW, NT, sh.K, sh.N, chunk);
     rg_str_puts(src, "extern \"C\" __global__ void ");
-    launch_bounds(src, cfg, T * TY);
+    launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
     /* parameter names: X = x, Y = dy, W = dW (written) */
     rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", cg_ctype(sh.x),
@@ -384,43 +383,62 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "    const int seg_end = min(%s, row0 + CHUNK);\n"
         "    const int h = blockIdx.z;\n"
         "    const int k0 = (blockIdx.y / %d) * TILE, n0 = (blockIdx.y %% %d) * TILE;\n"
-        "    const int tx = threadIdx.x, ty = threadIdx.y;\n"
+        "    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;\n"
         "    __shared__ float Xs[TILE][TILE + 1];\n"
         "    __shared__ float Ds[TILE][TILE + 1];\n"
-        "    float acc[%d];\n"
+        "    __shared__ long xb[TILE], yb[TILE];\n"
+        "    __shared__ float sv[TILE];\n"
+        "    float acc[%d][CW];\n"
         "    #pragma unroll\n"
-        "    for (int i = 0; i < %d; i++) acc[i] = 0.f;\n"
-        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
+        "    for (int i = 0; i < %d; i++)\n"
         "        #pragma unroll\n"
-        "        for (int i = 0; i < %d; i++) {\n"
-        "            const int row = r0 + ty + i * TY;\n"
-        "            float xv = 0.f, dv = 0.f;\n"
+        "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n"
+        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
+        "        for (int rr = tid; rr < TILE; rr += NT) {\n"
+        "            const int row = r0 + rr;\n"
         "            if (row < seg_end) {\n"
-        "                const float s = %s;\n"
-        "                if (k0 + tx < K) xv = s * __ldg(X + (size_t)(%s) * %d + (size_t)h * %d + k0 + tx);\n"
-        "                if (n0 + tx < N) dv = __ldg(Y + (size_t)(%s) * %d + (size_t)h * %d + n0 + tx);\n"
+        "                xb[rr] = (long)(%s) * %d + (long)h * %d;\n"
+        "                yb[rr] = (long)(%s) * %d + (long)h * %d;\n"
+        "                sv[rr] = %s;\n"
+        "            } else {\n"
+        "                xb[rr] = yb[rr] = -1;\n"
         "            }\n"
-        "            Xs[ty + i * TY][tx] = xv;\n"
-        "            Ds[ty + i * TY][tx] = dv;\n"
         "        }\n"
         "        __syncthreads();\n"
-        "        #pragma unroll\n"
+        "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+        "            const int rr = idx / TILE, cc = idx %% TILE;\n"
+        "            const bool ok = xb[rr] >= 0;\n"
+        "            Xs[rr][cc] = (ok && k0 + cc < K) ? sv[rr] * (float)__ldg(X + xb[rr] + k0 + cc) : 0.f;\n"
+        "            Ds[rr][cc] = (ok && n0 + cc < N) ? (float)__ldg(Y + yb[rr] + n0 + cc) : 0.f;\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "        #pragma unroll 8\n"
         "        for (int j = 0; j < TILE; j++) {\n"
-        "            const float d = Ds[j][tx];\n"
+        "            float d[CW];\n"
         "            #pragma unroll\n"
-        "            for (int i = 0; i < %d; i++) acc[i] = fmaf(Xs[j][ty + i * TY], d, acc[i]);\n"
+        "            for (int q = 0; q < CW; q++) d[q] = Ds[j][tx * CW + q];\n"
+        "            #pragma unroll\n"
+        "            for (int i = 0; i < %d; i++) {\n"
+        "                const float xv = Xs[j][ty + i * TY];\n"
+        "                #pragma unroll\n"
+        "                for (int q = 0; q < CW; q++) acc[i][q] = fmaf(xv, d[q], acc[i][q]);\n"
+        "            }\n"
         "        }\n"
         "        __syncthreads();\n"
         "    }\n"
         "    float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-        "    if (n0 + tx >= N) return;\n"
         "    #pragma unroll\n"
         "    for (int i = 0; i < %d; i++) {\n"
         "        const int kk = k0 + ty + i * TY;\n"
-        "        if (kk < K && acc[i] != 0.f) atomicAdd(Wt + (size_t)kk * N + n0 + tx, acc[i]);\n"
+        "        if (kk >= K) continue;\n"
+        "        #pragma unroll\n"
+        "        for (int q = 0; q < CW; q++) {\n"
+        "            const int nn = n0 + tx * CW + q;\n"
+        "            if (nn < N && acc[i][q] != 0.f) atomicAdd(Wt + (size_t)kk * N + nn, acc[i][q]);\n"
+        "        }\n"
         "    }\n"
         "}\n",
-        segend, ntiles, ntiles, C, C, C, scal, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, C, wsl,
+        segend, ntiles, ntiles, C, C, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal, C, wsl,
         sh.w_slice, sh.w_head_stride, C);
     k->flops = 2.0 * sh.K * sh.N * sh.heads;
     return 0;
