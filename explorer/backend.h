@@ -25,7 +25,7 @@ typedef struct xb_options {
 } xb_options;
 
 #define XB_MAX_KERNELS 64
-#define XB_MAX_METRICS 64
+#define XB_MAX_METRICS 512
 
 typedef struct xb_kernel {
     char name[64];

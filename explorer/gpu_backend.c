@@ -7,6 +7,7 @@
 #include "codegen/ref.h"
 #include "datasets/dataset.h"
 #include "kernels/exec.h"
+#include "kernels/metrics.h"
 #include "kernels/rt.h"
 
 #include <cupti.h>
@@ -162,6 +163,54 @@ static void fill_timing(xb_result *r, const kx_timing *t)
     }
 }
 
+/* The launch sequence CUPTI's range profiler replays once per pass. */
+typedef struct seq_run {
+    const cg_variant *var;
+    const kx_compiled *comp;
+    const kx_buffers *bufs;
+    const kx_graph *kg;
+} seq_run;
+
+static int run_sequence(void *ctx, rg_err *err)
+{
+    const seq_run *q = ctx;
+    return kx_reset(q->var, q->bufs, err) ? -1 : kx_launch_all(q->var, q->comp, q->bufs, q->kg, err);
+}
+
+/* Hardware counters per kernel (--metrics). Rows are matched to kernels by launch order,
+ * like the timings. A collection that fails leaves the timing result as it is and says why
+ * in the evidence; a device fault makes the whole variant a runtime fault. */
+static void collect_metrics(gpu_ctx *c, const cg_variant *var, const kx_compiled *comp, const kx_buffers *bufs,
+                            xb_result *r)
+{
+    seq_run q = {var, comp, bufs, &c->kg};
+    kmet_result m;
+    rg_err e;
+    int rc = kmet_collect(kmet_default_metrics, kmet_default_count, NULL, run_sequence, &q, &m, &e);
+    size_t used = strlen(r->evidence);
+    if (rc) {
+        snprintf(r->evidence + used, sizeof r->evidence - used, "; metrics not collected: %s", e.msg);
+        if (strstr(e.msg, "IllegalAddress") || strstr(e.msg, "illegal memory")) r->status = RS_RUNTIME_FAULT;
+        return;
+    }
+    int *order = rg_xmalloc((size_t)(var->plan.nkernels ? var->plan.nkernels : 1) * sizeof *order);
+    int n = kx_launch_order(var, &c->kg, order);
+    for (size_t i = 0; i < m.nlaunch_rows && r->nmetrics < XB_MAX_METRICS; i++) {
+        const kmet_row *row = &m.launch_rows[i];
+        if (row->launch < 0 || row->launch >= n) continue;
+        xb_metric *x = &r->metrics[r->nmetrics++];
+        snprintf(x->kernel, sizeof x->kernel, "%s", var->plan.kernels[order[row->launch]].name);
+        snprintf(x->name, sizeof x->name, "%s", row->metric);
+        snprintf(x->unit, sizeof x->unit, "%s", row->unit ? row->unit : "");
+        x->value = row->value;
+    }
+    if (m.plan.nskipped)
+        snprintf(r->evidence + used, sizeof r->evidence - used, "; %d metric(s) not collected (first: %s: %s)",
+                 m.plan.nskipped, m.plan.skipped[0].metric, m.plan.skipped[0].reason);
+    free(order);
+    kmet_free(&m);
+}
+
 static int fail(xb_result *r, rs_status st, const rg_err *e)
 {
     r->status = st;
@@ -264,6 +313,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     }
     fill_timing(r, &t);
     kx_timing_free(&t);
+    if (opt->metrics) collect_metrics(c, &var, &comp, &bufs, r);
 done_buffers:
     free(vals);
     kx_buffers_free(&bufs);

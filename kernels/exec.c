@@ -436,7 +436,7 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
 /* ---- timing ---- */
 
 /* Indices of the plan's kernels that launch (grid > 0) on this graph, in launch order. */
-static int launched_kernels(const cg_variant *v, const kx_graph *kg, int *order)
+int kx_launch_order(const cg_variant *v, const kx_graph *kg, int *order)
 {
     int n = 0;
     for (int i = 0; i < v->plan.nkernels; i++) {
@@ -518,7 +518,7 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
         return -1;
     }
     int *order = rg_xmalloc((size_t)(v->plan.nkernels ? v->plan.nkernels : 1) * sizeof *order);
-    int nlaunched = launched_kernels(v, kg, order);
+    int nlaunched = kx_launch_order(v, kg, order);
     if (rec.n != (size_t)per_run * (size_t)repeats || nlaunched != per_run) {
         rg_errf(err, "profiler saw %zu kernels, expected %d x %d", rec.n, per_run, repeats);
         free(order);

@@ -90,6 +90,10 @@ typedef struct kx_timing {
     const char *method;                            /* "cupti" or "cudaEvent" */
 } kx_timing;
 
+/* Plan indices of the kernels that launch on this graph (grid > 0), in launch order; returns
+ * their count. order needs room for every kernel of the plan. */
+int kx_launch_order(const cg_variant *v, const kx_graph *kg, int *order);
+
 /* Warm-up runs, then `repeats` timed runs under the CUPTI activity API. */
 int kx_time(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, int warmup,
             int repeats, kx_timing *out, rg_err *err);
