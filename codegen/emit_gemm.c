@@ -192,23 +192,41 @@ static void launch_bounds(rg_str *src, const cg_config *cfg, int threads)
         rg_str_printf(src, "__launch_bounds__(%d, %d) ", threads, threads >= 512 ? 2 : 4);
 }
 
+/* What both GEMM forms resolve before emitting: the shapes, the index expressions of X, Y
+ * and the per-row scalar, the weight slice, the row set and its segment ends. */
+typedef struct gemm_exprs {
+    gemm_shape sh;
+    used_arrays u;
+    char xrow[160], yrow[160], sidx[160], wsl[96], segend[96];
+    kp_rowset rs;
+} gemm_exprs;
+
+static int prepare_exprs(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, gemm_exprs *x, rg_err *err)
+{
+    memset(x, 0, sizeof *x);
+    if (resolve_shape(ir, gm, &x->sh, err)) return -1;
+    if (index_expr(gm->x_idx, gm->rows, cfg, &x->u, x->xrow, sizeof x->xrow, err) ||
+        index_expr(gm->y_idx, gm->rows, cfg, &x->u, x->yrow, sizeof x->yrow, err) ||
+        (x->sh.s && index_expr(gm->scalar_idx, gm->rows, cfg, &x->u, x->sidx, sizeof x->sidx, err)) ||
+        weight_slice_expr(gm->w_acc, gm->rows, &x->u, x->wsl, sizeof x->wsl, err))
+        return -1;
+    x->rs = rowset_of(gm);
+    segment_end_expr(x->rs, &x->u, x->segend, sizeof x->segend);
+    return 0;
+}
+
 static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
                         rg_err *err)
 {
-    gemm_shape sh;
-    if (resolve_shape(ir, gm, &sh, err)) return -1;
-    used_arrays u = {{0}};
-    char xrow[160], yrow[160], sidx[160] = "", wsl[96], segend[96];
-    if (index_expr(gm->x_idx, gm->rows, cfg, &u, xrow, sizeof xrow, err) ||
-        index_expr(gm->y_idx, gm->rows, cfg, &u, yrow, sizeof yrow, err) ||
-        (sh.s && index_expr(gm->scalar_idx, gm->rows, cfg, &u, sidx, sizeof sidx, err)) ||
-        weight_slice_expr(gm->w_acc, gm->rows, &u, wsl, sizeof wsl, err))
-        return -1;
+    gemm_exprs ex;
+    if (prepare_exprs(ir, gm, cfg, &ex, err)) return -1;
+    const gemm_shape sh = ex.sh;
+    used_arrays u = ex.u;
+    const char *xrow = ex.xrow, *yrow = ex.yrow, *sidx = ex.sidx, *wsl = ex.wsl, *segend = ex.segend;
     if (sh.y_sums_heads && !gm->y_atomic && !gm->accumulate)
         return rg_errf(err, "per-head products summed into one-head %s need an accumulation (+=) target",
                        sh.y->name);
-    kp_rowset rs = rowset_of(gm);
-    segment_end_expr(rs, &u, segend, sizeof segend);
+    kp_rowset rs = ex.rs;
     /* Register tiling: each thread computes C rows (the coarsening) x CW columns, so every
      * k step costs C + CW shared loads for C * CW fused multiply-adds. */
     int T = cfg->tile, C = cfg->coarsen, CW = cfg_col_coarsen(cfg), TY = T / C, TXN = T / CW, NT = TXN * TY;
@@ -316,17 +334,12 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
 static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
                       rg_err *err)
 {
-    gemm_shape sh;
-    if (resolve_shape(ir, gm, &sh, err)) return -1;
-    used_arrays u = {{0}};
-    char xrow[160], yrow[160], sidx[160] = "", wsl[96], segend[96];
-    if (index_expr(gm->x_idx, gm->rows, cfg, &u, xrow, sizeof xrow, err) ||
-        index_expr(gm->y_idx, gm->rows, cfg, &u, yrow, sizeof yrow, err) ||
-        (sh.s && index_expr(gm->scalar_idx, gm->rows, cfg, &u, sidx, sizeof sidx, err)) ||
-        weight_slice_expr(gm->w_acc, gm->rows, &u, wsl, sizeof wsl, err))
-        return -1;
-    kp_rowset rs = rowset_of(gm);
-    segment_end_expr(rs, &u, segend, sizeof segend);
+    gemm_exprs ex;
+    if (prepare_exprs(ir, gm, cfg, &ex, err)) return -1;
+    const gemm_shape sh = ex.sh;
+    used_arrays u = ex.u;
+    const char *xrow = ex.xrow, *yrow = ex.yrow, *sidx = ex.sidx, *wsl = ex.wsl, *segend = ex.segend;
+    kp_rowset rs = ex.rs;
     /* Register tiling as in the product form: a thread owns C rows (k) x CW columns (n) of
      * the dW tile and keeps them in registers over a chunk of rows. */
     int T = cfg->tile, C = cfg->coarsen, CW = cfg_col_coarsen(cfg), TY = T / C, TXN = T / CW, NT = TXN * TY;
