@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -309,7 +311,43 @@ fail:
     return -1;
 }
 
+/* Opening (header check, creation, WAL switch, schema) is serialized between processes
+ * with a lock on the database's folder: a second sweep starting at the same moment would
+ * otherwise see a file another process is still writing and take it for garbage. */
+static int lock_folder(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? rg_xasprintf("%.*s", (int)(slash - path), path) : rg_xstrdup(".");
+    if (!*dir) {
+        free(dir);
+        dir = rg_xstrdup("/");
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;   /* -1: no lock (e.g. a folder not yet created); opening still works */
+}
+
+static void unlock_folder(int fd)
+{
+    if (fd >= 0) close(fd);   /* closing releases the flock */
+}
+
+static rs_store *open_store_locked(const char *path, int create, int readonly, rg_err *err);
+
 static rs_store *open_store(const char *path, int create, int readonly, rg_err *err)
+{
+    if (create && !rg_file_exists(path) && make_parent_dirs(path, err)) return NULL;
+    int lock = readonly ? -1 : lock_folder(path);
+    rs_store *s = open_store_locked(path, create, readonly, err);
+    unlock_folder(lock);
+    return s;
+}
+
+static rs_store *open_store_locked(const char *path, int create, int readonly, rg_err *err)
 {
     int exists = rg_file_exists(path);
     if (exists && check_header(path, err)) return NULL;
