@@ -1,6 +1,7 @@
 /* Sweep plans (`explore sweep --plan FILE [--shard I/N]`): a matrix of models x datasets x
  * tasks x dims x heads, split round-robin across shards (processes, GPUs, Slurm array tasks). */
 #include "explorer/plan.h"
+#include "explorer/costmodel.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -266,12 +267,20 @@ int xp_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
         free(plan);
         return 2;
     }
+    cm_model model;
+    int attached = xs_attach_cost_model(&c, &model, &err);
+    if (attached < 0) {
+        fprintf(stderr, "explore sweep: %s\n", err.msg);
+        free(plan);
+        return 2;
+    }
     char *db = NULL, *line = join_args(argc, argv);
     if (sn > 1 && !c.have_db) c.opt.db = db = rg_xasprintf("results/results.shard-%d-of-%d.db", si, sn);
     c.opt.gpu_backend = gpu_backend;
     c.opt.command_line = line;
     int failed = 0;
     rc = run_shard(&c, plan, si, sn, &failed, &err);
+    if (attached) cm_model_free(&model);
     if (rc < 0) print_failure("stopped", &err);
     else fprintf(stderr, "explore sweep: shard %d/%d: %d job%s failed%s\n", si, sn, failed, failed == 1 ? "" : "s",
                  rc > 0 ? " (interrupted)" : "");

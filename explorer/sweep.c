@@ -1,6 +1,7 @@
 /* The sweep driver (`explore --model M ...`): enumerates the design space, measures each variant
  * in a worker process, records every outcome, resumes, shows progress and reports the best. */
 #include "explorer/sweep.h"
+#include "explorer/costmodel.h"
 #include "common/json.h"
 #include "datasets/dataset.h"
 #include "kernels/memplan.h"
@@ -826,6 +827,9 @@ static const cli_def CLI[] = {
     {"metrics", NULL, FOR_ANY, "collect CUPTI counters (DRAM bytes, SM throughput, IPC, occupancy, L2)"},
     {"timeout", "S", FOR_ANY, "seconds a variant may take before its worker is killed (default 60)"},
     {"no-resume", NULL, FOR_ANY, "measure again what the database has for this device, dataset and commit"},
+    {"cost-model", "FILE", FOR_ANY, "rank the variants with this fitted model first (explore fit), so that\n"
+                                    "                      --budget keeps the most promising (default: results/costmodel.txt if present)"},
+    {"no-cost-model", NULL, FOR_ANY, "enumeration order even when a cost model exists"},
     {"tolerance", "X", FOR_ANY, "relative L2 error allowed against the reference (default: the\n"
                                 "                      backend's, 1e-5 for infer and 1e-4 for train)"},
     {"compile-threads", "N", FOR_ANY, "parallel NVRTC compiles (default: the CPU count)"},
@@ -931,6 +935,10 @@ static int apply_value(const char *cmd, const cli_def *d, const char *v, xs_cli 
     double r;
     xs_options *o = &c->opt;
     xb_problem *p = &c->problem;
+    if (!strcmp(n, "cost-model")) {
+        c->cost_model = v;
+        return 0;
+    }
     if (!strcmp(n, "model") || !strcmp(n, "dataset")) {
         char *dst = n[0] == 'm' ? p->model : p->dataset;
         if (!*v || strlen(v) >= sizeof p->model) return bad(cmd, "--%s: '%s' is empty or too long", n, v);
@@ -984,6 +992,7 @@ static void apply_flag(const cli_def *d, xs_cli *c)
     if (!strcmp(d->name, "metrics")) c->opt.measure.metrics = 1;
     else if (!strcmp(d->name, "no-resume")) c->opt.no_resume = 1;
     else if (!strcmp(d->name, "no-progress")) c->opt.progress = XS_PROGRESS_OFF;
+    else if (!strcmp(d->name, "no-cost-model")) c->no_cost_model = 1;
     else RG_DIE("flag --%s has no handler", d->name);
 }
 
@@ -1081,6 +1090,26 @@ static void print_failure(const char *cmd, const rg_err *err)
     else fprintf(stderr, "%s: %s\n", cmd, err->msg);
 }
 
+#define XS_DEFAULT_COST_MODEL "results/costmodel.txt"
+
+int xs_attach_cost_model(xs_cli *c, cm_model *model, rg_err *err)
+{
+    const char *path = c->cost_model;
+    if (c->no_cost_model) return 0;
+    if (!path) {
+        if (!rg_file_exists(XS_DEFAULT_COST_MODEL)) return 0;
+        path = XS_DEFAULT_COST_MODEL;
+    }
+    if (cm_load(path, model, err)) {
+        rg_err_prefix(err, "cost model %s (--no-cost-model to sweep without it)", path);
+        return -1;
+    }
+    c->opt.order = cm_sweep_order;
+    c->opt.order_ctx = model;
+    fprintf(stderr, "explore: ordering the variants with the cost model %s\n", path);
+    return 1;
+}
+
 int xs_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
 {
     xs_cli c;
@@ -1093,11 +1122,18 @@ int xs_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
     }
     if (!c.have_dataset) choose_default_dataset(&c.problem);
     c.opt.gpu_backend = gpu_backend;
+    rg_err err;
+    cm_model model;
+    int attached = xs_attach_cost_model(&c, &model, &err);
+    if (attached < 0) {
+        fprintf(stderr, "explore: %s\n", err.msg);
+        return 2;
+    }
     char *line = join_args(argc, argv);
     c.opt.command_line = line;
     xs_summary sum;
-    rg_err err;
     rc = xs_sweep(&c.opt, &c.problem, &sum, &err);
+    if (attached) cm_model_free(&model);
     free(line);
     if (rc) print_failure("explore", &err);
     if (sum.interrupted) return 130;

@@ -79,10 +79,18 @@ typedef struct xs_cli {
     xb_problem problem;
     int have_dataset, have_db;    /* --dataset, --db given */
     const char *plan, *shard;     /* explore sweep only */
+    const char *cost_model;       /* --cost-model FILE */
+    int no_cost_model;            /* --no-cost-model */
 } xs_cli;
 /* Parses the sweep options (plan_mode: `explore sweep`, which takes --plan and --shard instead
  * of a problem). 0; 1 after printing the help; 2 after saying what is wrong on stderr. */
 int xs_parse_cli(const char *cmd, int argc, char **argv, int plan_mode, xs_cli *cli);
+/* Orders the sweep with a fitted cost model (explore fit): the one given with --cost-model, else
+ * results/costmodel.txt when it exists, unless --no-cost-model. *model must be freed with
+ * cm_model_free when 1 is returned. 0: none attached; 1: attached; -1: a file given or found
+ * could not be read (err says why). */
+struct cm_model;
+int xs_attach_cost_model(xs_cli *c, struct cm_model *model, rg_err *err);
 /* The options shared by `explore` and `explore sweep`, for help texts. */
 void xs_print_options(FILE *f);
 /* `explore [--model M ...]`: exit 0, 1 on failure, 2 on bad usage, 130 when interrupted. */

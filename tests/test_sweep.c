@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
+#include "explorer/costmodel.h"
 #include "kernels/rt.h"
 
 #include <fcntl.h>
@@ -739,6 +740,64 @@ static void test_cli(void **state)
     free(cmd);
 }
 
+/* A model fitted on two graphs orders the sweep of a third: under --budget 5 the five
+ * variants measured include that graph's best one (found by a sweep without budget). */
+static void test_cost_model_orders_the_budget(void **state)
+{
+    fixture *f = *state;
+    static const char *train_sets[] = {"synth:nodes=3000,edges=20000,ntypes=3,etypes=4,ratio=0.4",
+                                       "synth:nodes=4000,edges=20000,ntypes=2,etypes=4,ratio=0.35"};
+    static const char *held_out = "synth:nodes=3500,edges=24000,ntypes=3,etypes=5,ratio=0.3";
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    for (int i = 0; i < 2; i++) {
+        problem(&p, "rgat", "infer");
+        snprintf(p.dataset, sizeof p.dataset, "%s", train_sets[i]);
+        sweep_ok(&o, &p, &sum);
+    }
+    rg_err err;
+    cm_set set;
+    cm_filter filt = {.model = "rgat", .task = "infer"};
+    assert_int_equal(cm_set_load(f->db, &filt, &set, &err), 0);
+    cm_fit_options fo;
+    cm_fit_options_default(&fo);
+    fo.lambda = 0.1;
+    cm_model model;
+    assert_int_equal(cm_fit(&set, &fo, &model, &err), 0);
+    char *model_path = rg_xasprintf("%s/costmodel.txt", f->dir);
+    assert_int_equal(cm_save(&model, model_path, &err), 0);
+    cm_model_free(&model);
+    cm_set_free(&set);
+    /* the oracle of the held-out graph */
+    char *full_db = rg_xasprintf("%s/full.db", f->dir), *budget_db = rg_xasprintf("%s/budget.db", f->dir);
+    options(&o, f, "sim");
+    o.db = full_db;
+    problem(&p, "rgat", "infer");
+    snprintf(p.dataset, sizeof p.dataset, "%s", held_out);
+    sweep_ok(&o, &p, &sum);
+    char *best = q_text(full_db, "SELECT v.hash FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                                 " WHERE m.status = 'ok' ORDER BY m.median_ms LIMIT 1");
+    char *run[] = {"explore", "--model", "rgat", "--dataset", (char *)held_out, "--space", f->space, "--db",
+                   budget_db, "--best-dir", f->best, "--backend", "sim", "--budget", "5", "--cost-model",
+                   model_path, NULL};
+    assert_int_equal(quietly(xs_cli_main, 17, run), 0);
+    assert_int_equal(q_int(budget_db, "SELECT count(*) FROM measurements WHERE status = 'ok'"), 5);
+    char *sql = rg_xasprintf("SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                             " WHERE m.status = 'ok' AND v.hash = '%s'", best);
+    assert_int_equal(q_int(budget_db, sql), 1);
+    /* a model file that cannot be read stops before anything is measured */
+    char *missing[] = {"explore", "--model", "rgat", "--dataset", (char *)held_out, "--space", f->space, "--db",
+                       budget_db, "--backend", "sim", "--cost-model", "/nonexistent/costmodel.txt", NULL};
+    assert_int_equal(quietly(xs_cli_main, 13, missing), 2);
+    free(sql);
+    free(best);
+    free(full_db);
+    free(budget_db);
+    free(model_path);
+}
+
 static void test_best_path_names(void **state)
 {
     (void)state;
@@ -778,6 +837,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plan_parsing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_three_shards_cover_the_plan_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cost_model_orders_the_budget, setup, teardown),
         cmocka_unit_test(test_best_path_names),
     };
     int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
