@@ -19,18 +19,6 @@
 
 #define DEVICE_NAME "Test GPU"
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(char *dir)
-{
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
-}
-
 static const rs_row *find_row(const rs_row *rows, size_t n, const char *layer, const char *dataset, const char *task)
 {
     for (size_t i = 0; i < n; i++)
@@ -112,7 +100,7 @@ static void test_import_csv(void **state)
     rs_close(s);
     free(csv);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* Each bad file fails with its own message, and nothing reaches the store. */
@@ -163,7 +151,7 @@ static void test_import_errors(void **state)
     assert_non_null(strstr(err.msg, "cannot open /nonexistent/x.csv"));
     rs_close(s);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* --------------------------------------------------------------- compare ---- */
@@ -326,7 +314,7 @@ static void test_compare_table(void **state)
 
     rs_close(fx.s);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* The import feeds the table: an imported CSV's rows appear as baseline columns. */
@@ -352,7 +340,7 @@ static void test_import_then_compare(void **state)
     rs_close(fx.s);
     free(csv);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* -------------------------------------------------------------- kernels ---- */
@@ -548,7 +536,7 @@ static void test_pyg_bench_script(void **state)
     printf("%s", out);
     free(out), free(cmd);
     free(want), free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
     hg_free(g);
 }
 

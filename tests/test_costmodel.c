@@ -17,18 +17,6 @@
 
 /* ---- helpers ---- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(char *dir)
-{
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
-}
-
 /* Log-uniform in [lo, hi). */
 static double log_uniform(rg_rng *r, double lo, double hi)
 {
@@ -368,7 +356,7 @@ static void test_load_from_store(void **state)
     assert_non_null(strstr(err.msg, "no usable measurements"));
     assert_int_equal(cm_set_load("/nonexistent/x.db", NULL, &s, &err), -1);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_load_several_devices(void **state)
@@ -400,7 +388,7 @@ static void test_load_several_devices(void **state)
     assert_int_equal(cm_set_load(db, &missing, &s, &err), -1);
     assert_non_null(strstr(err.msg, "Other GPU (sm_80)"));
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_lodo_on_fixture_store(void **state)
@@ -458,7 +446,7 @@ static void test_lodo_on_fixture_store(void **state)
     cm_eval_free(&e);
     cm_set_free(&s);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_lodo_needs_two_datasets(void **state)
@@ -515,7 +503,7 @@ static void test_model_file_round_trip(void **state)
     cm_model_free(&m);
     cm_set_free(&s);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void expect_load_error(const char *dir, const char *text, const char *want)
@@ -570,7 +558,7 @@ static void test_model_file_errors(void **state)
     cm_model_free(&m);
     cm_set_free(&s);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* ---- ranking metrics ---- */
@@ -724,7 +712,7 @@ static void test_cli_fit_and_pick(void **state)
     assert_int_equal(run_cli(pick_no_gpu, usage), 2);
     free(model);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 int main(void)

@@ -24,18 +24,6 @@ static void write_gz(const char *root, const char *rel, const char *text)
     free(p);
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void rm_tree(char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
-}
-
 #define REL "raw/relations/"
 
 /* author 3, field_of_study 2, institution 1, paper 4; the four mag relations. */
@@ -106,7 +94,7 @@ static void test_hetero_fixture(void **state)
     hg_free(g);
     free(moved);
     free(d);
-    rm_tree(outer);
+    tu_rm_tree(outer);
 }
 
 static void expect_hetero_error(const char *rel, const char *text, const char *want1, const char *want2)
@@ -121,7 +109,7 @@ static void expect_hetero_error(const char *rel, const char *text, const char *w
     rg_err err = {{0}};
     assert_null(ogb_load_hetero(d, "bad", &err));
     if (!strstr(err.msg, want1) || (want2 && !strstr(err.msg, want2))) fail_msg("unexpected message: %s", err.msg);
-    rm_tree(d);
+    tu_rm_tree(d);
 }
 
 static void test_hetero_bad_input(void **state)
@@ -171,8 +159,8 @@ static void test_hetero_truncated_and_missing_root(void **state)
     assert_null(ogb_load_hetero(empty, "none", &err));
     assert_non_null(strstr(err.msg, "no raw/ folder"));
     assert_non_null(strstr(err.msg, empty));
-    rm_tree(empty);
-    rm_tree(d);
+    tu_rm_tree(empty);
+    tu_rm_tree(d);
 }
 
 static char *wiki_fixture(void)
@@ -202,7 +190,7 @@ static void test_wikikg2_fixture(void **state)
     assert_true(has_edge(g, 2, 0, 0));
     assert_int_equal(hg_validate(g, &err), 0);
     hg_free(g);
-    rm_tree(d);
+    tu_rm_tree(d);
 }
 
 static void test_wikikg2_bad_input(void **state)
@@ -224,7 +212,7 @@ static void test_wikikg2_bad_input(void **state)
     write_gz(d, "raw/num-node-list.csv.gz", "five\n");
     assert_null(ogb_load_wikikg2(d, "w", &err));
     assert_non_null(strstr(err.msg, "num-node-list.csv.gz:1: expected one integer"));
-    rm_tree(d);
+    tu_rm_tree(d);
 }
 
 int main(void)

@@ -62,20 +62,11 @@ static const char *load_error(loader_fn load, const char *dir)
     return err.msg;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 /* Removes a fixture folder and frees its name (tests leave nothing in /tmp). */
 static void drop_dir(char *dir)
 {
     RG_ASSERT(strncmp(dir, "/tmp/", 5) == 0);   /* only folders from tu_tmpdir */
-    nftw(dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-    free(dir);
+    tu_rm_tree(dir);
 }
 
 static void write_fixture(const char *dir, const char *name, const char *text)

@@ -18,38 +18,10 @@
 
 /* ---------------------------------------------------------------- helpers ---- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-/* Removes a test's temporary directory and frees its name. */
-static void rm_tree(char *dir)
-{
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    rg_str b = {0};
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < n; i++) rg_str_putc(&b, buf[i]);
-    fclose(f);
-    if (len) *len = b.len;
-    if (!b.s) rg_str_puts(&b, "");
-    return b.s;
-}
-
 static void copy_file(const char *from, const char *to)
 {
     size_t n;
-    char *data = slurp(from, &n);
+    char *data = tu_read_file(from, &n);
     if (!data) fail_msg("cannot read %s (run the tests from the repository root)", from);
     FILE *f = fopen(to, "wb");
     assert_non_null(f);
@@ -84,7 +56,7 @@ static uint32_t be32(const unsigned char *p)
 static void assert_png(const char *path)
 {
     size_t n;
-    unsigned char *d = (unsigned char *)slurp(path, &n);
+    unsigned char *d = (unsigned char *)tu_read_file(path, &n);
     if (!d) fail_msg("%s: missing", path);
     static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (n < 33 || memcmp(d, sig, 8) != 0) fail_msg("%s: not a PNG (%zu bytes)", path, n);
@@ -96,7 +68,7 @@ static void assert_png(const char *path)
 
 static void assert_svg(const char *path)
 {
-    char *d = slurp(path, NULL);
+    char *d = tu_read_file(path, NULL);
     if (!d) fail_msg("%s: missing", path);
     if (!strstr(d, "<svg") || !strstr(d, "</svg>")) fail_msg("%s: not a complete SVG", path);
     free(d);
@@ -129,7 +101,7 @@ static char *run_report(const char *db, const char *out, const char *gpu, rp_sum
     rg_err err;
     if (rp_build(&o, s, &err)) fail_msg("report failed: %s", err.msg);
     char *index = rg_xasprintf("%s/index.md", out);
-    char *md = slurp(index, NULL);
+    char *md = tu_read_file(index, NULL);
     free(index);
     assert_non_null(md);
     return md;
@@ -198,7 +170,7 @@ static void test_fixture_is_current(void **state)
     free(text[1]);
     free(fresh);
     free(committed);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_full_report(void **state)
@@ -235,7 +207,7 @@ static void test_full_report(void **state)
     assert_non_null(strstr(md, "2.34 for GEMM vs"));   /* time-weighted IPC of the fixture's counters */
     /* the CSV behind a figure is real data: the heatmap cells of one dataset include the best (1) */
     char *csv_path = rg_xasprintf("%s/data/09_heatmaps.csv", out);
-    char *csv = slurp(csv_path, NULL);
+    char *csv = tu_read_file(csv_path, NULL);
     assert_non_null(strstr(csv, ",1,1.00\n"));
     free(csv);
     free(csv_path);
@@ -245,7 +217,7 @@ static void test_full_report(void **state)
     free(md);
     free(db);
     free(out);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* Without predictions figure 8 still draws measured times only, and says why. */
@@ -263,7 +235,7 @@ static void test_without_cost_model(void **state)
     free(md);
     free(db);
     free(out);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* A device with little data: the figures it cannot support are skipped, saying what they need. */
@@ -291,7 +263,7 @@ static void test_sparse_device_skips(void **state)
     free(md);
     free(db);
     free(out);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_empty_store(void **state)
@@ -309,7 +281,7 @@ static void test_empty_store(void **state)
     free(md);
     free(db);
     free(out);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void expect_failure(const char *db, const char *gpu, const char *needle)
@@ -320,7 +292,7 @@ static void expect_failure(const char *db, const char *gpu, const char *needle)
     assert_int_equal(rp_build(&o, NULL, &err), -1);
     if (!strstr(err.msg, needle)) fail_msg("error \"%s\" does not mention \"%s\"", err.msg, needle);
     free(out);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_missing_column_fails(void **state)
@@ -332,7 +304,7 @@ static void test_missing_column_fails(void **state)
     exec_sql(db, "ALTER TABLE datasets DROP COLUMN compaction_ratio");
     expect_failure(db, NULL, "no column");
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_missing_table_fails(void **state)
@@ -342,7 +314,7 @@ static void test_missing_table_fails(void **state)
     exec_sql(db, "DROP TABLE kernel_times");
     expect_failure(db, NULL, "no table kernel_times");
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_bad_inputs(void **state)
@@ -367,7 +339,7 @@ static void test_bad_inputs(void **state)
     free(text);
     free(missing);
     free(db);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 int main(void)

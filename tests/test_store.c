@@ -17,33 +17,6 @@
 
 /* ---- helpers ---- */
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-/* Removes a test's temporary directory and frees its name. */
-static void rm_tree(char *dir)
-{
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    free(dir);
-}
-
-static char *read_all(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    rg_str b = {0};
-    char buf[4096];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < got; i++) rg_str_putc(&b, buf[i]);
-    fclose(f);
-    *n = b.len;
-    return b.s ? b.s : rg_xstrdup("");
-}
-
 static int64_t count_rows(const char *db_path, const char *sql)
 {
     sqlite3 *db;
@@ -170,13 +143,13 @@ static void test_schema_creation(void **state)
     assert_null(rs_open_existing("/nonexistent/dir/x.db", &err));
     assert_non_null(strstr(err.msg, "no such results database"));
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void assert_refused_untouched(const char *path, const char *expect)
 {
     size_t n0, n1;
-    char *before = read_all(path, &n0);
+    char *before = tu_read_file(path, &n0);
     rg_err err;
     assert_null(rs_open(path, &err));
     assert_non_null(strstr(err.msg, expect));
@@ -186,7 +159,7 @@ static void assert_refused_untouched(const char *path, const char *expect)
     assert_int_equal(rs_cli_export(4, argv), 1);
     char *argv2[] = {"compare", "--db", (char *)path, NULL};
     assert_int_equal(rs_cli_compare(3, argv2), 1);
-    char *after = read_all(path, &n1);
+    char *after = tu_read_file(path, &n1);
     assert_int_equal(n0, n1);
     assert_memory_equal(before, after, n0);
     free(dbpath);
@@ -212,7 +185,7 @@ static void test_garbage_db_untouched(void **state)
     free(tiny);
     free(wal);
     free(shm);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_newer_schema_refused(void **state)
@@ -228,7 +201,7 @@ static void test_newer_schema_refused(void **state)
     assert_refused_untouched(other, "another program");
     free(path);
     free(other);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* ---- record, best, resume ---- */
@@ -303,7 +276,7 @@ static void test_record_and_best(void **state)
     assert_int_equal(count_rows(path, "SELECT count(*) FROM measurements"), 4);
     rs_close(s);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_resume_lookup(void **state)
@@ -341,7 +314,7 @@ static void test_resume_lookup(void **state)
     assert_int_equal(rs_already_measured(s, &other, NULL, &err), 0);
     rs_close(s);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* ---- concurrency and crashes ---- */
@@ -400,7 +373,7 @@ static void test_two_concurrent_writers(void **state)
     assert_int_equal(count_rows(path, "SELECT count(*) FROM variants"), 450);   /* 150 shared + 2 x 150 own */
     assert_int_equal(count_rows(path, "SELECT count(DISTINCT run_id || '/' || median_ms) FROM measurements"), 600);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 static void test_kill_mid_sweep_leaves_complete_rows(void **state)
@@ -427,7 +400,7 @@ static void test_kill_mid_sweep_leaves_complete_rows(void **state)
                                       " (SELECT 1 FROM variants v WHERE v.id = m.variant_id)"), 0);
     assert_int_equal(count_rows(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check <> 'ok'"), 0);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* ---- merge ---- */
@@ -505,7 +478,7 @@ static void test_merge(void **state)
     free(b);
     free(c);
     free(junk);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* ---- export ---- */
@@ -607,7 +580,7 @@ static void test_export_csv_json(void **state)
     char *argv[] = {"export", "--db", path, "--out", out, "--task", "inference", "--dataset", "fb15k", NULL};
     assert_int_equal(rs_cli_export(9, argv), 0);
     size_t n;
-    char *text = read_all(out, &n);
+    char *text = tu_read_file(out, &n);
     assert_non_null(text);
     assert_non_null(strstr(text, "\"dataset\":\"fb15k\""));
     free(text);
@@ -619,7 +592,7 @@ static void test_export_csv_json(void **state)
     assert_int_equal(rs_cli_export(5, argv4), 2);
     free(out);
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 /* ---- compare ---- */
@@ -699,7 +672,7 @@ static void test_compare(void **state)
     char *argv3[] = {"compare", "--db", path, "--base", "latest", "--threshold=5%", "--all", NULL};
     assert_int_equal(rs_cli_compare(7, argv3), 0);   /* head vs head: nothing changed */
     free(path);
-    rm_tree(dir);
+    tu_rm_tree(dir);
 }
 
 int main(void)

@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 #include "common/util.h"
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,32 @@ char *tu_tmpdir(void)
     char *d = mkdtemp(tmpl);
     if (!d) RG_DIE("mkdtemp failed");
     return rg_xstrdup(d);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void tu_rm_tree(char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(dir);
+}
+
+char *tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    rg_str b = {0};
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) rg_str_putc(&b, buf[i]);
+    fclose(f);
+    if (len) *len = b.len;
+    return b.s ? b.s : rg_xstrdup("");
 }
 
 char *tu_write_file(const char *dir, const char *name, const char *text)

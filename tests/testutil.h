@@ -19,6 +19,11 @@ char *tu_dataset_dir(const char *name);
     if (!dirvar) { printf("skip: ../shared/datasets/%s not present\n", name); skip(); }
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
+/* Removes a directory tree (a test's temporary folder) and frees its name. */
+void tu_rm_tree(char *dir);
+/* The whole file, NUL-terminated ("" when empty), or NULL when it cannot be read. *len (may be
+ * NULL) receives its size. Caller frees. */
+char *tu_read_file(const char *path, size_t *len);
 /* Writes text to dir/name and returns the path (caller frees). */
 char *tu_write_file(const char *dir, const char *name, const char *text);
 
