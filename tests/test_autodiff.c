@@ -2,6 +2,7 @@
  * differences on the float64 reference, for tiny programs covering each op and for the
  * rgcn, rgat and hgt models under every pass configuration; plus structure and errors. */
 #include "tests/testutil.h"
+#include "tests/irbuild.h"
 #include "codegen/autodiff.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
@@ -13,78 +14,18 @@
 
 /* ------------------------------------------------------------------ builders */
 
-static int add_var(ir_program *p, const char *name, ir_var_kind kind, ir_layout layout, ir_role role,
-                   ir_widx widx, int heads, int rows_dim, int dim, int zero_init)
-{
-    ir_var v = {0};
-    snprintf(v.name, sizeof v.name, "%s", name);
-    v.kind = kind;
-    v.layout = layout;
-    v.role = role;
-    v.widx = widx;
-    v.heads = heads;
-    v.rows_dim = rows_dim;
-    v.dim = dim;
-    v.zero_init = zero_init;
-    v.grad_of = v.grad = -1;
-    return ir_add_var(p, &v);
-}
-
-static int node_var(ir_program *p, const char *name, int heads, int dim, ir_role role, int zero_init)
-{
-    return add_var(p, name, IR_VAR_NODE, IR_LAYOUT_NODE, role, IR_WIDX_NONE, heads, 0, dim, zero_init);
-}
-
 static int edge_var(ir_program *p, const char *name, int heads, int dim, int compact)
 {
-    return add_var(p, name, IR_VAR_EDGE, compact ? IR_LAYOUT_COMPACT : IR_LAYOUT_VANILLA, IR_ROLE_TEMP,
+    return irb_var(p, name, IR_VAR_EDGE, compact ? IR_LAYOUT_COMPACT : IR_LAYOUT_VANILLA, IR_ROLE_TEMP,
                    IR_WIDX_NONE, heads, 0, dim, 0);
 }
 
 static int param(ir_program *p, const char *name, ir_widx widx, int heads, int rows_dim, int dim)
 {
-    return add_var(p, name, IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, IR_ROLE_PARAM, widx, heads, rows_dim, dim, 0);
+    return irb_var(p, name, IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, IR_ROLE_PARAM, widx, heads, rows_dim, dim, 0);
 }
 
 static ir_operand O(int var, ir_access acc) { return (ir_operand){var, acc, 0}; }
-static ir_operand Kc(double c) { return (ir_operand){-1, IR_ACC_CONST, c}; }
-
-static int stmt(ir_program *p, ir_opkind op, ir_domain dom, ir_operand out, int acc, int nin, ir_operand a,
-                ir_operand b)
-{
-    ir_stmt s = {0};
-    s.op = op;
-    s.dom = dom;
-    s.out = out;
-    s.accumulate = acc;
-    s.nin = nin;
-    s.in[0] = a;
-    s.in[1] = b;
-    return ir_add_stmt(p, &s);
-}
-#define S1(p, op, dom, out, acc, a) stmt(p, op, dom, out, acc, 1, a, Kc(0))
-#define S2(p, op, dom, out, acc, a, b) stmt(p, op, dom, out, acc, 2, a, b)
-
-/* user 0-2, item 3-4; buys user->item, knows user->user, with reverse types */
-static hg_graph *small_graph(void)
-{
-    hg_builder *b = hgb_new("small");
-    int32_t user = hgb_ntype(b, "user"), item = hgb_ntype(b, "item");
-    int32_t buys = hgb_etype(b, "buys", user, item), knows = hgb_etype(b, "knows", user, user);
-    int pairs[][3] = {{1, 2, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {0, 0, 0}, {1, 0, 2}, {1, 1, 2}};
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
-        hgb_add_edge(b, pairs[i][0] ? knows : buys, pairs[i][1], pairs[i][2]);
-    rg_err err;
-    hg_graph *g = hgb_finish(b, 1, &err);
-    assert_non_null(g);
-    return g;
-}
-
-static ir_program *new_prog(const char *name)
-{
-    ir_dims d = {4, 3, 1};
-    return ir_new(name, &d);
-}
 
 /* Appends loss = nll(out, labels) (as the training task does) to a forward program. */
 static void add_loss(ir_program *p)
@@ -181,14 +122,14 @@ static void differentiate_and_check(ir_program *p, const hg_graph *g)
 static void test_linear_and_aggregation(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("linear");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("linear");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = param(p, "W", IR_WIDX_ETYPE, 1, 4, 3), Wn = param(p, "Wn", IR_WIDX_NTYPE, 1, 4, 3);
     int W0 = param(p, "W0", IR_WIDX_NONE, 1, 4, 3);
-    int norm = add_var(p, "norm", IR_VAR_EDGE, IR_LAYOUT_VANILLA, IR_ROLE_GRAPH, IR_WIDX_NONE, 1, 0, 1, 0);
+    int norm = irb_var(p, "norm", IR_VAR_EDGE, IR_LAYOUT_VANILLA, IR_ROLE_GRAPH, IR_WIDX_NONE, 1, 0, 1, 0);
     int m = edge_var(p, "m", 1, 3, 0), mc = edge_var(p, "mc", 1, 3, 1);
-    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    int out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
     p->output = out;
     S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(h, IR_ACC_ROW), O(W0, IR_ACC_ALL));
     S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(out, IR_ACC_ROW), 1, O(h, IR_ACC_ROW), O(Wn, IR_ACC_NTYPE));
@@ -209,14 +150,14 @@ static void test_linear_and_aggregation(void **state)
 static void test_attention_in_place(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("attention");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("attention");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = param(p, "W", IR_WIDX_ETYPE, 1, 4, 3), a = param(p, "a", IR_WIDX_ETYPE, 1, 0, 6);
     int ws = param(p, "ws", IR_WIDX_ETYPE, 1, 0, 3);
     int hs = edge_var(p, "hs", 1, 3, 1), ht = edge_var(p, "ht", 1, 3, 0), cat = edge_var(p, "cat", 1, 6, 0);
     int s1 = edge_var(p, "s1", 1, 1, 1), att = edge_var(p, "att", 1, 1, 0);
-    int sum = node_var(p, "sum", 1, 1, IR_ROLE_TEMP, 1), out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    int sum = irb_node_var(p, "sum", 1, 1, IR_ROLE_TEMP, 1), out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
     p->output = out;
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(ht, IR_ACC_ROW), 0, O(h, IR_ACC_DST), O(W, IR_ACC_ETYPE));
@@ -262,17 +203,17 @@ static void test_attention_in_place(void **state)
 static void test_heads_broadcast(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
+    hg_graph *g = irb_small_graph();
     ir_dims d = {4, 4, 2};
     ir_program *p = ir_new("heads", &d);
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int Wh = param(p, "Wh", IR_WIDX_ETYPE, 2, 4, 2), mu = param(p, "mu", IR_WIDX_ETYPE, 2, 0, 1);
     int bias = param(p, "bias", IR_WIDX_NTYPE, 1, 0, 2), wv = param(p, "wv", IR_WIDX_ETYPE, 2, 0, 4);
     int z = edge_var(p, "z", 2, 2, 0), za = edge_var(p, "za", 2, 1, 0), zb = edge_var(p, "zb", 2, 1, 0);
     int zc = edge_var(p, "zc", 2, 1, 0), zr = edge_var(p, "zr", 2, 2, 0), q = edge_var(p, "q", 2, 1, 1);
-    int s = node_var(p, "s", 2, 1, IR_ROLE_TEMP, 1), agg = node_var(p, "agg", 2, 2, IR_ROLE_TEMP, 1);
-    int hn = node_var(p, "hn", 2, 2, IR_ROLE_TEMP, 0), flat = node_var(p, "flat", 1, 4, IR_ROLE_TEMP, 0);
-    int out = node_var(p, "out", 1, 4, IR_ROLE_OUTPUT, 0);
+    int s = irb_node_var(p, "s", 2, 1, IR_ROLE_TEMP, 1), agg = irb_node_var(p, "agg", 2, 2, IR_ROLE_TEMP, 1);
+    int hn = irb_node_var(p, "hn", 2, 2, IR_ROLE_TEMP, 0), flat = irb_node_var(p, "flat", 1, 4, IR_ROLE_TEMP, 0);
+    int out = irb_node_var(p, "out", 1, 4, IR_ROLE_OUTPUT, 0);
     p->output = out;
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(z, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(Wh, IR_ACC_ETYPE));
     S2(p, IR_OP_DOT, IR_DOM_EDGE, O(za, IR_ACC_ROW), 0, O(z, IR_ACC_ROW), O(z, IR_ACC_ROW));
@@ -303,16 +244,16 @@ static void test_heads_broadcast(void **state)
 static void test_weight_products(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
+    hg_graph *g = irb_small_graph();
     ir_dims d = {4, 4, 2};
     ir_program *p = ir_new("wmm", &d);
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = param(p, "W", IR_WIDX_ETYPE, 1, 4, 3), w = param(p, "w", IR_WIDX_ETYPE, 1, 0, 3);
     int K = param(p, "K", IR_WIDX_NTYPE, 1, 4, 4), A = param(p, "A", IR_WIDX_ETYPE, 2, 2, 2);
-    int Wv = add_var(p, "Wv", IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, IR_ROLE_TEMP, IR_WIDX_ETYPE, 1, 0, 4, 0);
-    int KA = add_var(p, "KA", IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, IR_ROLE_TEMP, IR_WIDX_ETYPE, 2, 4, 2, 0);
+    int Wv = irb_var(p, "Wv", IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, IR_ROLE_TEMP, IR_WIDX_ETYPE, 1, 0, 4, 0);
+    int KA = irb_var(p, "KA", IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, IR_ROLE_TEMP, IR_WIDX_ETYPE, 2, 4, 2, 0);
     int att = edge_var(p, "att", 1, 1, 1), m = edge_var(p, "m", 2, 2, 1);
-    int out = node_var(p, "out", 2, 2, IR_ROLE_OUTPUT, 1);
+    int out = irb_node_var(p, "out", 2, 2, IR_ROLE_OUTPUT, 1);
     p->output = out;
     S2(p, IR_OP_WEIGHT_MM, IR_DOM_TYPE, O(Wv, IR_ACC_ETYPE), 0, O(W, IR_ACC_ETYPE), O(w, IR_ACC_ETYPE));
     S2(p, IR_OP_WEIGHT_MM, IR_DOM_TYPE, O(KA, IR_ACC_ETYPE), 0, O(K, IR_ACC_SRC_NTYPE), O(A, IR_ACC_ETYPE));
@@ -335,9 +276,9 @@ static void expect_ad_error(ir_program *p, const char *needle)
 static void test_errors(void **state)
 {
     (void)state;
-    ir_program *p = new_prog("noloss");
-    int h = node_var(p, "h", 1, 3, IR_ROLE_INPUT, 0);
-    int t = node_var(p, "t", 1, 3, IR_ROLE_TEMP, 1), out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 0);
+    ir_program *p = irb_new_prog("noloss");
+    int h = irb_node_var(p, "h", 1, 3, IR_ROLE_INPUT, 0);
+    int t = irb_node_var(p, "t", 1, 3, IR_ROLE_TEMP, 1), out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 0);
     p->output = out;
     S1(p, IR_OP_RELU, IR_DOM_NODE, O(t, IR_ACC_ROW), 1, O(h, IR_ACC_ROW));
     S1(p, IR_OP_EXP, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(t, IR_ACC_ROW));
@@ -348,9 +289,9 @@ static void test_errors(void **state)
     expect_ad_error(p, "adds into 't' after it was read");
     ir_free(p);
 
-    p = new_prog("noderiv");
-    h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
-    out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 0);
+    p = irb_new_prog("noderiv");
+    h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 0);
     p->output = out;
     int sl = S1(p, IR_OP_SLICE, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(h, IR_ACC_ROW));
     p->stmts[sl].iarg = 1;
@@ -358,9 +299,9 @@ static void test_errors(void **state)
     expect_ad_error(p, "no gradient rule for slice");
     ir_free(p);
 
-    p = new_prog("twice");
-    h = node_var(p, "h", 1, 3, IR_ROLE_INPUT, 0);
-    out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 0);
+    p = irb_new_prog("twice");
+    h = irb_node_var(p, "h", 1, 3, IR_ROLE_INPUT, 0);
+    out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 0);
     p->output = out;
     S1(p, IR_OP_EXP, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(h, IR_ACC_ROW));
     add_loss(p);
@@ -437,7 +378,7 @@ static void test_models_gradients(void **state)
 {
     (void)state;
     if (!model_has_autodiff()) fail_msg("codegen/model.c was built without autodiff");
-    hg_graph *g = small_graph();
+    hg_graph *g = irb_small_graph();
     models_gradients_on(g, 30);
     hg_free(g);
     /* more types, hubs and shared (src, etype) rows */

@@ -1,6 +1,7 @@
 /* Tests of the float64 reference executor: hand-built programs on a small typed graph,
  * each checked against an independent naive loop written here; plus error handling. */
 #include "tests/testutil.h"
+#include "tests/irbuild.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
 #include "datasets/loaders.h"
@@ -11,86 +12,24 @@
 
 /* ------------------------------------------------------------------ builders */
 
-static int add_var(ir_program *p, const char *name, ir_var_kind kind, ir_layout layout, ir_role role,
-                   ir_widx widx, int heads, int rows_dim, int dim, int zero_init)
-{
-    ir_var v = {0};
-    snprintf(v.name, sizeof v.name, "%s", name);
-    v.kind = kind;
-    v.layout = layout;
-    v.role = role;
-    v.widx = widx;
-    v.heads = heads;
-    v.rows_dim = rows_dim;
-    v.dim = dim;
-    v.zero_init = zero_init;
-    v.grad_of = v.grad = -1;
-    return ir_add_var(p, &v);
-}
-
-static int node_var(ir_program *p, const char *name, int heads, int dim, ir_role role, int zero_init)
-{
-    return add_var(p, name, IR_VAR_NODE, IR_LAYOUT_NODE, role, IR_WIDX_NONE, heads, 0, dim, zero_init);
-}
-
 static int edge_var(ir_program *p, const char *name, int heads, int dim, int compact, ir_role role, int zero_init)
 {
-    return add_var(p, name, IR_VAR_EDGE, compact ? IR_LAYOUT_COMPACT : IR_LAYOUT_VANILLA, role, IR_WIDX_NONE,
+    return irb_var(p, name, IR_VAR_EDGE, compact ? IR_LAYOUT_COMPACT : IR_LAYOUT_VANILLA, role, IR_WIDX_NONE,
                    heads, 0, dim, zero_init);
 }
 
 static int weight_var(ir_program *p, const char *name, ir_widx widx, int heads, int rows_dim, int dim, ir_role role)
 {
-    return add_var(p, name, IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, role, widx, heads, rows_dim, dim, 0);
+    return irb_var(p, name, IR_VAR_WEIGHT, IR_LAYOUT_WEIGHT, role, widx, heads, rows_dim, dim, 0);
 }
 
 static int scalar_var(ir_program *p, const char *name, ir_role role, int zero_init)
 {
-    return add_var(p, name, IR_VAR_SCALAR, IR_LAYOUT_SCALAR, role, IR_WIDX_NONE, 1, 0, 1, zero_init);
+    return irb_var(p, name, IR_VAR_SCALAR, IR_LAYOUT_SCALAR, role, IR_WIDX_NONE, 1, 0, 1, zero_init);
 }
 
 static ir_operand O(int var, ir_access acc) { return (ir_operand){var, acc, 0}; }
 static ir_operand Kc(double c) { return (ir_operand){-1, IR_ACC_CONST, c}; }
-
-static int stmt(ir_program *p, ir_opkind op, ir_domain dom, ir_operand out, int acc, int nin, ir_operand a,
-                ir_operand b, ir_operand c)
-{
-    ir_stmt s = {0};
-    s.op = op;
-    s.dom = dom;
-    s.out = out;
-    s.accumulate = acc;
-    s.nin = nin;
-    s.in[0] = a;
-    s.in[1] = b;
-    s.in[2] = c;
-    return ir_add_stmt(p, &s);
-}
-#define S1(p, op, dom, out, acc, a) stmt(p, op, dom, out, acc, 1, a, Kc(0), Kc(0))
-#define S2(p, op, dom, out, acc, a, b) stmt(p, op, dom, out, acc, 2, a, b, Kc(0))
-
-/* Two node types (user 0-2, item 3-4), relations buys user->item, knows user->user, with
- * reverse types: several edges share (src, etype), so compaction matters. */
-static hg_graph *small_graph(void)
-{
-    hg_builder *b = hgb_new("small");
-    int32_t user = hgb_ntype(b, "user"), item = hgb_ntype(b, "item");
-    int32_t buys = hgb_etype(b, "buys", user, item), knows = hgb_etype(b, "knows", user, user);
-    int pairs[][3] = {{1, 2, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 1}, {1, 0, 1}, {0, 0, 0}, {1, 0, 2}, {1, 1, 2}};
-    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
-        hgb_add_edge(b, pairs[i][0] ? knows : buys, pairs[i][1], pairs[i][2]);
-    rg_err err;
-    hg_graph *g = hgb_finish(b, 1, &err);
-    assert_non_null(g);
-    assert_true(g->num_unique < g->num_edges);
-    return g;
-}
-
-static ir_program *new_prog(const char *name)
-{
-    ir_dims d = {4, 3, 1};
-    return ir_new(name, &d);
-}
 
 static ref_exec *run_prog(const ir_program *p, const hg_graph *g, int nthreads)
 {
@@ -118,14 +57,14 @@ static void assert_close_at(const double *want, const double *got, int64_t n, in
 static void test_linear_compact_and_aggregation(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("lin");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("lin");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
     int norm = edge_var(p, "norm", 1, 1, 0, IR_ROLE_GRAPH, 0);
     int hs = edge_var(p, "hs", 1, 3, 0, IR_ROLE_TEMP, 0);
     int hc = edge_var(p, "hc", 1, 3, 1, IR_ROLE_TEMP, 0);
-    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    int out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
     p->output = out;
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hc, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
@@ -163,9 +102,9 @@ static void test_linear_compact_and_aggregation(void **state)
 static void test_edge_softmax_attention(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("att");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("att");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
     int ws = weight_var(p, "ws", IR_WIDX_ETYPE, 1, 0, 3, IR_ROLE_PARAM);
     int hs = edge_var(p, "hs", 1, 3, 1, IR_ROLE_TEMP, 0);
@@ -175,9 +114,9 @@ static void test_edge_softmax_attention(void **state)
     int a3 = edge_var(p, "a3", 1, 1, 0, IR_ROLE_TEMP, 0);
     int a4 = edge_var(p, "a4", 1, 1, 0, IR_ROLE_TEMP, 0);
     int ex = edge_var(p, "ex", 1, 1, 0, IR_ROLE_TEMP, 0);
-    int sum = node_var(p, "sum", 1, 1, IR_ROLE_TEMP, 1);
+    int sum = irb_node_var(p, "sum", 1, 1, IR_ROLE_TEMP, 1);
     int att = edge_var(p, "att", 1, 1, 0, IR_ROLE_TEMP, 0);
-    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    int out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
     p->output = out;
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(hs, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(W, IR_ACC_ETYPE));
     S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(ht, IR_ACC_ROW), 0, O(h, IR_ACC_DST), O(W, IR_ACC_ETYPE));
@@ -227,21 +166,21 @@ static void test_edge_softmax_attention(void **state)
 static void test_heads_broadcast_and_sums(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("heads");
-    int a = node_var(p, "a", 2, 3, IR_ROLE_INPUT, 0);
-    int b = node_var(p, "b", 1, 3, IR_ROLE_INPUT, 0);
-    int c = node_var(p, "c", 2, 1, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("heads");
+    int a = irb_node_var(p, "a", 2, 3, IR_ROLE_INPUT, 0);
+    int b = irb_node_var(p, "b", 1, 3, IR_ROLE_INPUT, 0);
+    int c = irb_node_var(p, "c", 2, 1, IR_ROLE_INPUT, 0);
     int Wh = weight_var(p, "Wh", IR_WIDX_NONE, 2, 3, 2, IR_ROLE_PARAM);
-    int m = node_var(p, "m", 2, 3, IR_ROLE_TEMP, 0);
-    int sh = node_var(p, "sh", 1, 3, IR_ROLE_TEMP, 0);
-    int sd = node_var(p, "sd", 2, 1, IR_ROLE_TEMP, 0);
-    int dt = node_var(p, "dt", 2, 1, IR_ROLE_TEMP, 0);
-    int lin = node_var(p, "lin", 2, 2, IR_ROLE_TEMP, 0);
-    int lsum = node_var(p, "lsum", 1, 2, IR_ROLE_TEMP, 0);
-    int cat = node_var(p, "cat", 2, 4, IR_ROLE_TEMP, 0);
-    int sl = node_var(p, "sl", 2, 2, IR_ROLE_TEMP, 0);
-    int rs = node_var(p, "rs", 3, 2, IR_ROLE_OUTPUT, 0);
+    int m = irb_node_var(p, "m", 2, 3, IR_ROLE_TEMP, 0);
+    int sh = irb_node_var(p, "sh", 1, 3, IR_ROLE_TEMP, 0);
+    int sd = irb_node_var(p, "sd", 2, 1, IR_ROLE_TEMP, 0);
+    int dt = irb_node_var(p, "dt", 2, 1, IR_ROLE_TEMP, 0);
+    int lin = irb_node_var(p, "lin", 2, 2, IR_ROLE_TEMP, 0);
+    int lsum = irb_node_var(p, "lsum", 1, 2, IR_ROLE_TEMP, 0);
+    int cat = irb_node_var(p, "cat", 2, 4, IR_ROLE_TEMP, 0);
+    int sl = irb_node_var(p, "sl", 2, 2, IR_ROLE_TEMP, 0);
+    int rs = irb_node_var(p, "rs", 3, 2, IR_ROLE_OUTPUT, 0);
     p->output = rs;
     S2(p, IR_OP_MUL, IR_DOM_NODE, O(m, IR_ACC_ROW), 0, O(a, IR_ACC_ROW), O(b, IR_ACC_ROW));
     S2(p, IR_OP_MUL, IR_DOM_NODE, O(sh, IR_ACC_ROW), 0, O(a, IR_ACC_ROW), O(b, IR_ACC_ROW));
@@ -300,22 +239,22 @@ static void test_heads_broadcast_and_sums(void **state)
 static void test_gradient_statements(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("grads");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("grads");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int dy = edge_var(p, "dy", 1, 3, 0, IR_ROLE_INPUT, 0);   /* stands for an edge gradient */
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
     int Wn = weight_var(p, "Wn", IR_WIDX_NTYPE, 1, 4, 3, IR_ROLE_PARAM);
-    int dh = node_var(p, "dh", 1, 4, IR_ROLE_TEMP, 1);
+    int dh = irb_node_var(p, "dh", 1, 4, IR_ROLE_TEMP, 1);
     int dW = weight_var(p, "dW", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_TEMP);
     p->vars[dW].zero_init = 1;
     int dWn = weight_var(p, "dWn", IR_WIDX_NTYPE, 1, 4, 3, IR_ROLE_TEMP);
     p->vars[dWn].zero_init = 1;
     int dc = edge_var(p, "dc", 1, 3, 1, IR_ROLE_TEMP, 1);
-    int dhu = node_var(p, "dhu", 1, 4, IR_ROLE_OUTPUT, 1);
+    int dhu = irb_node_var(p, "dhu", 1, 4, IR_ROLE_OUTPUT, 1);
     int dWu = weight_var(p, "dWu", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_TEMP);
     p->vars[dWu].zero_init = 1;
-    int hn = node_var(p, "hn", 1, 3, IR_ROLE_TEMP, 0);
+    int hn = irb_node_var(p, "hn", 1, 3, IR_ROLE_TEMP, 0);
     p->output = dhu;
     ir_stmt s = {0};
     s.op = IR_OP_LINEAR; s.dom = IR_DOM_EDGE; s.out = O(dh, IR_ACC_SRC); s.accumulate = 1; s.nin = 2;
@@ -381,14 +320,14 @@ static void test_dense_kernels_against_naive(void **state)
     hg_graph *g = synth_generate("nodes=300,edges=5000,ntypes=2,etypes=3,ratio=0.1,seed=4", &err);
     if (!g) fail_msg("synth: %s", err.msg);
     enum { KD = 9, ND = 19, HD = 2, KH = 5, NH = 12 };
-    ir_program *p = new_prog("dense");
-    int h = node_var(p, "h", 1, KD, IR_ROLE_INPUT, 0);
+    ir_program *p = irb_new_prog("dense");
+    int h = irb_node_var(p, "h", 1, KD, IR_ROLE_INPUT, 0);
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, KD, ND, IR_ROLE_PARAM);
     int Wh = weight_var(p, "Wh", IR_WIDX_ETYPE, HD, KH, NH, IR_ROLE_PARAM);
-    int xh = node_var(p, "xh", HD, KH, IR_ROLE_INPUT, 0);
+    int xh = irb_node_var(p, "xh", HD, KH, IR_ROLE_INPUT, 0);
     int y = edge_var(p, "y", 1, ND, 0, IR_ROLE_TEMP, 0);
     int yh = edge_var(p, "yh", HD, NH, 0, IR_ROLE_TEMP, 0);
-    int dx = node_var(p, "dx", 1, KD, IR_ROLE_TEMP, 1);
+    int dx = irb_node_var(p, "dx", 1, KD, IR_ROLE_TEMP, 1);
     int dW = weight_var(p, "dW", IR_WIDX_ETYPE, 1, KD, ND, IR_ROLE_TEMP);
     p->vars[dW].zero_init = 1;
     int dWh = weight_var(p, "dWh", IR_WIDX_ETYPE, HD, KH, NH, IR_ROLE_OUTPUT);
@@ -441,8 +380,8 @@ static void test_dense_kernels_against_naive(void **state)
 static void test_weight_products(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("wmm");
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("wmm");
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
     int w = weight_var(p, "w", IR_WIDX_ETYPE, 1, 0, 3, IR_ROLE_PARAM);
     int Wv = weight_var(p, "Wv", IR_WIDX_ETYPE, 1, 0, 4, IR_ROLE_TEMP);
@@ -510,19 +449,19 @@ static void test_weight_products(void **state)
 static void test_nll(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("nll");
-    int z = node_var(p, "z", 1, 3, IR_ROLE_INPUT, 0);
-    int lab = node_var(p, "label", 1, 1, IR_ROLE_LABEL, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("nll");
+    int z = irb_node_var(p, "z", 1, 3, IR_ROLE_INPUT, 0);
+    int lab = irb_node_var(p, "label", 1, 1, IR_ROLE_LABEL, 0);
     int loss = scalar_var(p, "loss", IR_ROLE_LOSS, 0);
     int dl = scalar_var(p, "dloss", IR_ROLE_TEMP, 0);
-    int dz = node_var(p, "dz", 1, 3, IR_ROLE_OUTPUT, 1);
+    int dz = irb_node_var(p, "dz", 1, 3, IR_ROLE_OUTPUT, 1);
     p->output = dz;
     p->loss = loss;
     p->label = lab;
     S2(p, IR_OP_NLL_LOSS, IR_DOM_GLOBAL, O(loss, IR_ACC_ALL), 0, O(z, IR_ACC_ALL), O(lab, IR_ACC_ALL));
     S1(p, IR_OP_COPY, IR_DOM_GLOBAL, O(dl, IR_ACC_ALL), 0, Kc(2.0));
-    stmt(p, IR_OP_NLL_GRAD, IR_DOM_NODE, O(dz, IR_ACC_ROW), 1, 3, O(z, IR_ACC_ROW), O(lab, IR_ACC_ROW),
+    irb_stmt(p, IR_OP_NLL_GRAD, IR_DOM_NODE, O(dz, IR_ACC_ROW), 1, 3, O(z, IR_ACC_ROW), O(lab, IR_ACC_ROW),
          O(dl, IR_ACC_ALL));
     rg_err err;
     assert_int_equal(ir_verify(p, &err), 0);
@@ -553,11 +492,11 @@ static void test_threads_agree_on_a_synth_graph(void **state)
     rg_err err;
     hg_graph *g = synth_generate("nodes=3000,edges=40000,ntypes=3,etypes=6,ratio=0.2,seed=3", &err);
     if (!g) fail_msg("synth: %s", err.msg);
-    ir_program *p = new_prog("thr");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    ir_program *p = irb_new_prog("thr");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_PARAM);
     int hs = edge_var(p, "hs", 1, 3, 0, IR_ROLE_TEMP, 0);
-    int out = node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    int out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
     int dW = weight_var(p, "dW", IR_WIDX_ETYPE, 1, 4, 3, IR_ROLE_TEMP);
     p->vars[dW].zero_init = 1;
     p->output = out;
@@ -589,11 +528,11 @@ static void test_comparisons_and_poison(void **state)
     assert_false(ref_compare_f32(ref, f, 3) < 1e-3);
 
     /* an output row nothing writes stays NaN: a node var written only at some dsts */
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("poison");
-    int h = node_var(p, "h", 1, 2, IR_ROLE_INPUT, 0);
-    int t = node_var(p, "t", 1, 2, IR_ROLE_TEMP, 0);
-    int out = node_var(p, "out", 1, 2, IR_ROLE_OUTPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("poison");
+    int h = irb_node_var(p, "h", 1, 2, IR_ROLE_INPUT, 0);
+    int t = irb_node_var(p, "t", 1, 2, IR_ROLE_TEMP, 0);
+    int out = irb_node_var(p, "out", 1, 2, IR_ROLE_OUTPUT, 0);
     p->output = out;
     S1(p, IR_OP_COPY, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(t, IR_ACC_ROW));   /* t never written */
     (void)h;
@@ -616,9 +555,9 @@ static void expect_ref_error(ir_program *p, const hg_graph *g, const char *needl
 static void test_errors(void **state)
 {
     (void)state;
-    hg_graph *g = small_graph();
-    ir_program *p = new_prog("bad");
-    int h = node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("bad");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
     int W = weight_var(p, "W", IR_WIDX_ETYPE, 1, 5, 3, IR_ROLE_PARAM);
     int hs = edge_var(p, "hs", 1, 3, 0, IR_ROLE_TEMP, 0);
     p->output = hs;
@@ -633,9 +572,9 @@ static void test_errors(void **state)
     expect_ref_error(p, g, "needs +=");
     ir_free(p);
 
-    p = new_prog("graphvar");
-    int deg = node_var(p, "degree", 1, 1, IR_ROLE_GRAPH, 0);
-    int o = node_var(p, "o", 1, 1, IR_ROLE_OUTPUT, 0);
+    p = irb_new_prog("graphvar");
+    int deg = irb_node_var(p, "degree", 1, 1, IR_ROLE_GRAPH, 0);
+    int o = irb_node_var(p, "o", 1, 1, IR_ROLE_OUTPUT, 0);
     p->output = o;
     S1(p, IR_OP_COPY, IR_DOM_NODE, O(o, IR_ACC_ROW), 0, O(deg, IR_ACC_ROW));
     expect_ref_error(p, g, "unknown graph-derived input 'degree'");
