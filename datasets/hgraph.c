@@ -6,6 +6,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct { int32_t *v; int64_t n, cap; } i32vec;
 
@@ -173,6 +174,7 @@ static void build_compaction(hg_graph *g)
 
 void hg_build_derived(hg_graph *g)
 {
+    RG_ASSERT(g->mapping == NULL);
     build_csr(g->num_nodes, g->num_edges, g->dst, &g->in_ptr, &g->in_eid);
     build_csr(g->num_nodes, g->num_edges, g->src, &g->out_ptr, &g->out_eid);
     build_compaction(g);
@@ -270,14 +272,8 @@ hg_graph *hgb_finish(hg_builder *b, int add_reverse, rg_err *err)
     return g;
 }
 
-void hg_free(hg_graph *g)
+static void free_arrays(hg_graph *g)
 {
-    if (!g) return;
-    for (int32_t i = 0; i < g->num_ntypes; i++) free(g->ntype_names[i]);
-    for (int32_t i = 0; i < g->num_etypes; i++) free(g->etype_names[i]);
-    free(g->ntype_names);
-    free(g->etype_names);
-    free(g->name);
     free(g->ntype_ptr);
     free(g->etype_src);
     free(g->etype_dst);
@@ -292,6 +288,18 @@ void hg_free(hg_graph *g)
     free(g->unique_src);
     free(g->unique_etype_ptr);
     free(g->edge_compact);
+}
+
+void hg_free(hg_graph *g)
+{
+    if (!g) return;
+    for (int32_t i = 0; i < g->num_ntypes; i++) free(g->ntype_names[i]);
+    for (int32_t i = 0; i < g->num_etypes; i++) free(g->etype_names[i]);
+    free(g->ntype_names);
+    free(g->etype_names);
+    free(g->name);
+    if (!g->mapping) free_arrays(g);
+    else if (munmap(g->mapping, g->mapping_bytes) != 0) RG_DIE("munmap of a graph cache mapping failed");
     free(g);
 }
 

@@ -3,6 +3,7 @@
 #ifndef HG_GRAPH_H
 #define HG_GRAPH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "common/util.h"
 
@@ -35,6 +36,12 @@ typedef struct hg_graph {
     int32_t *unique_src;       /* [num_unique] */
     int32_t *unique_etype_ptr; /* [num_etypes+1] */
     int32_t *edge_compact;     /* [num_edges] compact row of each edge */
+
+    /* Non-NULL for a graph loaded from the binary cache: every int32 array above points into
+     * this read-only mapping of the cache file (writing into one faults), and hg_free unmaps
+     * it instead of freeing the arrays. Names are always allocated. */
+    void *mapping;
+    size_t mapping_bytes;
 } hg_graph;
 
 typedef struct hg_stats {
@@ -78,8 +85,8 @@ int hg_validate(const hg_graph *g, rg_err *err);
 /* Compact row of (src, etype) by binary search within the etype group; -1 if absent. */
 int32_t hg_compact_lookup(const hg_graph *g, int32_t src, int32_t etype);
 int32_t hg_ntype_of(const hg_graph *g, int32_t node);
-/* Builds CSRs and compaction maps from src/dst/etype/etype_ptr already in place
- * (used by hgb_finish and by the binary cache loader when it must rebuild). */
+/* Builds CSRs and compaction maps from src/dst/etype/etype_ptr already in place (used by
+ * hgb_finish). Not for a graph of the cache: its arrays are read-only and not its own. */
 void hg_build_derived(hg_graph *g);
 
 #endif

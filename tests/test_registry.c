@@ -281,6 +281,48 @@ static void test_corrupt_cache_is_rebuilt(void **state)
     remove_tmpdir(tmp);
 }
 
+/* Overwrites the cache format version (the 4 bytes after the 8-byte magic). */
+static void set_cache_version(const char *path, uint32_t version)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 8, SEEK_SET), 0);
+    assert_int_equal(fwrite(&version, sizeof version, 1, f), 1);
+    fclose(f);
+}
+
+/* A cache of an older format (version 1: arrays unaligned, not mappable) is refused with
+ * its version named, and ds_open replaces it instead of failing. */
+static void test_old_format_cache_is_rebuilt(void **state)
+{
+    (void)state;
+    char *tmp = tu_tmpdir(), *cache = rg_xasprintf("%s/cache", tmp);
+    char *dir = write_tiny_openke(tmp, "fb15k237");
+    ds_options o = quiet_opts(tmp, cache);
+    rg_err err;
+    hg_graph *ref = ds_open("fb15k237", &o, &err);
+    if (!ref) fail_msg("%s", err.msg);
+    char *path = ds_cache_path("fb15k237", dir, &o);
+    set_cache_version(path, 1);
+    ino_t old = inode_of(path);
+    assert_null(gcache_read(path, &err));
+    assert_non_null(strstr(err.msg, "format version 1"));
+    hg_graph *g = ds_open("fb15k237", &o, &err);
+    assert_non_null(g);
+    assert_same_graph(ref, g);
+    assert_true(inode_of(path) != old);
+    hg_graph *reread = gcache_read(path, &err);
+    if (!reread) fail_msg("%s", err.msg);
+    assert_same_graph(ref, reread);
+    hg_free(reread);
+    hg_free(g);
+    hg_free(ref);
+    free(path);
+    free(dir);
+    free(cache);
+    remove_tmpdir(tmp);
+}
+
 static void test_changed_source_invalidates(void **state)
 {
     (void)state;
@@ -636,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_missing_files_message),
         cmocka_unit_test(test_cache_roundtrip_aifb),
         cmocka_unit_test(test_corrupt_cache_is_rebuilt),
+        cmocka_unit_test(test_old_format_cache_is_rebuilt),
         cmocka_unit_test(test_changed_source_invalidates),
         cmocka_unit_test(test_folder_paths),
         cmocka_unit_test(test_synth_cached),
