@@ -9,7 +9,8 @@
 
 int cg_var_is_f64(const ir_var *v)
 {
-    return v->kind != IR_VAR_WEIGHT && v->dim == 1;
+    if (v->kind == IR_VAR_WEIGHT) return v->rows_dim == 0 && v->grad_of >= 0;
+    return v->dim == 1;
 }
 
 #define TOUCH_NONE (-1)
@@ -133,6 +134,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
             break;
         }
     }
+    if (!rc && lp->ninst > 0) rc = et_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
     if (rc) {
         cg_variant_free(out);
         return -1;

@@ -16,11 +16,19 @@ typedef struct cg_variant {
 /* Element type of a variable in device memory. Per-row scalars (edge, node and global
  * values of dim 1: attention logits, softmax sums, their gradients, the loss) are float64:
  * the edge-softmax backward subtracts nearly equal terms, and float32 there loses the
- * 1e-4 agreement with the reference; they cost 4 extra bytes per row. Features and weights
- * are float32. */
+ * 1e-4 agreement with the reference; they cost 4 extra bytes per row. Gradients of vector
+ * weights (attention vectors such as RGAT's w_s, w_t and W w_t) are float64 too: they sum
+ * softmax gradients over every edge of a type, terms that cancel to about 1/1000 of their
+ * size, so float32 atomics lose four digits there (1.7e-4 on fb15k237 at dims 64); they
+ * are only types x width values. Features, weights and weight-matrix gradients are float32. */
 int cg_var_is_f64(const ir_var *v);
 static inline const char *cg_ctype(const ir_var *v) { return cg_var_is_f64(v) ? "double" : "float"; }
 static inline int cg_elem_bytes(const ir_var *v) { return cg_var_is_f64(v) ? 8 : 4; }
+
+/* Learning rate of the SGD step that ends every training plan (sgd_update). */
+#define CG_SGD_LR 0.01
+/* The host's copy of that step for one weight value, bit for bit what the kernel computes. */
+static inline float cg_sgd_step(float w, double dw) { return w - (float)(CG_SGD_LR * dw); }
 
 /* Emits the kernels of lp (lowered from ir) under cfg. Fails with the reason when an
  * instance cannot be expressed; nothing is left allocated then. */

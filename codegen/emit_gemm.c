@@ -330,6 +330,25 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     return 0;
 }
 
+/* Statement reading n consecutive floats of a shared row at idx * n into the array `dst`,
+ * as one vector access when n is 2 or 4 (the row is 16-byte aligned). */
+static const char *shared_read(const char *dst, const char *row, const char *idx, int n)
+{
+    static char buf[4][160];
+    static int next;
+    char *out = buf[next++ & 3];
+    if (n == 4)
+        snprintf(out, sizeof buf[0], "{ const float4 v = *(const float4*)&%s[%s * 4]; %s[0] = v.x; %s[1] = v.y; %s[2] = v.z; %s[3] = v.w; }",
+                 row, idx, dst, dst, dst, dst);
+    else if (n == 2)
+        snprintf(out, sizeof buf[0], "{ const float2 v = *(const float2*)&%s[%s * 2]; %s[0] = v.x; %s[1] = v.y; }", row, idx,
+                 dst, dst);
+    else
+        snprintf(out, sizeof buf[0], "#pragma unroll\n            for (int z = 0; z < %d; z++) %s[z] = %s[%s * %d + z];", n,
+                 dst, row, idx, n);
+    return out;
+}
+
 /* dW[t][h] (K x N) += sum over the tile's rows of s * X[g(row)]^T (outer) dY[s(row)]. */
 static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
                       rg_err *err)
@@ -389,6 +408,9 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     }
     char scal[256] = "1.f";
     if (sh.s) scalar_expr(&sh, sidx, "0", scal, sizeof scal);
+    /* float4 loads where rows and head offsets keep 16-byte alignment (buffers are cudaMalloc'd) */
+    int vec_x = !cg_var_is_f64(sh.x) && sh.K % 4 == 0 && sh.ldx % 4 == 0 && sh.x_head_stride % 4 == 0;
+    int vec_y = !cg_var_is_f64(sh.y) && sh.N % 4 == 0 && sh.ldy % 4 == 0 && dy_head_stride % 4 == 0;
     rg_str_printf(src,
         ")\n{\n"
         "    const int t = tile_type[blockIdx.x];\n"
@@ -397,8 +419,9 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "    const int h = blockIdx.z;\n"
         "    const int k0 = (blockIdx.y / %d) * TILE, n0 = (blockIdx.y %% %d) * TILE;\n"
         "    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;\n"
-        "    __shared__ float Xs[TILE][TILE + 1];\n"
-        "    __shared__ float Ds[TILE][TILE + 1];\n"
+        "    /* rows padded by 4 floats: 16-byte aligned vector accesses, rows on other banks */\n"
+        "    __shared__ __align__(16) float Xs[TILE][TILE + 4];\n"
+        "    __shared__ __align__(16) float Ds[TILE][TILE + 4];\n"
         "    __shared__ long xb[TILE], yb[TILE];\n"
         "    __shared__ float sv[TILE];\n"
         "    float acc[%d][CW];\n"
@@ -417,32 +440,59 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "                xb[rr] = yb[rr] = -1;\n"
         "            }\n"
         "        }\n"
-        "        __syncthreads();\n"
-        "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-        "            const int rr = idx / TILE, cc = idx %% TILE;\n"
-        "            const bool ok = xb[rr] >= 0;\n"
-        "            Xs[rr][cc] = (ok && k0 + cc < K) ? sv[rr] * (float)__ldg(X + xb[rr] + k0 + cc) : 0.f;\n"
-        "            Ds[rr][cc] = (ok && n0 + cc < N) ? (float)__ldg(Y + yb[rr] + n0 + cc) : 0.f;\n"
-        "        }\n"
+        "        __syncthreads();\n",
+        segend, ntiles, ntiles, C, C, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal);
+    if (vec_x)
+        rg_str_puts(src,
+            "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+            "            const int rr = idx / (TILE / 4), cc = (idx % (TILE / 4)) * 4;\n"
+            "            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+            "            if (xb[rr] >= 0 && k0 + cc < K) {\n"
+            "                v = __ldg((const float4*)(X + xb[rr] + k0 + cc));\n"
+            "                const float s = sv[rr];\n"
+            "                v.x *= s; v.y *= s; v.z *= s; v.w *= s;\n"
+            "            }\n"
+            "            *(float4*)&Xs[rr][cc] = v;\n"
+            "        }\n");
+    else
+        rg_str_puts(src,
+            "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+            "            const int rr = idx / TILE, cc = idx % TILE;\n"
+            "            Xs[rr][cc] = (xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * (float)__ldg(X + xb[rr] + k0 + cc) : 0.f;\n"
+            "        }\n");
+    if (vec_y)
+        rg_str_puts(src,
+            "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+            "            const int rr = idx / (TILE / 4), cc = (idx % (TILE / 4)) * 4;\n"
+            "            *(float4*)&Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? __ldg((const float4*)(Y + yb[rr] + n0 + cc))\n"
+            "                                                             : make_float4(0.f, 0.f, 0.f, 0.f);\n"
+            "        }\n");
+    else
+        rg_str_puts(src,
+            "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+            "            const int rr = idx / TILE, cc = idx % TILE;\n"
+            "            Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? (float)__ldg(Y + yb[rr] + n0 + cc) : 0.f;\n"
+            "        }\n");
+    /* a thread owns C consecutive dW rows and CW consecutive columns, so each step over j
+     * reads two short vectors from shared memory for C x CW fused multiply-adds */
+    rg_str_printf(src,
         "        __syncthreads();\n"
         "        #pragma unroll 8\n"
         "        for (int j = 0; j < TILE; j++) {\n"
-        "            float d[CW];\n"
+        "            float xv[%d], d[CW];\n"
+        "            %s\n"
+        "            %s\n"
         "            #pragma unroll\n"
-        "            for (int q = 0; q < CW; q++) d[q] = Ds[j][tx * CW + q];\n"
-        "            #pragma unroll\n"
-        "            for (int i = 0; i < %d; i++) {\n"
-        "                const float xv = Xs[j][ty + i * TY];\n"
+        "            for (int i = 0; i < %d; i++)\n"
         "                #pragma unroll\n"
-        "                for (int q = 0; q < CW; q++) acc[i][q] = fmaf(xv, d[q], acc[i][q]);\n"
-        "            }\n"
+        "                for (int q = 0; q < CW; q++) acc[i][q] = fmaf(xv[i], d[q], acc[i][q]);\n"
         "        }\n"
         "        __syncthreads();\n"
         "    }\n"
         "    float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
         "    #pragma unroll\n"
         "    for (int i = 0; i < %d; i++) {\n"
-        "        const int kk = k0 + ty + i * TY;\n"
+        "        const int kk = k0 + ty * %d + i;\n"
         "        if (kk >= K) continue;\n"
         "        #pragma unroll\n"
         "        for (int q = 0; q < CW; q++) {\n"
@@ -451,8 +501,8 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "        }\n"
         "    }\n"
         "}\n",
-        segend, ntiles, ntiles, C, C, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal, C, wsl,
-        sh.w_slice, sh.w_head_stride, C);
+        C, shared_read("xv", "Xs[j]", "ty", C), shared_read("d", "Ds[j]", "tx", CW), C, wsl, sh.w_slice,
+        sh.w_head_stride, C, C);
     k->flops = 2.0 * sh.K * sh.N * sh.heads;
     return 0;
 }

@@ -1017,6 +1017,8 @@ static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k
     snprintf(store, sizeof store, shared_slice ? "atomicAdd(&o[ooff[hh] + (long)row * %ld + (long)col * %ld], acc)"
                                                : "o[ooff[hh] + (long)row * %ld + (long)col * %ld] %s acc",
              o0.rs, o0.cs, s->accumulate ? "+=" : "=");
+    const char *ta = cg_ctype(pl.v[0]), *tb = cg_ctype(pl.v[1]), *to = cg_ctype(pl.v[2]);
+    const char *tacc = cg_var_is_f64(pl.v[0]) || cg_var_is_f64(pl.v[1]) || cg_var_is_f64(pl.v[2]) ? "double" : "float";
     /* a type's output elements are spread over grid.y blocks: there may be only a few types */
     k->category = KC_OTHER;
     k->grid_kind = KGRID_ROWS;
@@ -1027,32 +1029,32 @@ static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k
     rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src,
                   "\n/* %s: %s[r] %s %s[%s]%s x %s[%s]%s for every edge type r */\n"
-                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ A, const float* __restrict__ B,\n"
-                  "    float* __restrict__ O, const int* __restrict__ etype_src_ntype, const int* __restrict__ etype_dst_ntype)\n"
+                  "extern \"C\" __global__ void %s(int num_rows, const %s* __restrict__ A, const %s* __restrict__ B,\n"
+                  "    %s* __restrict__ O, const int* __restrict__ etype_src_ntype, const int* __restrict__ etype_dst_ntype)\n"
                   "{\n"
                   "    const int r = blockIdx.x;\n"
                   "    if (r >= num_rows) return;\n"
-                  "    const float* a = A + (size_t)(%s) * %lld;\n"
-                  "    const float* b = B + (size_t)(%s) * %lld;\n"
-                  "    float* o = O + (size_t)(%s) * %lld;\n"
+                  "    const %s* a = A + (size_t)(%s) * %lld;\n"
+                  "    const %s* b = B + (size_t)(%s) * %lld;\n"
+                  "    %s* o = O + (size_t)(%s) * %lld;\n"
                   "%s"
                   "    {\n"
                   "        const int i = blockIdx.y * blockDim.x + threadIdx.x;\n"
                   "        if (i >= %d) return;\n"
                   "        const int hh = i / %d, row = (i / %d) %% %d, col = i %% %d;\n"
-                  "        float acc = 0.f;\n"
+                  "        %s acc = 0;  /* double when an operand is (a gradient summed over many edges) */\n"
                   "        for (int h = %s; h < %s; h++)\n"
                   "            for (int k = 0; k < %d; k++)\n"
-                  "                acc = fmaf(a[aoff[h] + (long)row * %ld + (long)k * %ld], b[boff[h] + (long)k * %ld + (long)col * %ld], acc);\n"
+                  "                acc = fma((%s)a[aoff[h] + (long)row * %ld + (long)k * %ld], (%s)b[boff[h] + (long)k * %ld + (long)col * %ld], acc);\n"
                   "        %s;\n"
                   "    }\n"
                   "}\n",
                   k->name, pl.v[2]->name, s->accumulate ? "+=" : "=", pl.v[0]->name, type_slice(s->in[0].acc),
                   pl.wgrad ? "^T" : "", pl.v[1]->name, type_slice(s->in[1].acc), pl.transpose ? "^T" : "", k->name,
-                  type_slice(s->in[0].acc), (long long)ir_var_row_width(pl.v[0]), type_slice(s->in[1].acc),
-                  (long long)ir_var_row_width(pl.v[1]), type_slice(s->out.acc), (long long)ir_var_row_width(pl.v[2]),
-                  offs.s, total, o0.rows * o0.cols, o0.cols, o0.rows, o0.cols, hlo, hhi, a0.cols, a0.rs, a0.cs, b0.rs,
-                  b0.cs, store);
+                  ta, tb, to, ta, type_slice(s->in[0].acc), (long long)ir_var_row_width(pl.v[0]), tb,
+                  type_slice(s->in[1].acc), (long long)ir_var_row_width(pl.v[1]), to, type_slice(s->out.acc),
+                  (long long)ir_var_row_width(pl.v[2]), offs.s, total, o0.rows * o0.cols, o0.cols, o0.rows, o0.cols,
+                  tacc, hlo, hhi, a0.cols, tacc, a0.rs, a0.cs, tacc, b0.rs, b0.cs, store);
     rg_str_free(&offs);
     kp_add_param(k, KP_INT, KS_ETYPES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "A");
@@ -1063,61 +1065,98 @@ static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k
     return 0;
 }
 
+/* Lanes that share one node's row in the loss kernels: a power of two with at most 8 classes
+ * per lane. A warp per node leaves most of the time to shuffle latency when rows are short
+ * (64 classes: 2 values per lane and 10 shuffle rounds per node). */
+static int nll_group(int classes)
+{
+    int g = 1;
+    while (g < 32 && g * 8 < classes) g *= 2;
+    return g;
+}
+
 static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
 {
     const ir_var *x = &ir->vars[s->in[0].var];
     int C = (int)ir_var_row_width(x);
     if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
+    int G = nll_group(C), V = (C + G - 1) / G, per_block = WARPS_PER_BLOCK * (32 / G);
     k->category = KC_OTHER;
     k->grid_kind = KGRID_ROWS;
     k->grid_rows_size = KS_NODES;
-    k->rows_per_block = WARPS_PER_BLOCK;
+    k->rows_per_block = per_block;
     k->block_x = 32 * WARPS_PER_BLOCK;
     int grad = s->op == IR_OP_NLL_GRAD;
     rg_str_puts(src, ktpl_prelude);
     const ir_var *lv = &ir->vars[s->in[1].var], *ov = &ir->vars[s->out.var];
     rg_str_printf(src,
-                  "\n/* %s: %s (log-sum-exp in double) */\n"
+                  "\n/* %s: %s (log-sum-exp in double), %d lanes per node */\n"
+                  "#define C %d\n#define G %d\n#define V %d\n"
                   "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const %s* __restrict__ L,\n"
                   "    %s* __restrict__ O%s)\n"
                   "{\n"
-                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-                  "    const int n = min(blockIdx.x * %d + warp, num_rows - 1);  /* tail warps redo the last node */\n"
-                  "    const float* x = X + (size_t)n * %d;\n"
+                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & (G - 1);\n"
+                  "    const int n = blockIdx.x * %d + warp * (32 / G) + lane / G;\n"
+                  "    const bool valid = n < num_rows;\n"
+                  "    const float* x = X + (size_t)(valid ? n : 0) * C;\n"
+                  "    float xv[V];\n"
                   "    float m = -3.402823466e38f;\n"
-                  "    for (int c = lane; c < %d; c += 32) m = fmaxf(m, x[c]);\n"
-                  "    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
-                  "    /* after the max is subtracted every exponent is <= 0: float exp is exact enough,\n"
-                  "       and the sum, the log and the loss are carried in double */\n"
-                  "    double z = 0.0;\n"
-                  "    for (int c = lane; c < %d; c += 32) z += (double)__expf(x[c] - m);\n"
-                  "    z = warp_sum(z);\n"
-                  "    const int label = (int)L[n];\n",
-                  k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", k->name,
-                  cg_ctype(lv), cg_ctype(ov), grad ? (cg_var_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss" : ", const float* __restrict__ dloss") : "",
-                  WARPS_PER_BLOCK, C, C, C);
+                  "    #pragma unroll\n"
+                  "    for (int j = 0; j < V; j++) {\n"
+                  "        const int c = sub + j * G;\n"
+                  "        xv[j] = (valid && c < C) ? x[c] : -3.402823466e38f;\n"
+                  "        m = fmaxf(m, xv[j]);\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "    /* exponentials, their sum, the log and the loss in double: d logits feed every\n"
+                  "       gradient, and a biased approximate exp (__expf) shifts all of them alike */\n"
+                  "    double e[V], z = 0.0;\n"
+                  "    #pragma unroll\n"
+                  "    for (int j = 0; j < V; j++) {\n"
+                  "        e[j] = sub + j * G < C ? exp((double)xv[j] - (double)m) : 0.0;\n"
+                  "        z += e[j];\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int o = G / 2; o > 0; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);\n"
+                  "    const int label = valid ? (int)L[n] : -1;\n",
+                  k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", G, C, G, V, k->name,
+                  cg_ctype(lv), cg_ctype(ov),
+                  grad ? (cg_var_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss"
+                                                                 : ", const float* __restrict__ dloss")
+                       : "",
+                  per_block);
     if (grad)
         rg_str_printf(src,
-                      "    if (blockIdx.x * %d + warp >= num_rows) return;  /* no redone tail node here */\n"
-                      "    const double scale = (double)dloss[0] / (double)num_rows;\n"
-                      "    for (int c = lane; c < %d; c += 32)\n"
-                      "        O[(size_t)n * %d + c] %s ((double)__expf(x[c] - m) / z - (c == label ? 1.0 : 0.0)) * scale;\n"
-                      "}\n",
-                      WARPS_PER_BLOCK, C, C, s->accumulate ? "+=" : "=");
-    else
-        /* one atomic per block, not per node: a single address updated by every warp serializes */
-        rg_str_printf(src,
-                      "    __shared__ double part[%d];\n"
-                      "    if (lane == 0) part[warp] = -((double)x[label] - (double)m - log(z)) / (double)num_rows;\n"
-                      "    __syncthreads();\n"
-                      "    if (threadIdx.x == 0) {\n"
-                      "        double t = 0.0;\n"
-                      "        const int nw = min(%d, num_rows - blockIdx.x * %d);\n"
-                      "        for (int w = 0; w < nw; w++) t += part[w];\n"
-                      "        atomicAdd(O, t);\n"
+                      "    if (!valid) return;\n"
+                      "    const double scale = (double)dloss[0] / (double)num_rows, inv_z = 1.0 / z;\n"
+                      "    #pragma unroll\n"
+                      "    for (int j = 0; j < V; j++) {\n"
+                      "        const int c = sub + j * G;\n"
+                      "        if (c < C)\n"
+                      "            O[(size_t)n * C + c] %s (e[j] * inv_z - (c == label ? 1.0 : 0.0)) * scale;\n"
                       "    }\n"
                       "}\n",
-                      WARPS_PER_BLOCK, WARPS_PER_BLOCK, WARPS_PER_BLOCK);
+                      s->accumulate ? "+=" : "=");
+    else
+        /* the lane holding the label adds the node's loss; one atomic per block, not per node:
+           a single address updated by every warp serializes */
+        rg_str_printf(src,
+                      "    double t = 0.0;\n"
+                      "    #pragma unroll\n"
+                      "    for (int j = 0; j < V; j++)\n"
+                      "        if (sub + j * G == label) t = -((double)xv[j] - (double)m - log(z)) / (double)num_rows;\n"
+                      "    t = warp_sum(t);\n"
+                      "    __shared__ double part[%d];\n"
+                      "    if (lane == 0) part[warp] = t;\n"
+                      "    __syncthreads();\n"
+                      "    if (threadIdx.x == 0) {\n"
+                      "        double b = 0.0;\n"
+                      "        for (int w = 0; w < %d; w++) b += part[w];\n"
+                      "        atomicAdd(O, b);\n"
+                      "    }\n"
+                      "}\n",
+                      WARPS_PER_BLOCK, WARPS_PER_BLOCK);
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
@@ -1152,5 +1191,71 @@ int et_emit_other(const ir_program *ir, int stmt, const int *materialized, const
         return -1;
     }
     k->source = src.s;
+    return 0;
+}
+
+/* ---- the SGD step that ends a training plan ---- */
+
+/* Trainable weights with a gradient in device memory, in variable order. */
+static int sgd_params(const ir_program *ir, const int *materialized, int *out)
+{
+    int n = 0;
+    for (int v = 0; v < ir->nvars; v++) {
+        const ir_var *x = &ir->vars[v];
+        if (x->role != IR_ROLE_PARAM || x->grad < 0) continue;
+        RG_ASSERT(materialized[v] && materialized[x->grad]);
+        out[n++] = v;
+    }
+    return n;
+}
+
+int et_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err)
+{
+    int *params = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof *params);
+    int n = sgd_params(ir, materialized, params);
+    if (n == 0) {
+        free(params);
+        return 0;
+    }
+    if (2 + 3 * n > KP_MAX_PARAMS) {
+        free(params);
+        return rg_errf(err, "cannot emit %s: %d trainable weights, more than one kernel takes", name, n);
+    }
+    kp_kernel *k = kp_add_kernel(plan);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->backward = 1;
+    k->category = KC_OTHER;
+    k->grid_kind = KGRID_FIXED;
+    k->grid_x_fixed = 264;   /* two blocks per H100 SM; a grid-stride loop covers any size */
+    k->block_x = 256;
+    rg_str src = {0}, body = {0};
+    rg_str_puts(&src, ktpl_prelude);
+    rg_str_printf(&src, "\n/* %s: w -= lr * dw for every trainable weight (lr = %g) */\n"
+                        "extern \"C\" __global__ void %s(int num_rows", name, CG_SGD_LR, name);
+    kp_add_param(k, KP_INT, KS_NONE, 1, "num_rows");
+    for (int i = 0; i < n; i++) {
+        const ir_var *w = &ir->vars[params[i]], *dw = &ir->vars[w->grad];
+        kp_size types = w->widx == IR_WIDX_ETYPE ? KS_ETYPES : w->widx == IR_WIDX_NTYPE ? KS_NTYPES : KS_NONE;
+        char pn[32];
+        snprintf(pn, sizeof pn, "types%d", i);
+        kp_add_param(k, KP_INT, types, 1, pn);
+        snprintf(pn, sizeof pn, "w%d", i);
+        kp_add_param(k, KP_VAR, params[i], 0, pn);
+        snprintf(pn, sizeof pn, "dw%d", i);
+        kp_add_param(k, KP_VAR, w->grad, 0, pn);
+        rg_str_printf(&src, ",\n    int types%d, float* __restrict__ w%d /* %s */, const %s* __restrict__ dw%d /* %s */",
+                      i, i, w->name, cg_ctype(dw), i, dw->name);
+        /* __fsub_rn: no contraction into an fma, so the host can redo the step bit for bit */
+        rg_str_printf(&body,
+                      "    for (size_t i = start; i < (size_t)types%d * %lld; i += stride)\n"
+                      "        w%d[i] = __fsub_rn(w%d[i], (float)(%.17g * (double)dw%d[i]));\n",
+                      i, (long long)ir_var_row_width(w), i, i, CG_SGD_LR, i);
+    }
+    rg_str_printf(&src, ")\n{\n    (void)num_rows;\n"
+                        "    const size_t start = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;\n"
+                        "%s}\n", body.s);
+    rg_str_free(&body);
+    k->source = src.s;
+    free(params);
     return 0;
 }

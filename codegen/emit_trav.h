@@ -24,4 +24,8 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
 int et_emit_other(const ir_program *ir, int stmt, const int *materialized, const cg_config *cfg, const char *name,
                   int backward, kp_plan *plan, rg_err *err);
 
+/* The SGD step that ends a training plan: one kernel updating every trainable weight in
+ * place, w -= CG_SGD_LR * dw (nothing is emitted when the program has no gradients). */
+int et_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err);
+
 #endif

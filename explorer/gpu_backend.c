@@ -107,10 +107,38 @@ static const double **input_values(gpu_ctx *c, const ir_program *ir, rg_err *err
     return vals;
 }
 
-/* Compares the output (inference) or the loss and every input/weight gradient (training).
- * Returns the largest relative L2 error, or NaN after an error. */
-static double validate(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs, char *report, size_t n,
-                       rg_err *err)
+/* The SGD step of a training plan, checked against the host's copy of it applied to the
+ * uploaded weight and the device's gradient (itself checked against the reference): the
+ * relative L2 distance between the weights after the step and the expected ones, scaled
+ * by the step's size. A bit-exact step gives 0; a missing step gives 1. */
+static double sgd_step_error(const ir_program *ir, const kx_buffers *bufs, const kx_graph *kg, int w,
+                             const double *w0, rg_err *err)
+{
+    double *after = kx_download(ir, bufs, kg, w, err);
+    double *dw = after ? kx_download(ir, bufs, kg, ir->vars[w].grad, err) : NULL;
+    if (!dw) {
+        free(after);
+        return NAN;
+    }
+    const hg_graph *g = kg->g;
+    int64_t n = ir_var_rows(&ir->vars[w], g->num_nodes, g->num_edges, g->num_unique, g->num_ntypes, g->num_etypes) *
+                ir_var_row_width(&ir->vars[w]);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double want = cg_sgd_step((float)w0[i], dw[i]), step = CG_SGD_LR * dw[i];
+        num += (after[i] - want) * (after[i] - want);
+        den += step * step;
+    }
+    free(after);
+    free(dw);
+    if (isnan(num) || isnan(den)) return NAN;
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Compares the output (inference) or the loss, every input/weight gradient and the SGD step
+ * (training). Returns the largest relative L2 error, or NaN after an error. */
+static double validate(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs, const double *const *inputs,
+                       char *report, size_t n, rg_err *err)
 {
     double worst = 0;
     size_t used = 0;
@@ -136,6 +164,13 @@ static double validate(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs,
         if (!(e <= worst)) worst = e;  /* NaN propagates */
         if (used < n)
             used += (size_t)snprintf(report + used, n - used, "%s%s=%.3g", used ? " " : "", x->name, e);
+    }
+    for (int v = 0; v < ir->nvars && pl_is_train(c->pl.task); v++) {
+        if (ir->vars[v].role != IR_ROLE_PARAM || ir->vars[v].grad < 0 || !kx_var_ptr(bufs, v)) continue;
+        double e = sgd_step_error(ir, bufs, &c->kg, v, inputs[v], err);
+        if (!(e <= worst)) worst = e;
+        if (used < n)
+            used += (size_t)snprintf(report + used, n - used, "%ssgd(%s)=%.3g", used ? " " : "", ir->vars[v].name, e);
     }
     return worst;
 }
@@ -292,7 +327,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         goto done_buffers;
     }
     char report[2048];
-    r->validation_error = validate(c, ir, &bufs, report, sizeof report, &e);
+    r->validation_error = validate(c, ir, &bufs, vals, report, sizeof report, &e);
     double tol = opt->tolerance > 0 ? opt->tolerance : (pl_is_train(c->pl.task) ? 1e-4 : 1e-5);
     if (isnan(r->validation_error) && e.msg[0] && !strstr(report, "=")) {
         fail(r, RS_LAUNCH_ERROR, &e);
