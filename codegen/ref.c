@@ -2,6 +2,7 @@
  * parallel over rows with pthreads; semantics in ir.h and ref.h. */
 #include "codegen/ref.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,6 +35,10 @@ struct ref_exec {
     /* owner-computes scatter: rows grouped by the row they add into */
     int32_t *compact_edge_ptr;             /* [num_unique+1]: edges of compact row u (contiguous) */
     int32_t *src_unique_ptr, *src_unique;  /* [num_nodes+1], [num_unique]: compact rows by src */
+    /* ref_set_flips: sorted by (stmt, row); written only between runs, read by the row loops */
+    ref_kink *flips;
+    int nflips;
+    double flip_rel;
 };
 
 /* Where a statement's current row sits in the graph. */
@@ -79,6 +84,11 @@ typedef struct splan {
      * split into H column blocks instead of shared */
     int mm_heads, mm_split[3];
     int reshape;           /* COPY between equal row widths: a flat copy (ir.h) */
+    /* ReLU/LeakyReLU gradients: this statement's flipped rows (ref_set_flips) and the
+     * |selector| below which their elements take the other branch; nflip 0 almost always */
+    const ref_kink *flip;
+    int nflip;
+    double flip_thr;
 } splan;
 
 /* ------------------------------------------------------------------ small helpers */
@@ -405,13 +415,27 @@ static void k_wgrad_rows(const splan *pl, const rowctx *c, double *dst)
         }                                                                 \
     }
 
-/* Elementwise ops (and WGRAD into a vector weight, run as a reducing MUL). */
+/* Whether ref_set_flips listed this row of the statement (binary search; rows ascend). */
+static int row_flipped(const splan *pl, const rowctx *c)
+{
+    int lo = 0, hi = pl->nflip;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (pl->flip[mid].row < c->row) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < pl->nflip && pl->flip[lo].row == c->row;
+}
+
+/* Elementwise ops (and WGRAD into a vector weight, run as a reducing MUL). A flipped row
+ * of a (Leaky)ReLU gradient takes the other branch where |x| < flip_thr (ref.h, kinks). */
 static void k_elementwise(const splan *pl, const rowctx *c, double *dst)
 {
     const opnd *a = &pl->in[0], *b = pl->nin > 1 ? &pl->in[1] : &pl->in[0], *o = &pl->out;
     const double *pa = opnd_ptr(a, c), *pb = opnd_ptr(b, c);
     int H = pl->H, D = pl->D;
-    double cv = pl->s->cval;
+    double cv = pl->s->cval, thr = pl->flip_thr;
+    int flip = pl->nflip > 0 && row_flipped(pl, c);
     switch (pl->op) {
     case IR_OP_ADD: EW_LOOP(va + vb); break;
     case IR_OP_SUB: EW_LOOP(va - vb); break;
@@ -421,8 +445,20 @@ static void k_elementwise(const splan *pl, const rowctx *c, double *dst)
     case IR_OP_LEAKYRELU: EW_LOOP(va > 0 ? va : cv * va); break;
     case IR_OP_RELU: EW_LOOP(va > 0 ? va : 0.0); break;
     case IR_OP_COPY: EW_LOOP(va); break;
-    case IR_OP_LEAKYRELU_GRAD: EW_LOOP(vb > 0 ? va : cv * va); break;
-    case IR_OP_RELU_GRAD: EW_LOOP(vb > 0 ? va : 0.0); break;
+    case IR_OP_LEAKYRELU_GRAD:
+        if (flip) {
+            EW_LOOP((vb > 0) != (fabs(vb) < thr) ? va : cv * va);
+        } else {
+            EW_LOOP(vb > 0 ? va : cv * va);
+        }
+        break;
+    case IR_OP_RELU_GRAD:
+        if (flip) {
+            EW_LOOP((vb > 0) != (fabs(vb) < thr) ? va : 0.0);
+        } else {
+            EW_LOOP(vb > 0 ? va : 0.0);
+        }
+        break;
     default: RG_DIE("op %s is not elementwise", ir_op_name(pl->op));
     }
 }
@@ -1379,7 +1415,111 @@ void ref_free(ref_exec *x)
     free(x->compact_edge_ptr);
     free(x->src_unique_ptr);
     free(x->src_unique);
+    free(x->flips);
     free(x);
+}
+
+/* ------------------------------------------------------------------ kinks (ref.h) */
+
+static int is_kink_op(ir_opkind op) { return op == IR_OP_LEAKYRELU_GRAD || op == IR_OP_RELU_GRAD; }
+
+/* Root mean square of all values of a variable: the scale of its float32 rounding error. */
+static double var_rms(const ref_exec *x, int var)
+{
+    const double *v = x->val[var];
+    int64_t n = x->rows[var] * x->width[var];
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += v[i] * v[i];
+    return n > 0 ? sqrt(s / (double)n) : 0.0;
+}
+
+/* rel x rms, or 0 (nothing is near the kink) when that is not a positive number. */
+static double kink_threshold(double rel, double rms)
+{
+    double t = rel * rms;
+    return t > 0 ? t : 0.0;
+}
+
+/* Whether any element of the row's selector (in[1], the forward input) has |x| < thr. */
+static int row_near_kink(const splan *pl, const rowctx *c, double thr)
+{
+    const opnd *b = &pl->in[1];
+    const double *pb = opnd_ptr(b, c);
+    for (int h = 0; h < pl->H; h++)
+        for (int d = 0; d < pl->D; d++)
+            if (fabs(pb[h * b->sh + d * b->sd]) < thr) return 1;
+    return 0;
+}
+
+/* Lists statement `index`'s near-kink rows into out (at most max of them, counting from
+ * *count); rms caches each selector variable's RMS (negative: not computed yet). */
+static void stmt_kinks(ref_exec *x, int index, double rel, double *rms, ref_kink *out, int max, int *count)
+{
+    splan pl;
+    rg_err err;
+    if (plan_stmt(x, index, &pl, &err) < 0) RG_DIE("%s", err.msg);  /* ref_new planned it once already */
+    int sel = pl.in[1].var;
+    if (sel < 0) return;
+    if (rms[sel] < 0) rms[sel] = var_rms(x, sel);
+    double thr = kink_threshold(rel, rms[sel]);
+    if (thr <= 0) return;
+    rowctx c;
+    for (int64_t r = 0; r < pl.nrows; r++) {
+        fill_ctx(x, pl.it, r, &c);
+        if (!row_near_kink(&pl, &c, thr)) continue;
+        if (*count < max) out[*count] = (ref_kink){index, r};
+        if (*count < INT_MAX) (*count)++;
+    }
+}
+
+int ref_find_kinks(ref_exec *x, double rel, ref_kink *out, int max)
+{
+    const ir_program *p = x->p;
+    RG_ASSERT(max >= 0 && (max == 0 || out));
+    double *rms = rg_xmalloc(((size_t)p->nvars + 1) * sizeof *rms);
+    for (int v = 0; v < p->nvars; v++) rms[v] = -1;
+    int count = 0;
+    for (int i = 0; i < p->nstmts; i++)
+        if (is_kink_op(p->stmts[i].op)) stmt_kinks(x, i, rel, rms, out, max, &count);
+    free(rms);
+    return count;
+}
+
+static int kink_cmp(const void *a, const void *b)
+{
+    const ref_kink *u = a, *v = b;
+    if (u->stmt != v->stmt) return u->stmt < v->stmt ? -1 : 1;
+    return u->row < v->row ? -1 : u->row > v->row;
+}
+
+void ref_set_flips(ref_exec *x, const ref_kink *k, int n, double rel)
+{
+    RG_ASSERT(n >= 0 && (n == 0 || k));
+    for (int i = 0; i < n; i++)
+        RG_ASSERT(k[i].stmt >= 0 && k[i].stmt < x->p->nstmts && is_kink_op(x->p->stmts[k[i].stmt].op)
+                  && k[i].row >= 0);
+    free(x->flips);
+    x->flips = NULL;
+    x->nflips = n;
+    x->flip_rel = rel;
+    if (n == 0) return;
+    x->flips = rg_xmalloc((size_t)n * sizeof *x->flips);
+    memcpy(x->flips, k, (size_t)n * sizeof *k);
+    qsort(x->flips, (size_t)n, sizeof *x->flips, kink_cmp);
+}
+
+/* Points a (Leaky)ReLU gradient's plan at its flipped rows, with the threshold from the
+ * selector's values now (the forward values, which a backward run does not change). */
+static void plan_flips(ref_exec *x, int index, splan *pl)
+{
+    if (x->nflips == 0 || !is_kink_op(pl->op) || pl->in[1].var < 0) return;
+    int lo = 0, hi;
+    while (lo < x->nflips && x->flips[lo].stmt < index) lo++;
+    for (hi = lo; hi < x->nflips && x->flips[hi].stmt == index; hi++) {}
+    if (hi == lo) return;
+    pl->flip = x->flips + lo;
+    pl->nflip = hi - lo;
+    pl->flip_thr = kink_threshold(x->flip_rel, var_rms(x, pl->in[1].var));
 }
 
 int ref_run_range(ref_exec *x, int first, int last, rg_err *err)
@@ -1400,6 +1540,7 @@ int ref_run_range(ref_exec *x, int first, int last, rg_err *err)
     for (int i = first; i < last; i++) {
         splan pl;
         if (plan_stmt(x, i, &pl, err) < 0) return -1;
+        plan_flips(x, i, &pl);
         double t0 = profile ? rg_now() : 0;
         run_stmt(&pl);
         if (profile) {

@@ -50,6 +50,15 @@
  * rows instead keep etype order in chunks, then owners add them); weight gradients use
  * per-thread accumulators. Sums do not depend on the thread count, except weight gradients.
  * RGNN_REF_PROFILE=1 prints each statement's time to stderr.
+ *
+ * Kinks: ReLU and LeakyReLU are not differentiable at 0, and their gradient statements
+ * (RELU_GRAD, LEAKYRELU_GRAD: in[1] is the forward input x) pick a branch by the sign of
+ * x. A device computes x in float32, about 1e-7 of its scale off the float64 value, so
+ * where |x| is that small the device may take the other branch, and that derivative is
+ * as legitimate as ours (the float32 computation really is on that side). A near-kink
+ * row is a (gradient statement, iteration row) whose selector has some element with
+ * |x| < rel x RMS(selector variable, over all its values). ref_set_flips makes later
+ * runs take the other branch there, so a validator can try both (explorer/gpu_backend.c).
  */
 
 typedef struct ref_options {
@@ -81,6 +90,22 @@ void ref_refill(ref_exec *x, int var);
 /* The scalar loss after a run (NaN if the program has none). */
 double ref_loss(ref_exec *x);
 int ref_nthreads(const ref_exec *x);
+
+/* ---- kinks (see above) ---- */
+/* A statement (its index in the program) and one of its iteration rows: the edge id of an
+ * edge statement, the compact row of a per-unique one, the node id of a node statement. */
+typedef struct ref_kink {
+    int stmt;
+    int64_t row;
+} ref_kink;
+/* After a run: the near-kink rows of every RELU_GRAD and LEAKYRELU_GRAD statement, by
+ * statement then row. Fills at most max of out; returns how many there are (0 for rel 0;
+ * a selector whose RMS is 0 has none). */
+int ref_find_kinks(ref_exec *x, double rel, ref_kink *out, int max);
+/* Later runs take the other branch in these rows, for the elements with |x| < rel x RMS
+ * (the RMS of the selector's values when the statement runs: rerun only the backward
+ * to keep it ref_find_kinks's). The list is copied; n = 0 clears it. Not while running. */
+void ref_set_flips(ref_exec *x, const ref_kink *k, int n, double rel);
 
 /* ---- comparing against the reference ---- */
 /* ||x - ref||_2 / ||ref||_2; the absolute ||x - ref||_2 when ref is all zero; NaN if any

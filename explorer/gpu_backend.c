@@ -16,6 +16,16 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The device computes a (Leaky)ReLU's input in float32, about 1e-7 of its scale off the
+ * float64 value, so inputs within 1e-6 of their RMS of the kink may take either branch
+ * there, and both derivatives are right (codegen/ref.h, kinks). */
+#define KINK_REL 1e-6
+#define KINK_TEXT(x) #x
+#define KINK_REL_TEXT(x) KINK_TEXT(x)   /* "1e-6" in messages */
+/* Up to this many near-kink rows, training variants are validated against every
+ * combination of branches (2^n references); beyond, against the plain reference only. */
+#define KINK_MAX_ENUM 3
+
 typedef struct gpu_ctx {
     krt_device dev;
     xb_problem prob;
@@ -26,6 +36,15 @@ typedef struct gpu_ctx {
     ref_exec *ref;
     kx_graph kg;
     int graph_uploaded;
+    /* Training: the reference's near-kink rows (nkinks may exceed the KINK_MAX_ENUM
+     * listed) and, for each non-empty subset (bit i: kink i flipped) as alternative
+     * 1 .. nalt, the values of the checked reference variables alt_var[] with those
+     * branches flipped: alt_val[(alt - 1) * nalt_vars + j] */
+    int nkinks;
+    ref_kink kinks[KINK_MAX_ENUM];
+    int nalt, nalt_vars;
+    int *alt_var;
+    double **alt_val;
 } gpu_ctx;
 
 void xb_result_init(xb_result *r)
@@ -37,8 +56,19 @@ void xb_result_init(xb_result *r)
     r->peak_mem_bytes = -1;
 }
 
+static void free_alternatives(gpu_ctx *c)
+{
+    for (int i = 0; c->alt_val && i < c->nalt * c->nalt_vars; i++) free(c->alt_val[i]);
+    free(c->alt_val);
+    free(c->alt_var);
+    c->alt_val = NULL;
+    c->alt_var = NULL;
+    c->nkinks = c->nalt = c->nalt_vars = 0;
+}
+
 static void release_problem(gpu_ctx *c)
 {
+    free_alternatives(c);
     if (c->graph_uploaded) kx_graph_free(&c->kg);
     c->graph_uploaded = 0;
     ref_free(c->ref);
@@ -47,6 +77,145 @@ static void release_problem(gpu_ctx *c)
     c->ref_prog = NULL;
     hg_free(c->g);
     c->g = NULL;
+}
+
+/* ---- near-kink alternatives of the training reference (codegen/ref.h, kinks) ---- */
+
+/* "LeakyReLU", "ReLU" or both, for the listed kinks in mask. */
+static const char *kink_ops(const gpu_ctx *c, int mask)
+{
+    int leaky = 0, plain = 0;
+    for (int i = 0; i < c->nkinks && i < KINK_MAX_ENUM; i++)
+        if (mask >> i & 1) {
+            if (c->ref_prog->stmts[c->kinks[i].stmt].op == IR_OP_LEAKYRELU_GRAD) leaky = 1;
+            else plain = 1;
+        }
+    return leaky && plain ? "ReLU/LeakyReLU" : leaky ? "LeakyReLU" : "ReLU";
+}
+
+/* What a statement's iteration rows are (ref_kink.row). */
+static const char *row_word(const ir_program *p, const ir_stmt *s)
+{
+    if (s->dom == IR_DOM_NODE) return "node";
+    if (s->dom != IR_DOM_EDGE) return "row";
+    return ir_stmt_per_unique(p, s) ? "compact row" : "edge";
+}
+
+/* "stmt 21, edge 235838; ..." for the listed kinks in mask. */
+static void describe_kinks(const gpu_ctx *c, int mask, char *buf, size_t n)
+{
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = 0; i < c->nkinks && i < KINK_MAX_ENUM && used < n; i++) {
+        if (!(mask >> i & 1)) continue;
+        int stmt = c->kinks[i].stmt;
+        used += (size_t)snprintf(buf + used, n - used, "%sstmt %d, %s %lld", used ? "; " : "", stmt,
+                                 row_word(c->ref_prog, &c->ref_prog->stmts[stmt]), (long long)c->kinks[i].row);
+    }
+}
+
+static int ones(int mask) { return __builtin_popcount((unsigned)mask); }
+
+static void print_kinks(const gpu_ctx *c)
+{
+    char rows[256];
+    int all = (1 << (c->nkinks < KINK_MAX_ENUM ? c->nkinks : KINK_MAX_ENUM)) - 1;
+    describe_kinks(c, all, rows, sizeof rows);
+    int many = c->nkinks > 1;
+    fprintf(stderr, "reference: %d %s input%s within %s rms of %s kink%s (%s%s); ", c->nkinks, kink_ops(c, all),
+            many ? "s" : "", KINK_REL_TEXT(KINK_REL), many ? "their" : "its", many ? "s" : "", rows,
+            c->nkinks > KINK_MAX_ENUM ? "; ..." : "");
+    if (c->nkinks > KINK_MAX_ENUM)
+        fprintf(stderr, "too many to enumerate, validating against the plain reference only\n");
+    else if (c->nkinks == 1)
+        fprintf(stderr, "validating against both branches\n");
+    else
+        fprintf(stderr, "validating against all %d branch combinations\n", 1 << c->nkinks);
+}
+
+/* The variables validate() compares: the output (inference) or the loss (training), and
+ * every input/weight gradient. */
+static int checked_var(const ir_program *ir, int v, int train)
+{
+    const ir_var *x = &ir->vars[v];
+    if (x->grad_of >= 0) {
+        ir_role pr = ir->vars[x->grad_of].role;
+        return pr == IR_ROLE_PARAM || pr == IR_ROLE_INPUT;
+    }
+    return train ? v == ir->loss : v == ir->output;
+}
+
+/* The reference variables a training variant is compared with. */
+static int *checked_ref_vars(const ir_program *p, int *n)
+{
+    int *vars = rg_xmalloc(((size_t)p->nvars + 1) * sizeof *vars);
+    *n = 0;
+    for (int v = 0; v < p->nvars; v++)
+        if (checked_var(p, v, 1)) vars[(*n)++] = v;
+    return vars;
+}
+
+/* Reruns the reference's backward with the kinks in mask flipped and keeps copies of
+ * the checked variables as alternative `mask`. */
+static int run_alternative(gpu_ctx *c, int mask, rg_err *err)
+{
+    const ir_program *p = c->ref_prog;
+    ref_kink sub[KINK_MAX_ENUM];
+    int n = 0;
+    for (int i = 0; i < c->nkinks; i++)
+        if (mask >> i & 1) sub[n++] = c->kinks[i];
+    ref_set_flips(c->ref, sub, n, KINK_REL);
+    if (ref_run_range(c->ref, p->nforward, p->nstmts, err)) return -1;
+    for (int j = 0; j < c->nalt_vars; j++) {
+        int v = c->alt_var[j];
+        size_t bytes = (size_t)ref_count(c->ref, v) * sizeof(double);
+        double *copy = rg_xmalloc(bytes ? bytes : 1);
+        memcpy(copy, ref_values(c->ref, v), bytes);
+        c->alt_val[(mask - 1) * c->nalt_vars + j] = copy;
+    }
+    return 0;
+}
+
+/* After the reference run of a training task: finds the near-kink rows and, when there
+ * are few, computes the alternatives; the reference is left as it was (flips cleared,
+ * backward rerun). */
+static int prepare_alternatives(gpu_ctx *c, rg_err *err)
+{
+    c->nkinks = ref_find_kinks(c->ref, KINK_REL, c->kinks, KINK_MAX_ENUM);
+    if (c->nkinks == 0) return 0;
+    print_kinks(c);
+    if (c->nkinks > KINK_MAX_ENUM) return 0;
+    const ir_program *p = c->ref_prog;
+    c->alt_var = checked_ref_vars(p, &c->nalt_vars);
+    c->nalt = (1 << c->nkinks) - 1;
+    c->alt_val = rg_xcalloc((size_t)c->nalt * (size_t)c->nalt_vars + 1, sizeof *c->alt_val);
+    for (int mask = 1; mask <= c->nalt; mask++)
+        if (run_alternative(c, mask, err)) return -1;
+    ref_set_flips(c->ref, NULL, 0, 0);
+    return ref_run_range(c->ref, p->nforward, p->nstmts, err);
+}
+
+/* Reference values of reference variable rv under alternative alt (0: the plain one). */
+static const double *alternative_values(gpu_ctx *c, int rv, int alt)
+{
+    for (int j = 0; alt > 0 && j < c->nalt_vars; j++)
+        if (c->alt_var[j] == rv) return c->alt_val[(alt - 1) * c->nalt_vars + j];
+    return ref_values(c->ref, rv);
+}
+
+/* " (reference with ...)" naming alternative alt in a validation report ("" for 0). */
+static void describe_alternative(const gpu_ctx *c, int alt, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (c->nkinks > KINK_MAX_ENUM) {
+        snprintf(buf, n, " (reference: %d near-kink rows, too many to enumerate)", c->nkinks);
+        return;
+    }
+    if (alt == 0) return;
+    char rows[256];
+    describe_kinks(c, alt, rows, sizeof rows);
+    snprintf(buf, n, " (reference with the %s branch flipped at %d near-kink row%s, %s: |x| < %s rms)",
+             kink_ops(c, alt), ones(alt), ones(alt) > 1 ? "s" : "", rows, KINK_REL_TEXT(KINK_REL));
 }
 
 static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_err *err)
@@ -68,7 +237,7 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     if (!c->ref_prog) return -1;
     ref_options ro = {0};
     c->ref = ref_new(c->ref_prog, c->g, &ro, err);
-    if (!c->ref || ref_run(c->ref, err)) {
+    if (!c->ref || ref_run(c->ref, err) || (pl_is_train(task) && prepare_alternatives(c, err))) {
         rg_err_prefix(err, "CPU reference of %s on %s", p->model, p->dataset);
         return -1;
     }
@@ -135,43 +304,90 @@ static double sgd_step_error(const ir_program *ir, const kx_buffers *bufs, const
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
+/* Relative L2 errors of the checked variables (row v: one per reference, plain first) and
+ * of the SGD steps (one per weight, the same for every reference), with their names in the
+ * order of the report. */
+typedef struct val_errors {
+    int nvars, nsgd;
+    const char **names;   /* [nvars + nsgd] */
+    double *var_err;      /* [nvars * nrefs] */
+    double *sgd_err;      /* [nsgd] */
+} val_errors;
+
+/* Downloads each checked variable once and compares it with every reference. -1 after an
+ * error (what was compared before it stays). */
+static int compare_vars(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs, int nrefs, val_errors *ve,
+                        rg_err *err)
+{
+    for (int v = 0; v < ir->nvars; v++) {
+        if (!checked_var(ir, v, pl_is_train(c->pl.task))) continue;
+        int rv = reference_var(c, ir, v);
+        if (rv < 0) return rg_errf(err, "no reference for %s", ir->vars[v].name);
+        double *got = kx_download(ir, bufs, &c->kg, v, err);
+        if (!got) return -1;
+        for (int a = 0; a < nrefs; a++)
+            ve->var_err[ve->nvars * nrefs + a] = ref_rel_l2(alternative_values(c, rv, a), got, ref_count(c->ref, rv));
+        free(got);
+        ve->names[ve->nvars++] = ir->vars[v].name;
+    }
+    return 0;
+}
+
+static void compare_sgd(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs, const double *const *inputs,
+                        val_errors *ve, rg_err *err)
+{
+    for (int v = 0; v < ir->nvars && pl_is_train(c->pl.task); v++) {
+        if (ir->vars[v].role != IR_ROLE_PARAM || ir->vars[v].grad < 0 || !kx_var_ptr(bufs, v)) continue;
+        ve->sgd_err[ve->nsgd] = sgd_step_error(ir, bufs, &c->kg, v, inputs[v], err);
+        ve->names[ve->nvars + ve->nsgd++] = ir->vars[v].name;
+    }
+}
+
+/* The largest error against reference a (NaN propagates). */
+static double worst_error(const val_errors *ve, int nrefs, int a)
+{
+    double worst = 0;
+    for (int i = 0; i < ve->nvars; i++)
+        if (!(ve->var_err[i * nrefs + a] <= worst)) worst = ve->var_err[i * nrefs + a];
+    for (int i = 0; i < ve->nsgd; i++)
+        if (!(ve->sgd_err[i] <= worst)) worst = ve->sgd_err[i];
+    return worst;
+}
+
+static void format_report(const gpu_ctx *c, const val_errors *ve, int nrefs, int a, char *report, size_t n)
+{
+    size_t used = 0;
+    report[0] = 0;
+    for (int i = 0; i < ve->nvars && used < n; i++)
+        used += (size_t)snprintf(report + used, n - used, "%s%s=%.3g", used ? " " : "", ve->names[i],
+                                 ve->var_err[i * nrefs + a]);
+    for (int i = 0; i < ve->nsgd && used < n; i++)
+        used += (size_t)snprintf(report + used, n - used, "%ssgd(%s)=%.3g", used ? " " : "", ve->names[ve->nvars + i],
+                                 ve->sgd_err[i]);
+    if (used < n && ve->nvars + ve->nsgd > 0) describe_alternative(c, a, report + used, n - used);
+}
+
 /* Compares the output (inference) or the loss, every input/weight gradient and the SGD step
- * (training). Returns the largest relative L2 error, or NaN after an error. */
+ * (training), against the reference and each near-kink alternative of it: the variant's
+ * error is the smallest over references of the largest error, and the report names the
+ * reference used when it is not the plain one. Returns NaN after an error. */
 static double validate(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs, const double *const *inputs,
                        char *report, size_t n, rg_err *err)
 {
-    double worst = 0;
-    size_t used = 0;
-    report[0] = 0;
-    for (int v = 0; v < ir->nvars; v++) {
-        const ir_var *x = &ir->vars[v];
-        int check = v == ir->output || v == ir->loss;
-        if (x->grad_of >= 0) {
-            ir_role pr = ir->vars[x->grad_of].role;
-            check = pr == IR_ROLE_PARAM || pr == IR_ROLE_INPUT;
-        }
-        if (!check) continue;
-        if (pl_is_train(c->pl.task) && v == ir->output) continue;  /* training checks loss and gradients */
-        int rv = reference_var(c, ir, v);
-        if (rv < 0) {
-            rg_errf(err, "no reference for %s", x->name);
-            return NAN;
-        }
-        double *got = kx_download(ir, bufs, &c->kg, v, err);
-        if (!got) return NAN;
-        double e = ref_rel_l2(ref_values(c->ref, rv), got, ref_count(c->ref, rv));
-        free(got);
-        if (!(e <= worst)) worst = e;  /* NaN propagates */
-        if (used < n)
-            used += (size_t)snprintf(report + used, n - used, "%s%s=%.3g", used ? " " : "", x->name, e);
-    }
-    for (int v = 0; v < ir->nvars && pl_is_train(c->pl.task); v++) {
-        if (ir->vars[v].role != IR_ROLE_PARAM || ir->vars[v].grad < 0 || !kx_var_ptr(bufs, v)) continue;
-        double e = sgd_step_error(ir, bufs, &c->kg, v, inputs[v], err);
-        if (!(e <= worst)) worst = e;
-        if (used < n)
-            used += (size_t)snprintf(report + used, n - used, "%ssgd(%s)=%.3g", used ? " " : "", ir->vars[v].name, e);
-    }
+    int nrefs = 1 + c->nalt;
+    size_t slots = (size_t)ir->nvars + 1;
+    val_errors ve = {0, 0, rg_xmalloc(2 * slots * sizeof(char *)), rg_xmalloc(slots * (size_t)nrefs * sizeof(double)),
+                     rg_xmalloc(slots * sizeof(double))};
+    int failed = compare_vars(c, ir, bufs, nrefs, &ve, err) < 0;
+    if (!failed) compare_sgd(c, ir, bufs, inputs, &ve, err);
+    int best = 0;
+    for (int a = 1; a < nrefs && !failed; a++)
+        if (worst_error(&ve, nrefs, a) < worst_error(&ve, nrefs, best)) best = a;
+    format_report(c, &ve, nrefs, best, report, n);
+    double worst = failed ? NAN : worst_error(&ve, nrefs, best);
+    free(ve.names);
+    free(ve.var_err);
+    free(ve.sgd_err);
     return worst;
 }
 
