@@ -215,6 +215,71 @@ static int prepare_exprs(const ir_program *ir, const lw_gemm *gm, const cg_confi
     return 0;
 }
 
+static const char *shared_read(const char *dst, const char *row, const char *idx, int n);
+
+/* Whether the product can use 16-byte loads: X rows, their head offsets and the W slice
+ * keep float4 alignment along the direction each tile is read in (buffers are cudaMalloc'd). */
+static int product_vectorizes(const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg)
+{
+    if (cfg->w_regs || cg_var_is_f64(sh->x)) return 0;
+    if (sh->K % 4 || sh->ldx % 4 || sh->x_head_stride % 4 || sh->w_slice % 4 || sh->w_head_stride % 4) return 0;
+    return gm->transpose_w ? 1 : sh->N % 4 == 0;
+}
+
+/* Main loop of the vectorized product: X and W tiles loaded with float4, rows padded by 4
+ * floats (aligned, and rows start on other banks). A thread owns C consecutive rows, so
+ * four k steps cost C float4 reads of X and four CW-wide reads of W for 4 C CW FMAs. */
+static void emit_product_vec_loop(rg_str *src, const lw_gemm *gm, int C, int CW)
+{
+    rg_str_puts(src,
+        "    __shared__ __align__(16) float Xs[TILE][TILE + 4];\n"
+        "    __shared__ __align__(16) float Ws[TILE][TILE + 4];\n"
+        "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
+        "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+        "            const int r = idx / (TILE / 4), kk = (idx % (TILE / 4)) * 4;\n"
+        "            *(float4*)&Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? __ldg((const float4*)(X + xbase[r] + k0 + kk))\n"
+        "                                                              : make_float4(0.f, 0.f, 0.f, 0.f);\n");
+    if (gm->transpose_w)
+        /* W^T: a column of the tile is contiguous in memory, scattered into shared rows */
+        rg_str_puts(src,
+            "            { const int c = idx / (TILE / 4), r = (idx % (TILE / 4)) * 4;\n"
+            "              const float4 v = (col0 + c < N && k0 + r < K) ? __ldg((const float4*)(Wt + (size_t)(col0 + c) * K + k0 + r))\n"
+            "                                                          : make_float4(0.f, 0.f, 0.f, 0.f);\n"
+            "              Ws[r][c] = v.x; Ws[r + 1][c] = v.y; Ws[r + 2][c] = v.z; Ws[r + 3][c] = v.w; }\n");
+    else
+        rg_str_puts(src,
+            "            { const int r = idx / (TILE / 4), c = (idx % (TILE / 4)) * 4;\n"
+            "              *(float4*)&Ws[r][c] = (k0 + r < K && col0 + c < N) ? __ldg((const float4*)(Wt + (size_t)(k0 + r) * N + col0 + c))\n"
+            "                                                             : make_float4(0.f, 0.f, 0.f, 0.f); }\n");
+    rg_str_printf(src,
+        "        }\n"
+        "        __syncthreads();\n"
+        "        #pragma unroll 2\n"
+        "        for (int j = 0; j < TILE; j += 4) {\n"
+        "            float4 xq[%d];\n"
+        "            #pragma unroll\n"
+        "            for (int i = 0; i < %d; i++) xq[i] = *(const float4*)&Xs[ty * %d + i][j];\n",
+        C, C, C);
+    static const char comp[4] = {'x', 'y', 'z', 'w'};
+    for (int jj = 0; jj < 4; jj++) {
+        char row[32];
+        snprintf(row, sizeof row, "Ws[j + %d]", jj);
+        rg_str_printf(src,
+            "            {\n"
+            "                float w[CW];\n"
+            "                %s\n"
+            "                #pragma unroll\n"
+            "                for (int i = 0; i < %d; i++)\n"
+            "                    #pragma unroll\n"
+            "                    for (int q = 0; q < CW; q++) acc[i][q] = fmaf(xq[i].%c, w[q], acc[i][q]);\n"
+            "            }\n",
+            shared_read("w", row, "tx", CW), C, comp[jj]);
+    }
+    rg_str_puts(src, "        }\n        __syncthreads();\n    }\n");
+}
+
+static void emit_product_scalar_loop(rg_str *src, const lw_gemm *gm, const cg_config *cfg, int C);
+
 static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
                         rg_err *err)
 {
@@ -258,10 +323,8 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         "    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;\n"
         "    const int col0 = blockIdx.y * TILE;\n"
         "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-        "    __shared__ float Xs[TILE][TILE + 1];\n"
         "    __shared__ long xbase[TILE];\n",
         segend, wsl, sh.w_slice, sh.w_head_stride);
-    if (!cfg->w_regs) rg_str_puts(src, "    __shared__ float Ws[TILE][TILE + 1];\n");
     /* gathered X rows of the tile, looked up once */
     rg_str_printf(src,
         "    for (int r = tid; r < TILE; r += NT) {\n"
@@ -273,12 +336,51 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         "    for (int i = 0; i < %d; i++)\n"
         "        #pragma unroll\n"
         "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n"
-        "    __syncthreads();\n"
+        "    __syncthreads();\n",
+        xrow, sh.ldx, sh.x_head_stride, C, C);
+    int vec = product_vectorizes(&sh, gm, cfg);
+    if (vec) {
+        emit_product_vec_loop(src, gm, C, CW);
+    } else {
+        emit_product_scalar_loop(src, gm, cfg, C);
+    }
+    /* the vectorized loop gives a thread consecutive rows, the scalar one rows TY apart */
+    char rowof[48];
+    if (vec) snprintf(rowof, sizeof rowof, "ty * %d + i", C);
+    else snprintf(rowof, sizeof rowof, "ty + i * TY");
+    rg_str_printf(src,
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < %d; i++) {\n"
+        "        const int row = row0 + %s;\n"
+        "        if (row >= seg_end) continue;\n"
+        "        #pragma unroll\n"
+        "        for (int q = 0; q < CW; q++) {\n"
+        "            const int col = col0 + tx * CW + q;\n"
+        "            if (col >= N) continue;\n",
+        C, rowof);
+    char scal[256] = "1.f";
+    if (sh.s) scalar_expr(&sh, sidx, "col", scal, sizeof scal);
+    rg_str_printf(src,
+        "            const float v = acc[i][q] * %s;\n"
+        "            %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
+        scal, cg_ctype(sh.y), yrow, sh.ldy, sh.y_head_stride);
+    if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "            atomicAdd(y, v);\n");
+    else if (gm->accumulate) rg_str_puts(src, "            *y += v;\n");
+    else rg_str_puts(src, "            *y = v;\n");
+    rg_str_puts(src, "        }\n    }\n}\n");
+    k->flops = 2.0 * sh.K * sh.N * sh.heads;  /* per row; the executor multiplies by rows */
+    return 0;
+}
+
+static void emit_product_scalar_loop(rg_str *src, const lw_gemm *gm, const cg_config *cfg, int C)
+{
+    rg_str_puts(src, "    __shared__ float Xs[TILE][TILE + 1];\n");
+    if (!cfg->w_regs) rg_str_puts(src, "    __shared__ float Ws[TILE][TILE + 1];\n");
+    rg_str_printf(src,
         "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
         "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
         "            const int r = idx / TILE, kk = idx %% TILE;\n"
-        "            Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? __ldg(X + xbase[r] + k0 + kk) : 0.f;\n",
-        xrow, sh.ldx, sh.x_head_stride, C, C);
+        "            Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? __ldg(X + xbase[r] + k0 + kk) : 0.f;\n");
     const char *welem = gm->transpose_w ? "Wt[(size_t)(c) * K + (r)]" : "Wt[(size_t)(r) * N + (c)]";
     if (!cfg->w_regs)
         rg_str_printf(src,
@@ -306,28 +408,8 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         "            }\n"
         "        }\n"
         "        __syncthreads();\n"
-        "    }\n"
-        "    #pragma unroll\n"
-        "    for (int i = 0; i < %d; i++) {\n"
-        "        const int row = row0 + ty + i * TY;\n"
-        "        if (row >= seg_end) continue;\n"
-        "        #pragma unroll\n"
-        "        for (int q = 0; q < CW; q++) {\n"
-        "            const int col = col0 + tx * CW + q;\n"
-        "            if (col >= N) continue;\n",
-        C, C);
-    char scal[256] = "1.f";
-    if (sh.s) scalar_expr(&sh, sidx, "col", scal, sizeof scal);
-    rg_str_printf(src,
-        "            const float v = acc[i][q] * %s;\n"
-        "            %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
-        scal, cg_ctype(sh.y), yrow, sh.ldy, sh.y_head_stride);
-    if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "            atomicAdd(y, v);\n");
-    else if (gm->accumulate) rg_str_puts(src, "            *y += v;\n");
-    else rg_str_puts(src, "            *y = v;\n");
-    rg_str_puts(src, "        }\n    }\n}\n");
-    k->flops = 2.0 * sh.K * sh.N * sh.heads;  /* per row; the executor multiplies by rows */
-    return 0;
+        "    }\n",
+        C);
 }
 
 /* Statement reading n consecutive floats of a shared row at idx * n into the array `dst`,
