@@ -1457,7 +1457,8 @@ int cm_best_fixed(const cm_set *s, const int *train_problem, const cm_problem *k
 static int top_k_of(const cm_fit_options *o, int n)
 {
     if (o->top_k > 0) return o->top_k < n ? o->top_k : n;
-    int k = (int)ceil((o->top_frac > 0 ? o->top_frac : 0.10) * n - 1e-9);
+    /* floor: "at most 10% of the space" (21 of 216 configs, not 22) */
+    int k = (int)floor((o->top_frac > 0 ? o->top_frac : 0.10) * n + 1e-9);
     return k < 1 ? 1 : k;
 }
 
