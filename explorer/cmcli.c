@@ -138,9 +138,9 @@ static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
 
 static void print_summary(const cm_eval_summary *g)
 {
-    printf("%s %s, %d datasets: top-1 hit rate %.2f; geomean picked/oracle %.3f; top-K/oracle %.3f measuring %.1f%% "
+    printf("%s %s, %d sweeps (problems of >= %d configs): top-1 hit rate %.2f; geomean picked/oracle %.3f; top-K/oracle %.3f measuring %.1f%% "
            "of the configs; best fixed/oracle %.3f; picked/best fixed %.3f; mean Spearman %.3f\n",
-           g->model, g->task, g->nrows, g->hit_rate, g->gap_geomean, g->topk_gap_geomean, 100 * g->topk_fraction,
+           g->model, g->task, g->nrows, CM_MIN_SWEEP, g->hit_rate, g->gap_geomean, g->topk_gap_geomean, 100 * g->topk_fraction,
            g->fixed_gap_geomean, g->picked_vs_fixed, g->spearman_mean);
 }
 

@@ -81,10 +81,24 @@ void cm_set_free(cm_set *s)
 
 /* ================================================================ reading the store ==== */
 
-/* The newest ok measurement of each (device, dataset, variant): what the sweep measured last. */
-#define CM_NEWEST_OK                                                                               \
-    "SELECT max(id) FROM measurements WHERE status = 'ok' AND system = 'generated' AND layer = '' " \
-    "GROUP BY device_key, dataset_id, variant_id"
+/* One ok measurement per (device, dataset, variant): the newest one from the commit that
+ * measured most of the problem's configs (ties: the newest commit). A problem's configs are
+ * then compared as one code version measured them, never old kernels against new ones (a
+ * partial re-sweep of a few configs after a change would otherwise be its oracle). */
+#define CM_NEWEST_OK                                                                                      \
+    "WITH ok AS (SELECT m.id, m.device_key, m.dataset_id, m.variant_id, m.git_commit, v.model, v.task,"    \
+    "                   v.dim_in, v.dim_out, v.heads"                                                      \
+    "            FROM measurements m JOIN variants v ON v.id = m.variant_id"                               \
+    "            WHERE m.status = 'ok' AND m.system = 'generated' AND m.layer = ''),"                      \
+    " per_commit AS (SELECT device_key, dataset_id, model, task, dim_in, dim_out, heads, git_commit,"      \
+    "                       count(DISTINCT variant_id) AS n, max(id) AS newest FROM ok"                    \
+    "                GROUP BY device_key, dataset_id, model, task, dim_in, dim_out, heads, git_commit),"   \
+    " chosen AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY device_key, dataset_id, model,"  \
+    "                   task, dim_in, dim_out, heads ORDER BY n DESC, newest DESC) AS rn FROM per_commit)"  \
+    "            WHERE rn = 1)"                                                                            \
+    " SELECT max(ok.id) FROM ok JOIN chosen"                                                               \
+    "   USING (device_key, dataset_id, model, task, dim_in, dim_out, heads, git_commit)"                   \
+    " GROUP BY ok.device_key, ok.dataset_id, ok.variant_id"
 
 static const char *const ROWS_SQL =
     "SELECT m.id, m.device_key, d.name, d.nodes, d.edges, d.unique_pairs, d.node_types, d.edge_types,"
@@ -1556,6 +1570,9 @@ static void summarize(const cm_set *s, cm_eval *e)
             const cm_eval_row *row = &e->rows[r];
             const cm_problem *p = &s->problems[row->problem];
             if (strcmp(sum->model, p->model) || strcmp(sum->task, p->task)) continue;
+            /* spot checks (a config or two, e.g. other dims) have a trivial oracle: the
+               summary is over sweeps of the space */
+            if (row->score.n < CM_MIN_SWEEP) continue;
             sum->nrows++;
             hits += row->score.hit;
             gap += log(row->score.picked_ms / row->score.oracle_ms);
@@ -1571,6 +1588,11 @@ static void summarize(const cm_set *s, cm_eval *e)
                 rho += row->score.spearman;
                 nrho++;
             }
+        }
+        if (sum->nrows == 0) {
+            sum->hit_rate = sum->gap_geomean = sum->topk_gap_geomean = sum->fixed_gap_geomean = NAN;
+            sum->picked_vs_fixed = sum->spearman_mean = sum->topk_fraction = NAN;
+            continue;
         }
         sum->hit_rate = hits / sum->nrows;
         sum->gap_geomean = exp(gap / sum->nrows);

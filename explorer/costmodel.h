@@ -178,9 +178,12 @@ typedef struct cm_eval_row {
     int have_fixed;
 } cm_eval_row;
 
+/* Problems with fewer measured configs are listed but left out of the summaries. */
+#define CM_MIN_SWEEP 10
+
 typedef struct cm_eval_summary {
     char model[256], task[8];
-    int nrows;
+    int nrows;                 /* problems with at least CM_MIN_SWEEP configs */
     double hit_rate, gap_geomean, topk_gap_geomean, fixed_gap_geomean, picked_vs_fixed, spearman_mean;
     double topk_fraction;      /* measured share: sum of K / sum of candidates */
 } cm_eval_summary;
