@@ -18,9 +18,9 @@ typedef struct cg_variant {
  * the edge-softmax backward subtracts nearly equal terms, and float32 there loses the
  * 1e-4 agreement with the reference; they cost 4 extra bytes per row. Gradients of vector
  * weights (attention vectors such as RGAT's w_s, w_t and W w_t) are float64 too: they sum
- * softmax gradients over every edge of a type, terms that cancel to about 1/1000 of their
- * size, so float32 atomics lose four digits there (1.7e-4 on fb15k237 at dims 64); they
- * are only types x width values. Features, weights and weight-matrix gradients are float32. */
+ * softmax gradients over every edge of a type, terms that largely cancel, and they are
+ * only types x width values, so the safety costs nothing measurable. Features, weights and
+ * weight-matrix gradients are float32. */
 int cg_var_is_f64(const ir_var *v);
 static inline const char *cg_ctype(const ir_var *v) { return cg_var_is_f64(v) ? "double" : "float"; }
 static inline int cg_elem_bytes(const ir_var *v) { return cg_var_is_f64(v) ? 8 : 4; }
