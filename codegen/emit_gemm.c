@@ -215,7 +215,8 @@ static int prepare_exprs(const ir_program *ir, const lw_gemm *gm, const cg_confi
     return 0;
 }
 
-static const char *shared_read(const char *dst, const char *row, const char *idx, int n);
+static void emit_shared_read(rg_str *src, const char *indent, const char *dst, const char *row, const char *idx,
+                             int n);
 
 /* Whether the product can use 16-byte loads: X rows, their head offsets and the W slice
  * keep float4 alignment along the direction each tile is read in (buffers are cudaMalloc'd). */
@@ -264,16 +265,15 @@ static void emit_product_vec_loop(rg_str *src, const lw_gemm *gm, int C, int CW)
     for (int jj = 0; jj < 4; jj++) {
         char row[32];
         snprintf(row, sizeof row, "Ws[j + %d]", jj);
+        rg_str_puts(src, "            {\n                float w[CW];\n");
+        emit_shared_read(src, "                ", "w", row, "tx", CW);
         rg_str_printf(src,
-            "            {\n"
-            "                float w[CW];\n"
-            "                %s\n"
             "                #pragma unroll\n"
             "                for (int i = 0; i < %d; i++)\n"
             "                    #pragma unroll\n"
             "                    for (int q = 0; q < CW; q++) acc[i][q] = fmaf(xq[i].%c, w[q], acc[i][q]);\n"
             "            }\n",
-            shared_read("w", row, "tx", CW), C, comp[jj]);
+            C, comp[jj]);
     }
     rg_str_puts(src, "        }\n        __syncthreads();\n    }\n");
 }
@@ -412,23 +412,22 @@ static void emit_product_scalar_loop(rg_str *src, const lw_gemm *gm, const cg_co
         C);
 }
 
-/* Statement reading n consecutive floats of a shared row at idx * n into the array `dst`,
- * as one vector access when n is 2 or 4 (the row is 16-byte aligned). */
-static const char *shared_read(const char *dst, const char *row, const char *idx, int n)
+/* Appends the statement (after indent, ending the line) that reads n consecutive floats of
+ * a shared row at idx * n into the array `dst`, as one vector access when n is 2 or 4 (the
+ * row is 16-byte aligned). */
+static void emit_shared_read(rg_str *src, const char *indent, const char *dst, const char *row, const char *idx,
+                             int n)
 {
-    static char buf[4][160];
-    static int next;
-    char *out = buf[next++ & 3];
+    rg_str_puts(src, indent);
     if (n == 4)
-        snprintf(out, sizeof buf[0], "{ const float4 v = *(const float4*)&%s[%s * 4]; %s[0] = v.x; %s[1] = v.y; %s[2] = v.z; %s[3] = v.w; }",
-                 row, idx, dst, dst, dst, dst);
+        rg_str_printf(src, "{ const float4 v = *(const float4*)&%s[%s * 4]; %s[0] = v.x; %s[1] = v.y; %s[2] = v.z; %s[3] = v.w; }\n",
+                      row, idx, dst, dst, dst, dst);
     else if (n == 2)
-        snprintf(out, sizeof buf[0], "{ const float2 v = *(const float2*)&%s[%s * 2]; %s[0] = v.x; %s[1] = v.y; }", row, idx,
-                 dst, dst);
+        rg_str_printf(src, "{ const float2 v = *(const float2*)&%s[%s * 2]; %s[0] = v.x; %s[1] = v.y; }\n", row, idx, dst,
+                      dst);
     else
-        snprintf(out, sizeof buf[0], "#pragma unroll\n            for (int z = 0; z < %d; z++) %s[z] = %s[%s * %d + z];", n,
-                 dst, row, idx, n);
-    return out;
+        rg_str_printf(src, "#pragma unroll\n            for (int z = 0; z < %d; z++) %s[z] = %s[%s * %d + z];\n", n, dst,
+                      row, idx, n);
 }
 
 /* dW[t][h] (K x N) += sum over the tile's rows of s * X[g(row)]^T (outer) dY[s(row)]. */
@@ -561,9 +560,10 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "        __syncthreads();\n"
         "        #pragma unroll 8\n"
         "        for (int j = 0; j < TILE; j++) {\n"
-        "            float xv[%d], d[CW];\n"
-        "            %s\n"
-        "            %s\n"
+        "            float xv[%d], d[CW];\n", C);
+    emit_shared_read(src, "            ", "xv", "Xs[j]", "ty", C);
+    emit_shared_read(src, "            ", "d", "Ds[j]", "tx", CW);
+    rg_str_printf(src,
         "            #pragma unroll\n"
         "            for (int i = 0; i < %d; i++)\n"
         "                #pragma unroll\n"
@@ -583,8 +583,7 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "        }\n"
         "    }\n"
         "}\n",
-        C, shared_read("xv", "Xs[j]", "ty", C), shared_read("d", "Ds[j]", "tx", CW), C, wsl, sh.w_slice,
-        sh.w_head_stride, C, C);
+        C, wsl, sh.w_slice, sh.w_head_stride, C, C);
     k->flops = 2.0 * sh.K * sh.N * sh.heads;
     return 0;
 }
