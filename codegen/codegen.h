@@ -27,6 +27,8 @@ static inline int cg_elem_bytes(const ir_var *v) { return cg_var_is_f64(v) ? 8 :
 
 /* Learning rate of the SGD step that ends every training plan (sgd_update). */
 #define CG_SGD_LR 0.01
+/* The weights that step updates: trainable ones with a gradient. */
+static inline int cg_sgd_updates(const ir_var *v) { return v->role == IR_ROLE_PARAM && v->grad >= 0; }
 /* The host's copy of that step for one weight value, bit for bit what the kernel computes. */
 static inline float cg_sgd_step(float w, double dw) { return w - (float)(CG_SGD_LR * dw); }
 

@@ -75,7 +75,7 @@ void cg_counts_fill(const ir_program *ir, const cg_variant *v, const hg_graph *g
     /* the SGD step: each trainable weight read and written, its gradient read */
     for (int w = 0; w < ir->nvars; w++) {
         const ir_var *x = &ir->vars[w];
-        if (x->role != IR_ROLE_PARAM || x->grad < 0 || !v->materialized[x->grad]) continue;
+        if (!cg_sgd_updates(x) || !v->materialized[x->grad]) continue;
         double n = (double)var_rows(x, g) * width(x);
         *flops += 2 * n;
         *bytes += n * (2 * sizeof(float) + (double)cg_elem_bytes(&ir->vars[x->grad]));

@@ -1202,7 +1202,7 @@ static int sgd_params(const ir_program *ir, const int *materialized, int *out)
     int n = 0;
     for (int v = 0; v < ir->nvars; v++) {
         const ir_var *x = &ir->vars[v];
-        if (x->role != IR_ROLE_PARAM || x->grad < 0) continue;
+        if (!cg_sgd_updates(x)) continue;
         RG_ASSERT(materialized[v] && materialized[x->grad]);
         out[n++] = v;
     }

@@ -337,7 +337,7 @@ static void compare_sgd(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs
                         val_errors *ve, rg_err *err)
 {
     for (int v = 0; v < ir->nvars && pl_is_train(c->pl.task); v++) {
-        if (ir->vars[v].role != IR_ROLE_PARAM || ir->vars[v].grad < 0 || !kx_var_ptr(bufs, v)) continue;
+        if (!cg_sgd_updates(&ir->vars[v]) || !kx_var_ptr(bufs, v)) continue;
         ve->sgd_err[ve->nsgd] = sgd_step_error(ir, bufs, &c->kg, v, inputs[v], err);
         ve->names[ve->nvars + ve->nsgd++] = ir->vars[v].name;
     }
