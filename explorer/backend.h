@@ -48,6 +48,8 @@ typedef struct xb_result {
     double gemm_ms, traversal_ms, other_ms, fwd_ms, bwd_ms;
     int64_t peak_mem_bytes;
     double compile_s;
+    /* wall seconds of the other phases of one measurement (where a sweep's time goes) */
+    double build_s, setup_s, validate_s, time_s;
     int nkernels;
     xb_kernel kernels[XB_MAX_KERNELS];
     int nmetrics;

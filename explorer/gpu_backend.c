@@ -509,6 +509,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
 {
     rg_err e;
     cg_variant var;
+    double t0 = rg_now();
     if (cg_build(ir, lp, cfg, &var, &e)) return fail(r, RS_INVALID, &e);
     maybe_inject_fault(cfg, &var);
     cg_counts_fill(ir, &var, c->g, &r->flops, &r->bytes, &r->atomics, &r->launches);
@@ -518,6 +519,8 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         return fail(r, RS_COMPILE_ERROR, &e);
     }
     r->compile_s = comp.compile_wall_s;
+    r->build_s = rg_now() - t0 - r->compile_s;
+    t0 = rg_now();
     kx_buffers bufs;
     const double **vals = NULL;
     int rc = 0;
@@ -538,12 +541,19 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         fail(r, RS_INVALID, &e);
         goto done_buffers;
     }
-    if (kx_prepare(ir, &var, &bufs, vals, &e) || kx_launch_all(&var, &comp, &bufs, &c->kg, &e)) {
+    if (kx_prepare(ir, &var, &bufs, vals, &e)) {
+        fail(r, classify_launch_error(e.msg), &e);
+        goto done_buffers;
+    }
+    r->setup_s = rg_now() - t0;
+    t0 = rg_now();
+    if (kx_launch_all(&var, &comp, &bufs, &c->kg, &e)) {
         fail(r, classify_launch_error(e.msg), &e);
         goto done_buffers;
     }
     char report[2048];
     r->validation_error = validate(c, ir, &bufs, vals, report, sizeof report, &e);
+    r->validate_s = rg_now() - t0;
     double tol = opt->tolerance > 0 ? opt->tolerance : (pl_is_train(c->pl.task) ? 1e-4 : 1e-5);
     if (isnan(r->validation_error) && e.msg[0] && !strstr(report, "=")) {
         fail(r, RS_LAUNCH_ERROR, &e);
@@ -556,6 +566,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     }
     snprintf(r->evidence, sizeof r->evidence, "validated: %s", report);
     if (opt->validate_only) goto done_buffers;
+    t0 = rg_now();
     kx_timing t;
     if (kx_time(&var, &comp, &bufs, &c->kg, opt->warmup > 0 ? opt->warmup : 3, opt->repeats > 0 ? opt->repeats : 10,
                 &t, &e)) {
@@ -564,6 +575,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     }
     fill_timing(r, &t);
     kx_timing_free(&t);
+    r->time_s = rg_now() - t0;
     if (opt->metrics) collect_metrics(c, &var, &comp, &bufs, r);
 done_buffers:
     free(vals);

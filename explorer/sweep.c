@@ -435,7 +435,7 @@ static int record(job *j, int i, const xb_result *r, rg_err *err)
     for (int x = 0; x < nk; x++)
         k[x] = (rs_kernel_time){.kernel = r->kernels[x].name, .category = r->kernels[x].category,
                                 .median_ns = r->kernels[x].median_ns, .spread_ns = r->kernels[x].spread_ns};
-    rs_metric mt[XB_MAX_METRICS + 8];
+    rs_metric mt[XB_MAX_METRICS + 16]; /* + the fixed metrics added below */
     size_t nm = 0;
     for (int x = 0; x < r->nmetrics && x < XB_MAX_METRICS; x++)
         mt[nm++] = (rs_metric){.kernel = r->metrics[x].kernel, .name = r->metrics[x].name,
@@ -444,6 +444,10 @@ static int record(job *j, int i, const xb_result *r, rg_err *err)
     add_metric(mt, &nm, "fwd_ms", "ms", r->fwd_ms);
     add_metric(mt, &nm, "bwd_ms", "ms", r->bwd_ms);
     if (r->compile_s > 0) add_metric(mt, &nm, "compile_s", "s", r->compile_s);
+    if (r->build_s > 0) add_metric(mt, &nm, "build_s", "s", r->build_s);
+    if (r->setup_s > 0) add_metric(mt, &nm, "setup_s", "s", r->setup_s);
+    if (r->validate_s > 0) add_metric(mt, &nm, "validate_s", "s", r->validate_s);
+    if (r->time_s > 0) add_metric(mt, &nm, "time_s", "s", r->time_s);
     if (r->flops > 0) add_metric(mt, &nm, "flops", "flop", r->flops);
     if (r->bytes > 0) add_metric(mt, &nm, "bytes", "byte", r->bytes);
     if (r->atomics > 0) add_metric(mt, &nm, "atomics", "op", r->atomics);
