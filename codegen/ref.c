@@ -183,6 +183,14 @@ static void *prange_main(void *arg)
     return NULL;
 }
 
+static int default_threads(void)
+{
+    const char *env = getenv("RGNN_REF_THREADS");
+    long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
 /* Splits [0, n) into nthreads contiguous ranges and runs fn on each (tid 0 on the caller). */
 static void parallel_for(int nthreads, int64_t n, range_fn fn, void *arg)
 {
@@ -1354,14 +1362,6 @@ static void build_owner_maps(ref_exec *x)
 
 /* ------------------------------------------------------------------ public API */
 
-static int default_threads(void)
-{
-    const char *env = getenv("RGNN_REF_THREADS");
-    long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    return n > MAX_THREADS ? MAX_THREADS : (int)n;
-}
-
 ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt, rg_err *err)
 {
     ref_exec *x = rg_xcalloc(1, sizeof *x);
@@ -1600,16 +1600,50 @@ int ref_nthreads(const ref_exec *x) { return x->nthreads; }
 
 /* ------------------------------------------------------------------ comparisons */
 
-double ref_rel_l2(const double *ref, const double *x, int64_t n)
+/* Relative L2 distance, summed in parallel ranges: validation compares arrays of 1e8
+ * elements once per variant, and one thread made that most of a large graph's sweep. */
+typedef struct l2_job {
+    const double *ref;
+    const double *x64;
+    const float *x32;
+    double num[MAX_THREADS], den[MAX_THREADS];
+} l2_job;
+
+static void l2_range(void *arg, int tid, int64_t lo, int64_t hi)
 {
+    l2_job *j = arg;
     double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = x[i] - ref[i];
+    for (int64_t i = lo; i < hi; i++) {
+        double d = (j->x64 ? j->x64[i] : (double)j->x32[i]) - j->ref[i];
         num += d * d;
-        den += ref[i] * ref[i];
+        den += j->ref[i] * j->ref[i];
+    }
+    j->num[tid] = num;
+    j->den[tid] = den;
+}
+
+#define L2_SERIAL_BELOW (1 << 20)
+
+static double rel_l2(l2_job *j, int64_t n)
+{
+    int nt = n < L2_SERIAL_BELOW ? 1 : default_threads();
+    if (nt > n) nt = n > 0 ? (int)n : 1;
+    memset(j->num, 0, sizeof j->num);
+    memset(j->den, 0, sizeof j->den);
+    parallel_for(nt, n, l2_range, j);
+    double num = 0, den = 0;
+    for (int t = 0; t < nt; t++) {
+        num += j->num[t];
+        den += j->den[t];
     }
     if (isnan(num) || isnan(den)) return NAN;
     return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+double ref_rel_l2(const double *ref, const double *x, int64_t n)
+{
+    l2_job j = {.ref = ref, .x64 = x};
+    return rel_l2(&j, n);
 }
 
 double ref_nmse(const double *ref, const double *x, int64_t n)
@@ -1620,14 +1654,8 @@ double ref_nmse(const double *ref, const double *x, int64_t n)
 
 double ref_compare_f32(const double *ref, const float *x, int64_t n)
 {
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = (double)x[i] - ref[i];
-        num += d * d;
-        den += ref[i] * ref[i];
-    }
-    if (isnan(num) || isnan(den)) return NAN;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
+    l2_job j = {.ref = ref, .x32 = x};
+    return rel_l2(&j, n);
 }
 
 void ref_poison_f32(float *x, int64_t n)

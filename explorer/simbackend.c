@@ -309,7 +309,9 @@ static void simulate(const sim_ctx *c, const sim_model *m, const cg_config *cfg,
     r->gemm_ms = gemm * (train ? 3.0 : 1.0);
     r->traversal_ms = trav * (train ? 3.2 : 1.0);
     r->other_ms = other * (train ? 2.0 : 1.0);
-    fill_repeats(c, key, r->fwd_ms + r->bwd_ms, opt->repeats > 0 ? opt->repeats : 10, r);
+    double total = r->fwd_ms + r->bwd_ms;
+    int slow = opt->slow_ms > 0 && total > opt->slow_ms;   /* as the GPU backend: timed once */
+    fill_repeats(c, key, total, slow ? 1 : opt->repeats > 0 ? opt->repeats : 10, r);
     fill_kernel(r, "gemm_fwd", "gemm", 0, gemm);
     fill_kernel(r, "trav_fwd", "traversal", 0, trav);
     fill_kernel(r, "other_fwd", "other", 0, other);

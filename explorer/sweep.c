@@ -54,6 +54,7 @@ void xs_options_default(xs_options *o)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     o->measure.compile_threads = cpus > 0 ? (int)cpus : 1;
     o->timeout_s = 60;
+    o->slow_factor = 4;
 }
 
 static int is_sim(const char *spec) { return spec && !strncmp(spec, "sim", 3) && (!spec[3] || spec[3] == ':'); }
@@ -484,7 +485,9 @@ static int measure_all(job *j, xw_worker *w, rg_err *err)
         if (g_stop) break;
         int i = j->todo[x];
         double t0 = rg_now();
-        int m = xw_measure(w, i, &j->pts[i].cfg, &j->s->o.measure, r, err);
+        xb_options mo = j->s->o.measure;
+        if (j->s->o.slow_factor > 0 && !isnan(j->pr.best_ms)) mo.slow_ms = j->s->o.slow_factor * j->pr.best_ms;
+        int m = xw_measure(w, i, &j->pts[i].cfg, &mo, r, err);
         if (m == XW_ABORTED) break;
         if (m < 0) {
             rc = -1;
@@ -830,6 +833,8 @@ static const cli_def CLI[] = {
     {"warmup", "N", FOR_ANY, "untimed runs before them (default 3)"},
     {"metrics", NULL, FOR_ANY, "collect CUPTI counters (DRAM bytes, SM throughput, IPC, occupancy, L2)"},
     {"timeout", "S", FOR_ANY, "seconds a variant may take before its worker is killed (default 60)"},
+    {"slow-factor", "X", FOR_ANY, "a variant whose validation run is over X times the best so far is timed\n"
+                                  "                      once, without warm-up (default 4; 0: time every variant fully)"},
     {"no-resume", NULL, FOR_ANY, "measure again what the database has for this device, dataset and commit"},
     {"cost-model", "FILE", FOR_ANY, "rank the variants with this fitted model first (explore fit), so that\n"
                                     "                      --budget keeps the most promising (default: results/costmodel.txt if present)"},
@@ -981,6 +986,10 @@ static int apply_value(const char *cmd, const cli_def *d, const char *v, xs_cli 
     } else if (!strcmp(n, "timeout")) {
         if (parse_real(v, 0.001, 1e7, &r)) return bad(cmd, "--timeout must be a positive number of seconds (got '%s')%s", v, "");
         o->timeout_s = r;
+    } else if (!strcmp(n, "slow-factor")) {
+        if (parse_real(v, 0, 1e6, &r) || (r > 0 && r < 1))
+            return bad(cmd, "--slow-factor must be 0 (off) or a number >= 1 (got '%s')%s", v, "");
+        o->slow_factor = r;
     } else if (!strcmp(n, "tolerance")) {
         if (parse_real(v, 1e-12, 1e6, &r)) return bad(cmd, "--tolerance must be a positive number (got '%s')%s", v, "");
         o->measure.tolerance = r;

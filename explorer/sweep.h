@@ -26,6 +26,8 @@ typedef struct xs_options {
     xs_gpu_backend_fn gpu_backend;
     xb_options measure;
     double timeout_s;             /* per variant; <= 0: none */
+    double slow_factor;           /* variants slower than this x the best so far are timed once;
+                                   * <= 0: every variant gets the full warm-up and repeats */
     int no_resume;                /* measure again what the store already has */
     const char *commit;           /* NULL: `git rev-parse HEAD`, "unknown" when that fails */
     const char *command_line;     /* recorded with the run */
@@ -37,7 +39,8 @@ typedef struct xs_options {
 } xs_options;
 
 /* Defaults: space default, database results/results.db, best dir results/best, 3 warm-up
- * runs, 10 repeats, tolerance 0 (the backend's default for the task), timeout 60 s. */
+ * runs, 10 repeats, tolerance 0 (the backend's default for the task), timeout 60 s, slow
+ * factor 4. */
 void xs_options_default(xs_options *o);
 
 typedef struct xs_summary {

@@ -300,24 +300,76 @@ int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
     return 0;
 }
 
+/* ---- staging ---- */
+
+typedef struct staged_input {
+    const double *src;     /* the float64 values it was converted from */
+    size_t bytes;
+    float *f32;            /* page-locked */
+} staged_input;
+
+struct kx_staging {
+    staged_input *in;
+    int nin, cap;
+    void *dl;              /* page-locked download buffer */
+    size_t dl_bytes;
+};
+
+kx_staging *kx_staging_new(void) { return rg_xcalloc(1, sizeof(kx_staging)); }
+
+void kx_staging_free(kx_staging *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nin; i++) krt_host_free(s->in[i].f32);
+    free(s->in);
+    krt_host_free(s->dl);
+    free(s);
+}
+
+static void to_f32(float *dst, const double *src, size_t n)
+{
+    for (size_t j = 0; j < n; j++) dst[j] = (float)src[j];
+}
+
+/* The float32 copy of src (bytes of float32), made on first use. */
+static const float *staged_f32(kx_staging *s, const double *src, size_t bytes, rg_err *err)
+{
+    for (int i = 0; i < s->nin; i++)
+        if (s->in[i].src == src && s->in[i].bytes == bytes) return s->in[i].f32;
+    float *f = krt_host_alloc(bytes, err);
+    if (!f) return NULL;
+    to_f32(f, src, bytes / sizeof(float));
+    if (s->nin == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        s->in = rg_xrealloc(s->in, (size_t)s->cap * sizeof *s->in);
+    }
+    s->in[s->nin++] = (staged_input){src, bytes, f};
+    return f;
+}
+
+static int upload_f32(kx_staging *stage, void *d, const double *src, size_t bytes, rg_err *err)
+{
+    if (stage) {
+        const float *f = staged_f32(stage, src, bytes, err);
+        return f ? krt_upload(d, f, bytes, err) : -1;
+    }
+    float *tmp = rg_xmalloc(bytes ? bytes : 1);
+    to_f32(tmp, src, bytes / sizeof(float));
+    int rc = krt_upload(d, tmp, bytes, err);
+    free(tmp);
+    return rc;
+}
+
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
-               rg_err *err)
+               kx_staging *stage, rg_err *err)
 {
     for (int i = 0; i < ir->nvars; i++) {
         void *d = kx_var_ptr(b, i);
         if (!d) continue;
         size_t bytes = mp_bytes(b->mp, b->id[i]);
         if (host_values && host_values[i]) {
-            int rc;
-            if (cg_var_is_f64(&ir->vars[i])) {
-                rc = krt_upload(d, host_values[i], bytes, err);
-            } else {
-                size_t n = bytes / sizeof(float);
-                float *tmp = rg_xmalloc(bytes ? bytes : 1);
-                for (size_t j = 0; j < n; j++) tmp[j] = (float)host_values[i][j];
-                rc = krt_upload(d, tmp, bytes, err);
-                free(tmp);
-            }
+            int rc = cg_var_is_f64(&ir->vars[i]) ? krt_upload(d, host_values[i], bytes, err)
+                                                 : upload_f32(stage, d, host_values[i], bytes, err);
             if (rc) return -1;
         } else if (krt_poison(d, bytes, err)) {
             return -1;
@@ -431,6 +483,27 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
     for (size_t i = 0; i < n; i++) out[i] = tmp[i];
     free(tmp);
     return out;
+}
+
+const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var,
+                               int64_t *count, int *elem_bytes, rg_err *err)
+{
+    void *d = kx_var_ptr(b, var);
+    if (!d) {
+        rg_errf(err, "variable %s is not in device memory", ir->vars[var].name);
+        return NULL;
+    }
+    size_t bytes = var_bytes(ir, var, kg->g);
+    if (bytes > s->dl_bytes) {
+        krt_host_free(s->dl);
+        s->dl_bytes = 0;
+        if (!(s->dl = krt_host_alloc(bytes, err))) return NULL;
+        s->dl_bytes = bytes;
+    }
+    if (krt_download(s->dl, d, bytes, err)) return NULL;
+    *elem_bytes = cg_elem_bytes(&ir->vars[var]);
+    *count = (int64_t)(bytes / (size_t)*elem_bytes);
+    return s->dl;
 }
 
 /* ---- timing ---- */

@@ -60,17 +60,30 @@ void kx_buffers_free(kx_buffers *b);
 size_t kx_peak_bytes(const kx_buffers *b);   /* variant tensors + graph structures */
 void *kx_var_ptr(const kx_buffers *b, int var);
 
+/* Host copies of a problem's inputs in the device's element type, converted once into
+ * page-locked memory and keyed by the float64 array they came from (which must outlive the
+ * staging), plus one page-locked buffer reused by downloads: a sweep uploads the same
+ * features and downloads outputs of the same size for every variant. */
+typedef struct kx_staging kx_staging;
+kx_staging *kx_staging_new(void);
+void kx_staging_free(kx_staging *s);
+
 /* Uploads the values of every input, graph-derived input, label and parameter (float64 on
  * the host, as the reference has them; NULL entries are skipped), poisons every other
- * buffer, then zero-fills the accumulation targets. */
+ * buffer, then zero-fills the accumulation targets. With a staging, float32 inputs come
+ * from (and are added to) its converted copies. */
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
-               rg_err *err);
+               kx_staging *stage, rg_err *err);
 /* Zero-fills the accumulation targets only (between timed repeats). */
 int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err);
 /* Launches every kernel once, in order, then waits. */
 int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
 /* Downloads a variable as float64 (caller frees). */
 double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err);
+/* Downloads a variable's elements as stored (float32, or float64 per cg_elem_bytes) into
+ * the staging's buffer, valid until its next download; *count and *elem_bytes describe it. */
+const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var,
+                               int64_t *count, int *elem_bytes, rg_err *err);
 
 /* ---- timing ---- */
 typedef struct kx_kernel_time {

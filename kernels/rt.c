@@ -727,6 +727,23 @@ int krt_download(void *dst_host, const void *src_dev, size_t bytes, rg_err *err)
     return copy(dst_host, src_dev, bytes, cudaMemcpyDeviceToHost, "download", err);
 }
 
+void *krt_host_alloc(size_t bytes, rg_err *err)
+{
+    if (krt_require_device(err)) return NULL;
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cuda_fail(err, e, "cudaMallocHost of %zu bytes failed", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+void krt_host_free(void *p)
+{
+    if (p) cudaFreeHost(p);
+}
+
 int krt_memset(void *dst_dev, int byte, size_t bytes, rg_err *err)
 {
     if (bytes == 0) return 0;

@@ -136,5 +136,9 @@ int krt_memset(void *dst_dev, int byte, size_t bytes, rg_err *err);
  * write fail the comparison against the reference. */
 int krt_poison(void *dst_dev, size_t bytes, rg_err *err);
 int krt_mem_info(size_t *free_bytes, size_t *total_bytes, rg_err *err);
+/* Page-locked host memory, for copies that repeat (staged inputs, downloads to validate):
+ * they run at the link's speed and skip the driver's bounce buffer. NULL on failure. */
+void *krt_host_alloc(size_t bytes, rg_err *err);
+void krt_host_free(void *p);
 
 #endif

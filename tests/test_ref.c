@@ -527,6 +527,30 @@ static void test_comparisons_and_poison(void **state)
     assert_true(isnan(ref_compare_f32(ref, f, 3)));
     assert_false(ref_compare_f32(ref, f, 3) < 1e-3);
 
+    /* large arrays are compared on several threads: the same answer as one sum, and one
+     * NaN anywhere (here in the last thread's range) still fails the comparison */
+    int64_t n = 3 << 20;
+    double *big = rg_xmalloc((size_t)n * sizeof *big), *near = rg_xmalloc((size_t)n * sizeof *near);
+    float *near32 = rg_xmalloc((size_t)n * sizeof *near32);
+    rg_rng rng;
+    rg_rng_seed(&rng, 7);
+    long double num = 0, den = 0, num32 = 0;
+    for (int64_t i = 0; i < n; i++) {
+        big[i] = rg_rng_uniform(&rng) - 0.5;
+        near[i] = big[i] * (1 + 1e-3 * (rg_rng_uniform(&rng) - 0.5));
+        near32[i] = (float)near[i];
+        num += (long double)(near[i] - big[i]) * (near[i] - big[i]);
+        num32 += (long double)((double)near32[i] - big[i]) * ((double)near32[i] - big[i]);
+        den += (long double)big[i] * big[i];
+    }
+    assert_float_equal(ref_rel_l2(big, near, n), (double)sqrtl(num / den), 1e-12 * (double)sqrtl(num / den));
+    assert_float_equal(ref_compare_f32(big, near32, n), (double)sqrtl(num32 / den), 1e-12 * (double)sqrtl(num32 / den));
+    near32[n - 1] = NAN;
+    near[n - 1] = NAN;
+    assert_true(isnan(ref_compare_f32(big, near32, n)));
+    assert_true(isnan(ref_rel_l2(big, near, n)));
+    free(big), free(near), free(near32);
+
     /* an output row nothing writes stays NaN: a node var written only at some dsts */
     hg_graph *g = irb_small_graph();
     ir_program *p = irb_new_prog("poison");

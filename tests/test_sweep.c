@@ -716,6 +716,7 @@ static void test_cli(void **state)
         {"explore", "--modle", "x"}, {"explore", "--task", "fly"}, {"explore", "--dims", "0,3"},
         {"explore", "--shard", "0/2"}, {"explore", "--backend", "cuda"}, {"explore", "--backend", "sim:fail=explode@3"},
         {"explore", "--budget", "-1"}, {"explore", "--mem-limit", "lots"}, {"explore", "--backend", "sim:fail=oom@tile=7"},
+        {"explore", "--slow-factor", "0.5"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         fflush(stderr);
@@ -738,6 +739,36 @@ static void test_cli(void **state)
     char *cmd = q_text(f->db, "SELECT command_line FROM runs");
     assert_non_null(strstr(cmd, "explore --model rgat"));
     free(cmd);
+}
+
+/* Variants far slower than the best so far are timed once (their validation run served as
+ * the warm-up), never a variant near the best; --slow-factor 0 times every one fully. */
+static void test_slow_variants_are_timed_once(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    options(&o, f, "sim");
+    o.slow_factor = 1.1;
+    xb_problem p;
+    problem(&p, "rgat", "infer");
+    xs_summary sum;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.count[RS_OK], VALID);
+    int64_t once = q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 1");
+    int64_t fully = q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 3");
+    assert_true(once > 0);
+    assert_true(fully > 0);
+    assert_int_equal(once + fully, VALID);
+    /* 1.1 x the best so far is at least 1.1 x the best of all (less the 1% timing noise) */
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE repeats = 1 AND median_ms <= 1.1 * 0.99 *"
+                                  " (SELECT min(median_ms) FROM measurements WHERE status = 'ok')"),
+                     0);
+    o.slow_factor = 0;
+    o.no_resume = 1;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 3"
+                                  " AND run_id = (SELECT max(id) FROM runs)"),
+                     VALID);
 }
 
 /* A model fitted on two graphs orders the sweep of a third: under --budget 5 the five
@@ -838,6 +869,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_three_shards_cover_the_plan_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_model_orders_the_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slow_variants_are_timed_once, setup, teardown),
         cmocka_unit_test(test_best_path_names),
     };
     int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
