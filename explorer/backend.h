@@ -69,9 +69,14 @@ typedef struct xb_backend xb_backend;
 struct xb_backend {
     const char *name;
     void *ctx;
-    /* Loads the dataset, builds the reference answer; the device description for runs.
-     * A failure here stops the sweep of this problem (not the whole sweep). */
+    /* Loads the dataset; the device description for runs. A failure here stops the sweep
+     * of this problem (not the whole sweep). */
     int (*prepare)(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_err *err);
+    /* Optional: builds what measuring needs that takes long (the CPU reference answer).
+     * measure does it on first use when nobody called this; the sweep's worker calls it
+     * only once a variant is to be measured, so a resumed sweep that finds a problem
+     * complete never pays for it. A failure stops the sweep of this problem. */
+    int (*prepare_reference)(xb_backend *b, rg_err *err);
     /* Measures one config; failures of the variant go into r->status, never a crash of
      * the driver. Returns -1 only when the backend itself is broken. */
     int (*measure)(xb_backend *b, const cg_config *cfg, const xb_options *opt, xb_result *r, rg_err *err);

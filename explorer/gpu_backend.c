@@ -236,17 +236,31 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     if (!c->g) return -1;
     hg_stats_compute(c->g, &c->stats);
     if (stats) *stats = c->stats;
+    if (kx_graph_upload(c->g, &c->kg, err)) return -1;
+    c->graph_uploaded = 1;
+    c->stage = kx_staging_new();
+    return 0;
+}
+
+/* The float64 reference of the prepared problem, and its near-kink alternatives (training). */
+static int gpu_prepare_reference(xb_backend *b, rg_err *err)
+{
+    gpu_ctx *c = b->ctx;
+    if (!c->g) return rg_errf(err, "reference before prepare");
+    if (c->ref) return 0;
     c->ref_prog = pl_reference_program(&c->pl, err);
     if (!c->ref_prog) return -1;
     ref_options ro = {0};
     c->ref = ref_new(c->ref_prog, c->g, &ro, err);
-    if (!c->ref || ref_run(c->ref, err) || (pl_is_train(task) && prepare_alternatives(c, err))) {
-        rg_err_prefix(err, "CPU reference of %s on %s", p->model, p->dataset);
+    if (!c->ref || ref_run(c->ref, err) || (pl_is_train(c->pl.task) && prepare_alternatives(c, err))) {
+        rg_err_prefix(err, "CPU reference of %s on %s", c->prob.model, c->prob.dataset);
+        free_alternatives(c);
+        ref_free(c->ref);
+        c->ref = NULL;
+        ir_free(c->ref_prog);
+        c->ref_prog = NULL;
         return -1;
     }
-    if (kx_graph_upload(c->g, &c->kg, err)) return -1;
-    c->graph_uploaded = 1;
-    c->stage = kx_staging_new();
     return 0;
 }
 
@@ -612,6 +626,7 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
     gpu_ctx *c = b->ctx;
     xb_result_init(r);
     if (!c->g) return rg_errf(err, "measure before prepare");
+    if (gpu_prepare_reference(b, err)) return -1;
     rg_err e;
     if (cfg_validate(cfg, &e)) return fail(r, RS_INVALID, &e);
     ir_program *ir = NULL;
@@ -655,6 +670,7 @@ xb_backend *xb_gpu_backend(rg_err *err)
     b->name = "gpu";
     b->ctx = c;
     b->prepare = gpu_prepare;
+    b->prepare_reference = gpu_prepare_reference;
     b->measure = gpu_measure;
     b->device = gpu_device;
     b->close = gpu_close;

@@ -12,17 +12,17 @@
 
 /* What an injected failure does. */
 typedef enum sim_kind {
-    K_INVALID, K_COMPILE, K_LAUNCH, K_FAULT, K_ABORT, K_WRONG, K_HANG, K_OOM, K_BROKEN, K_PREPARE, K_COUNT
+    K_INVALID, K_COMPILE, K_LAUNCH, K_FAULT, K_ABORT, K_WRONG, K_HANG, K_OOM, K_BROKEN, K_PREPARE, K_REFERENCE, K_COUNT
 } sim_kind;
 
 static const char *const KIND_NAMES[K_COUNT] = {
-    "invalid", "compile", "launch", "fault", "abort", "wrong", "hang", "oom", "broken", "prepare",
+    "invalid", "compile", "launch", "fault", "abort", "wrong", "hang", "oom", "broken", "prepare", "reference",
 };
 
 #define SIM_MAX_RULES 64
 
 /* kind@index, kind@key=val+key=val (every listed key matches), kind alone (every variant);
- * prepare@NAME matches the dataset. */
+ * prepare@NAME and reference@NAME match the dataset. */
 typedef struct sim_rule {
     sim_kind kind;
     int index;            /* -1: not by index */
@@ -49,10 +49,12 @@ const char *xb_sim_help(void)
            "    failures. Keys:\n"
            "    fail=CLASS[@WHERE],...  CLASS: invalid, compile, launch, fault (the worker gets\n"
            "        SIGSEGV), abort, wrong, hang (the worker sleeps until --timeout), oom,\n"
-           "        broken (the backend reports itself broken), prepare (preparing fails).\n"
+           "        broken (the backend reports itself broken), prepare (preparing fails),\n"
+           "        reference (building the reference fails, once a variant is to be measured).\n"
            "        WHERE: a variant's index in the space's enumeration (fail=fault@11), config\n"
-           "        keys joined by + (fail=compile@tile=16+coarsen=4), or for prepare a dataset\n"
-           "        name; none: every variant. Example: sim:fail=compile@3,oom@7,hang@15\n"
+           "        keys joined by + (fail=compile@tile=16+coarsen=4), or for prepare and\n"
+           "        reference a dataset name; none: every variant. Example:\n"
+           "        sim:fail=compile@3,oom@7,hang@15\n"
            "    seed=N  noise seed; scale=F  multiply every time by F; slow=MS  sleep per variant\n"
            "    device=NAME, sm=N  the simulated GPU (default 'Simulated GPU', 90)\n";
 }
@@ -71,9 +73,9 @@ static int parse_rule(sim_ctx *c, const char *item, rg_err *err)
     while (k < K_COUNT && (strlen(KIND_NAMES[k]) != klen || strncmp(item, KIND_NAMES[k], klen))) k++;
     if (k == K_COUNT)
         return rg_errf(err, "--backend sim: unknown failure class '%.*s' (invalid, compile, launch, fault, abort, "
-                            "wrong, hang, oom, broken, prepare)", (int)klen, item);
+                            "wrong, hang, oom, broken, prepare, reference)", (int)klen, item);
     r->kind = (sim_kind)k;
-    if (at && r->kind == K_PREPARE) {
+    if (at && (r->kind == K_PREPARE || r->kind == K_REFERENCE)) {
         snprintf(r->match, sizeof r->match, "%s", at + 1);
     } else if (at) {
         char *end;
@@ -159,12 +161,12 @@ static int config_matches(const cg_config *cfg, const char *kv)
     return same;
 }
 
-/* The first rule (other than prepare) that applies to this variant, or NULL. */
+/* The first rule (other than prepare and reference) that applies to this variant, or NULL. */
 static const sim_rule *find_rule(const sim_ctx *c, const cg_config *cfg)
 {
     for (int i = 0; i < c->nrules; i++) {
         const sim_rule *r = &c->rules[i];
-        if (r->kind == K_PREPARE) continue;
+        if (r->kind == K_PREPARE || r->kind == K_REFERENCE) continue;
         if (r->index >= 0 ? r->index == c->index : !r->match[0] || config_matches(cfg, r->match)) return r;
     }
     return NULL;
@@ -394,6 +396,7 @@ static int inject(const sim_ctx *c, const sim_rule *rule, const xb_options *opt,
     case K_BROKEN:
         return rg_errf(err, "sim: the backend is broken (injected)");
     case K_PREPARE:
+    case K_REFERENCE:
     case K_COUNT:
         break;
     }
@@ -402,12 +405,19 @@ static int inject(const sim_ctx *c, const sim_rule *rule, const xb_options *opt,
 
 /* ---- The backend interface ---- */
 
+/* Whether a prepare or reference rule injects a failure into this problem. */
+static int fails_at(const sim_ctx *c, sim_kind kind, const char *dataset)
+{
+    for (int i = 0; i < c->nrules; i++)
+        if (c->rules[i].kind == kind && (!c->rules[i].match[0] || !strcmp(c->rules[i].match, dataset))) return 1;
+    return 0;
+}
+
 static int sim_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_err *err)
 {
     sim_ctx *c = b->ctx;
-    for (int i = 0; i < c->nrules; i++)
-        if (c->rules[i].kind == K_PREPARE && (!c->rules[i].match[0] || !strcmp(c->rules[i].match, p->dataset)))
-            return rg_errf(err, "sim: cannot prepare %s on %s (injected)", p->model, p->dataset);
+    if (fails_at(c, K_PREPARE, p->dataset))
+        return rg_errf(err, "sim: cannot prepare %s on %s (injected)", p->model, p->dataset);
     if (!find_model(p->model))
         return rg_errf(err, "sim: unknown model '%s' (rgcn, rgat, hgt or an existing .rgnn file)", p->model);
     ds_options dopt = {.data_dir = p->data_dir, .quiet = 1};
@@ -417,6 +427,15 @@ static int sim_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     hg_free(g);
     c->problem = *p;
     *stats = c->stats;
+    return 0;
+}
+
+static int sim_prepare_reference(xb_backend *b, rg_err *err)
+{
+    sim_ctx *c = b->ctx;
+    if (fails_at(c, K_REFERENCE, c->problem.dataset))
+        return rg_errf(err, "sim: cannot build the reference of %s on %s (injected)", c->problem.model,
+                       c->problem.dataset);
     return 0;
 }
 
@@ -473,6 +492,7 @@ xb_backend *xb_sim_backend(const char *spec, rg_err *err)
     b->name = "sim";
     b->ctx = c;
     b->prepare = sim_prepare;
+    b->prepare_reference = sim_prepare_reference;
     b->measure = sim_measure;
     b->device = sim_device;
     b->close = sim_close;

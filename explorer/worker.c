@@ -16,7 +16,7 @@
  * without exec), so structs travel as raw bytes; the header catches framing mistakes. ---- */
 
 #define XW_MAGIC 0x4b525758u   /* "XWRK" */
-enum { MSG_READY = 1, MSG_MEASURE, MSG_RESULT, MSG_QUIT };
+enum { MSG_READY = 1, MSG_MEASURE, MSG_RESULT, MSG_QUIT, MSG_REFERENCE };
 
 typedef struct msg_header {
     uint32_t magic, type;
@@ -51,6 +51,7 @@ struct xw_worker {
     int sock;           /* commands down, answers up */
     int out_fd;         /* the worker's stdout and stderr; -1 at end of file */
     int restarts;
+    int referenced;     /* the live worker has built its reference (prepare_reference) */
     rg_str partial;     /* output line not yet ended by '\n' */
     char *tail[TAIL_LINES];
     int tail_next;
@@ -113,6 +114,14 @@ static void child_measure_loop(int sock, xb_backend *b, const xw_config *c)
     for (;;) {
         msg_header h;
         if (recv_all(sock, &h, sizeof h) || h.magic != XW_MAGIC || h.type == MSG_QUIT) break;
+        if (h.type == MSG_REFERENCE && h.len == 0) {
+            ready_msg rm;
+            memset(&rm, 0, sizeof rm);
+            rm.ok = !b->prepare_reference || b->prepare_reference(b, &rm.err) == 0;
+            fflush(stdout);
+            if (send_msg(sock, MSG_READY, &rm, sizeof rm)) break;
+            continue;
+        }
         measure_msg m;
         if (h.type != MSG_MEASURE || h.len != sizeof m || recv_all(sock, &m, sizeof m)) break;
         if (c->before_measure) c->before_measure(b, m.index);
@@ -301,6 +310,8 @@ static void reap(xw_worker *w, int kill_first, char *how, size_t cap)
     w->pid = 0;
 }
 
+static int await_ready(xw_worker *w, xw_info *info, const char *doing, rg_err *err);
+
 static int spawn(xw_worker *w, xw_info *info, rg_err *err)
 {
     int sv[2], op[2];
@@ -326,17 +337,25 @@ static int spawn(xw_worker *w, xw_info *info, rg_err *err)
     close(sv[1]);
     close(op[1]);
     w->pid = pid;
+    w->referenced = 0;
     w->sock = sv[0];
     w->out_fd = op[0];
     fcntl(w->out_fd, F_SETFL, fcntl(w->out_fd, F_GETFL) | O_NONBLOCK);
     clear_tail(w);
 
+    return await_ready(w, info, "preparing the problem", err);
+}
+
+/* Waits (within prepare_timeout_s) for the worker's answer to preparing; on failure the
+ * worker is collected and err says why, with its last output. */
+static int await_ready(xw_worker *w, xw_info *info, const char *doing, rg_err *err)
+{
     ready_msg *m = rg_xmalloc(sizeof *m);
     double deadline = w->cfg.prepare_timeout_s > 0 ? rg_now() + w->cfg.prepare_timeout_s : 0;
     int rc = wait_msg(w, MSG_READY, m, sizeof *m, deadline);
     char how[160] = "", ev[2048];
     if (rc == WAIT_OK && m->ok) {
-        *info = m->info;
+        if (info) *info = m->info;
         free(m);
         return 0;
     }
@@ -344,13 +363,15 @@ static int spawn(xw_worker *w, xw_info *info, rg_err *err)
     if (rc == WAIT_OK) {
         if (err) *err = m->err;
     } else {
-        const char *what = rc == WAIT_DIED ? "the worker died while preparing the problem"
-                           : rc == WAIT_TIMEOUT ? "preparing the problem took too long; the worker was killed"
-                           : rc == WAIT_ABORTED ? "interrupted while preparing the problem"
-                                                : "worker protocol error while preparing the problem";
-        char *line = rg_xasprintf("%s (%s)", what, how);
-        write_evidence(w, line, ev, sizeof ev);
+        const char *what = rc == WAIT_DIED ? "the worker died while %s"
+                           : rc == WAIT_TIMEOUT ? "%s took too long; the worker was killed"
+                           : rc == WAIT_ABORTED ? "interrupted while %s"
+                                                : "worker protocol error while %s";
+        char *line = rg_xasprintf(what, doing);
+        char *full = rg_xasprintf("%s (%s)", line, how);
+        write_evidence(w, full, ev, sizeof ev);
         free(line);
+        free(full);
         /* one line for the user: the first output line is usually the cause */
         for (char *nl = strchr(ev, '\n'); nl; nl = strchr(nl, '\n')) *nl = ' ';
         rg_errf(err, "%s", ev);
@@ -373,16 +394,25 @@ xw_worker *xw_start(const xw_config *c, const xb_problem *p, xw_info *info, rg_e
     return w;
 }
 
-/* A worker whose last variant killed it is replaced before the next one. */
+/* A worker whose last variant killed it is replaced before the next one; a worker that
+ * has not built its reference yet builds it now (without the per-variant timeout). */
 static int ensure_worker(xw_worker *w, rg_err *err)
 {
-    if (w->pid > 0) return 0;
-    xw_info info;
-    if (spawn(w, &info, err)) {
-        rg_err_prefix(err, "restarting the worker");
-        return -1;
+    if (w->pid <= 0) {
+        xw_info info;
+        if (spawn(w, &info, err)) {
+            rg_err_prefix(err, "restarting the worker");
+            return -1;
+        }
+        w->restarts++;
     }
-    w->restarts++;
+    if (w->referenced) return 0;
+    if (send_msg(w->sock, MSG_REFERENCE, NULL, 0)) {
+        reap(w, 1, NULL, 0);
+        return rg_errf(err, "the worker died before building the reference");
+    }
+    if (await_ready(w, NULL, "building the reference", err)) return -1;
+    w->referenced = 1;
     return 0;
 }
 

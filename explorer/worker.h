@@ -26,7 +26,7 @@ typedef struct xw_config {
      * enumeration (the simulated backend injects failures by it). NULL: none. */
     void (*before_measure)(xb_backend *b, int index);
     double timeout_s;                /* per variant; <= 0: none */
-    double prepare_timeout_s;        /* loading the dataset; <= 0: none */
+    double prepare_timeout_s;        /* loading the dataset, and building the reference; <= 0: none */
     /* Nonzero (set by a signal handler): stop waiting, kill the worker, report XW_ABORTED. */
     volatile sig_atomic_t *abort_now;
     /* Each line the worker writes on stdout/stderr, as it comes (NULL: only kept, for evidence). */

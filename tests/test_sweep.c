@@ -335,6 +335,35 @@ static void test_backend_failures_stop_the_problem(void **state)
     assert_non_null(strstr(err.msg, "without the GPU backend"));
 }
 
+/* The reference is built only once a variant is to be measured: a resumed sweep of a
+ * problem the store already has complete never builds it (on the largest graphs that was
+ * minutes per problem), and a failing reference still stops the problem with its reason. */
+static void test_reference_built_only_when_needed(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    rg_err err;
+    problem(&p, "rgat", "infer");
+    options(&o, f, "sim:fail=reference");
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    assert_non_null(strstr(err.msg, "cannot build the reference"));
+    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status <> 'invalid'"), 0);
+
+    options(&o, f, "sim");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.count[RS_OK], VALID);
+    options(&o, f, "sim:fail=reference");
+    sweep_ok(&o, &p, &sum);   /* nothing left to measure: the failing reference is never built */
+    assert_int_equal(sum.measured, 0);
+    assert_int_equal(sum.skipped, POINTS);
+    o.budget = 0;
+    o.no_resume = 1;
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    assert_non_null(strstr(err.msg, "cannot build the reference"));
+}
+
 static void test_resume_after_budget(void **state)
 {
     fixture *f = *state;
@@ -859,6 +888,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_crashes_restart_the_worker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hang_is_killed_as_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_backend_failures_stop_the_problem, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reference_built_only_when_needed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resume_after_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_order_callback_and_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_sweep_resumes_losing_nothing, setup, teardown),
