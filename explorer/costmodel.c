@@ -377,7 +377,17 @@ static const char *const C_NAMES[NC] = {"compact_bsearch", "compact_direct", "re
 enum { A_FLOPS, A_BYTES, A_ATOMICS, A_LAUNCHES, A_PRED, NA };
 static const char *const A_NAMES[NA] = {"log_flops", "log_bytes", "log_atomics", "log_launches", "log_pred_a"};
 
-#define NFEAT (NC + NA + NC * NZ)
+/* Pairs of config bits: an option's effect can change sign with another's (compaction helps
+ * node-centric RGAT training and hurts its edge-centric kernels on the same graph). */
+#define NPAIR (NC * (NC - 1) / 2)
+#define NFEAT (NC + NA + NC * NZ + NPAIR)
+
+/* The two config bits of pair k (i < j, in row order). */
+static void pair_of(int k, int *i, int *j)
+{
+    for (*i = 0; k >= NC - 1 - *i; (*i)++) k -= NC - 1 - *i;
+    *j = *i + 1 + k;
+}
 
 int cm_nfeatures(void) { return NFEAT; }
 
@@ -388,7 +398,13 @@ const char *cm_feature_name(int i)
     if (!names[i][0]) {
         if (i < NC) snprintf(names[i], sizeof names[i], "%s", C_NAMES[i]);
         else if (i < NC + NA) snprintf(names[i], sizeof names[i], "%s", A_NAMES[i - NC]);
-        else snprintf(names[i], sizeof names[i], "%s*%s", C_NAMES[(i - NC - NA) / NZ], Z_NAMES[(i - NC - NA) % NZ]);
+        else if (i < NC + NA + NC * NZ)
+            snprintf(names[i], sizeof names[i], "%s*%s", C_NAMES[(i - NC - NA) / NZ], Z_NAMES[(i - NC - NA) % NZ]);
+        else {
+            int a, b;
+            pair_of(i - NC - NA - NC * NZ, &a, &b);
+            snprintf(names[i], sizeof names[i], "%s*%s", C_NAMES[a], C_NAMES[b]);
+        }
     }
     return names[i];
 }
@@ -442,6 +458,9 @@ void cm_features(const cm_problem *p, const cg_config *c, const cm_counts *k, do
     double *inter = x + NC + NA;
     for (int i = 0; i < NC; i++)
         for (int j = 0; j < NZ; j++) inter[i * NZ + j] = x[i] * z[j];
+    double *pairs = inter + NC * NZ;
+    for (int k = 0, i = 0; i < NC; i++)
+        for (int j = i + 1; j < NC; j++) pairs[k++] = x[i] * x[j];
 }
 
 /* ================================================================ (a) analytic model ==== */
@@ -1033,7 +1052,7 @@ void cm_predict(const cm_section *sec, const cm_problem *p, const cg_config *cfg
 
 /* ================================================================ the model file ==== */
 
-#define CM_FORMAT "rgnn-costmodel 1"
+#define CM_FORMAT "rgnn-costmodel 2"   /* 2: pairs of config bits among the features */
 enum { F_ROWS, F_SIGMA, F_A, F_B, F_C, F_D, NFIELD };
 static const char *const FIELD_NAMES[NFIELD] = {"rows", "sigma_ms", "a_bytes", "b_flops", "c_launch_ms", "d_ms"};
 /* Keys of a section: analytic fields per category, then the ranker's scalars, then its coefficients. */
