@@ -60,8 +60,8 @@ static void usage_fit(FILE *f)
 {
     fprintf(f,
             "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
-            "                   [--top K | --top-frac F] [--lambda L] [--bw BYTES_PER_S] [--peak FLOPS]\n"
-            "                   [--no-eval] [--verbose]\n"
+            "                   [--top K | --top-frac F] [--lambda L] [--weight-tau T]\n"
+            "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--verbose]\n"
             "Fits the cost models on the ok measurements of the results store (one section per model and\n"
             "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
             "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
@@ -75,10 +75,12 @@ static void usage_fit(FILE *f)
             "  --top K    measure-K in the table (default: 10%% of each dataset's configs, --top-frac)\n"
             "  --lambda   ridge parameter (relative, standardized features); default: chosen by inner\n"
             "             leave-one-dataset-out\n"
+            "  --weight-tau  rows of the ranking fit weigh e^-(log time - log best)/T, so that it\n"
+            "             learns the order of the fast configs (default %g; 0: every row alike)\n"
             "  --bw, --peak  device constants of the analytic model (default H100: %.3g B/s, %.3g FLOP/s)\n"
             "  --no-eval  only fit and write the model\n"
             "  --verbose  also print the picked, oracle and fixed configs of every row\n",
-            RS_DEFAULT_DB, CM_DEFAULT_FILE, CM_DEFAULT_BW, CM_DEFAULT_PEAK);
+            RS_DEFAULT_DB, CM_DEFAULT_FILE, CM_WEIGHT_TAU, CM_DEFAULT_BW, CM_DEFAULT_PEAK);
 }
 
 static int parse_fit(int argc, char **argv, fit_args *a, rg_err *err)
@@ -100,6 +102,7 @@ static int parse_fit(int argc, char **argv, fit_args *a, rg_err *err)
         else if (!strcmp(o, "--top")) { if (parse_int(o, v, 1, 1000000, &a->opt.top_k, err)) return -1; }
         else if (!strcmp(o, "--top-frac")) { if (parse_real(o, v, 1e-6, 1, &a->opt.top_frac, err)) return -1; }
         else if (!strcmp(o, "--lambda")) { if (parse_real(o, v, 0, 1e6, &a->opt.lambda, err)) return -1; }
+        else if (!strcmp(o, "--weight-tau")) { if (parse_real(o, v, 0, 100, &a->opt.weight_tau, err)) return -1; }
         else if (!strcmp(o, "--bw")) { if (parse_real(o, v, 1e6, 1e16, &a->opt.bw, err)) return -1; }
         else if (!strcmp(o, "--peak")) { if (parse_real(o, v, 1e6, 1e18, &a->opt.peak, err)) return -1; }
         else return rg_errf(err, "unknown option '%s' (see --help)", o);

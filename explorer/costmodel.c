@@ -623,36 +623,55 @@ static void design_free(design *d)
 
 static double log_analytic(const cm_analytic *a, const cm_counts *k) { return log(cm_analytic_predict(a, k, NULL)); }
 
-/* Subtracts each problem's mean from its rows (columns 0..w of a row-major n x w matrix). */
-static void center_by_problem(double *F, int n, int w, const int *problem, int nproblems)
+/* Subtracts each problem's weighted mean from its rows (columns 0..w of a row-major n x w
+ * matrix): a free intercept per problem, since only the order within a problem matters. */
+static void center_by_problem(double *F, int n, int w, const int *problem, const double *weight, int nproblems)
 {
     double *sum = rg_xcalloc((size_t)nproblems * (size_t)w, sizeof *sum);
-    int *count = rg_xcalloc((size_t)nproblems, sizeof *count);
+    double *total = rg_xcalloc((size_t)nproblems, sizeof *total);
     for (int i = 0; i < n; i++) {
-        count[problem[i]]++;
-        for (int j = 0; j < w; j++) sum[problem[i] * w + j] += F[i * w + j];
+        total[problem[i]] += weight[i];
+        for (int j = 0; j < w; j++) sum[problem[i] * w + j] += weight[i] * F[i * w + j];
     }
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < w; j++) F[i * w + j] -= sum[problem[i] * w + j] / count[problem[i]];
+        for (int j = 0; j < w; j++) F[i * w + j] -= sum[problem[i] * w + j] / total[problem[i]];
     free(sum);
-    free(count);
+    free(total);
 }
 
-static void build_design(const cm_set *s, const int *use, const cm_analytic *a, design *d)
+/* Row weights, e^-(log time - log best of the problem) / tau (CM_WEIGHT_TAU); tau 0: 1. */
+static void row_weights(const double *logt, const int *problem, int n, int nproblems, double tau, double *weight)
+{
+    double *best = rg_xmalloc((size_t)(nproblems ? nproblems : 1) * sizeof *best);
+    for (int q = 0; q < nproblems; q++) best[q] = INFINITY;
+    for (int i = 0; i < n; i++) best[problem[i]] = fmin(best[problem[i]], logt[i]);
+    for (int i = 0; i < n; i++) weight[i] = tau > 0 ? exp(-(logt[i] - best[problem[i]]) / tau) : 1;
+    free(best);
+}
+
+static void build_design(const cm_set *s, const int *use, const cm_analytic *a, double tau, design *d)
 {
     memset(d, 0, sizeof *d);
     int w = NFEAT + 1;   /* the features, then log time, centred together */
     double *F = rg_xmalloc((size_t)s->nsamples * (size_t)w * sizeof *F);
     d->problem = rg_xmalloc((size_t)s->nsamples * sizeof *d->problem);
+    double *logt = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *logt);
+    double *weight = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *weight);
     for (int i = 0; i < s->nsamples; i++) {
         const cm_sample *x = &s->samples[i];
         if (!use[i]) continue;
         double *row = F + (size_t)d->n * w;
         cm_features(&s->problems[x->problem], &x->cfg, &x->counts, log_analytic(a, &x->counts), row);
-        row[NFEAT] = log(x->time_ms);
+        row[NFEAT] = logt[d->n] = log(x->time_ms);
         d->problem[d->n++] = x->problem;
     }
-    center_by_problem(F, d->n, w, d->problem, s->nproblems);
+    row_weights(logt, d->problem, d->n, s->nproblems, tau, weight);
+    center_by_problem(F, d->n, w, d->problem, weight, s->nproblems);
+    /* weighted least squares: plain least squares on rows scaled by sqrt(weight) */
+    for (int i = 0; i < d->n; i++)
+        for (int j = 0; j < w; j++) F[i * w + j] *= sqrt(weight[i]);
+    free(logt);
+    free(weight);
     d->col = rg_xmalloc(NFEAT * sizeof *d->col);
     d->sd = rg_xmalloc(NFEAT * sizeof *d->sd);
     for (int j = 0; j < NFEAT; j++) {
@@ -856,7 +875,7 @@ static double level_shift(const cm_set *s, const int *use, const cm_analytic *a)
     return np ? total / np : 0;
 }
 
-static int fit_ranker(const cm_set *s, const int *use, const cm_analytic *a, double lambda, cm_ranker *out,
+static int fit_ranker(const cm_set *s, const int *use, const cm_analytic *a, double lambda, double tau, cm_ranker *out,
                       rg_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -864,7 +883,7 @@ static int fit_ranker(const cm_set *s, const int *use, const cm_analytic *a, dou
     out->coef = rg_xcalloc(NFEAT, sizeof *out->coef);
     out->level_shift = level_shift(s, use, a);
     design d;
-    build_design(s, use, a, &d);
+    build_design(s, use, a, tau, &d);
     int rc = 0;
     if (d.n == 0) {
         rc = rg_errf(err, "ranking model: no measurements to fit");
@@ -907,6 +926,7 @@ void cm_fit_options_default(cm_fit_options *o)
     o->bw = CM_DEFAULT_BW;
     o->peak = CM_DEFAULT_PEAK;
     o->lambda = -1;
+    o->weight_tau = CM_WEIGHT_TAU;
     o->top_frac = 0.10;
 }
 
@@ -957,7 +977,7 @@ static int fit_section(const cm_set *s, const int *use, const cm_fit_options *o,
              task, sec->ndatasets, names);
     free(names);
     if (cm_fit_analytic(s, use, o->bw, o->peak, !o->ordinary, &sec->analytic, err) ||
-        fit_ranker(s, use, &sec->analytic, o->lambda, &sec->ranker, err)) {
+        fit_ranker(s, use, &sec->analytic, o->lambda, o->weight_tau, &sec->ranker, err)) {
         rg_err_prefix(err, "%s %s", model, task);
         ranker_free(&sec->ranker);
         return -1;

@@ -106,10 +106,15 @@ typedef struct cm_ranker {
 typedef struct cm_fit_options {
     double bw, peak;           /* 0: the H100 defaults */
     double lambda;             /* < 0: chosen by leave-one-dataset-out inside the training set */
+    double weight_tau;         /* ranking rows weigh e^-(log time - log best)/tau; 0: all alike */
     int top_k;                 /* evaluation: measure the K best predicted; 0: top_frac of the candidates */
     double top_frac;           /* 0: 0.10 */
     int ordinary;              /* analytic model by ordinary least squares (tests) */
 } cm_fit_options;
+/* The ranking fit is for finding the few best configs: rows far from their problem's best
+ * weigh little (tau 0.5: a config 2x slower than the best weighs 0.25, 10x slower 0.01).
+ * Unweighted, the 20-50x slower node-centric variants dominated the squared error. */
+#define CM_WEIGHT_TAU 0.5
 void cm_fit_options_default(cm_fit_options *o);
 
 /* A section of a model file: the models for one (model, task). */

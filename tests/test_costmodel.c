@@ -489,6 +489,43 @@ static void test_lodo_learns_an_effect_that_flips(void **state)
     cm_set_free(&s);
 }
 
+/* Slow node-centric configs whose compaction effect grows with the degree, fast edge-centric
+ * ones where it shrinks: one compact x degree coefficient cannot serve both. Weighting the
+ * rows by their distance from the best lets the fit follow the fast configs, which decide. */
+static double two_regimes_time(const fixture_ds *d, const cg_config *c)
+{
+    int compact = c->compact != CFG_COMPACT_OFF;
+    double e = c->node_centric ? 3.0 + 1.0 * compact * log(d->degree)
+                               : compact * (0.3 * (log(5.5) - log(d->degree)) + (c->compact == CFG_COMPACT_BSEARCH ? 0.05 : 0));
+    if (c->reorder) e += 0.1 * (log(d->etypes) - log(10));
+    return d->level * exp(e);
+}
+
+static int lodo_hits(const cm_set *s, double tau)
+{
+    cm_fit_options o;
+    cm_fit_options_default(&o);
+    o.top_k = 1;
+    o.weight_tau = tau;
+    cm_eval e;
+    rg_err err;
+    assert_int_equal(cm_lodo(s, &o, &e, &err), 0);
+    int hits = 0;
+    for (int r = 0; r < e.nrows; r++) hits += e.rows[r].score.hit;
+    cm_eval_free(&e);
+    return hits;
+}
+
+static void test_weighted_fit_follows_the_fast_configs(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set_with(&s, two_regimes_time);
+    assert_int_equal(lodo_hits(&s, CM_WEIGHT_TAU), NDS);
+    assert_true(lodo_hits(&s, 0) < NDS);   /* unweighted, the slow rows pull the shared slope */
+    cm_set_free(&s);
+}
+
 static void test_lodo_needs_two_datasets(void **state)
 {
     (void)state;
@@ -765,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_load_several_devices),
         cmocka_unit_test(test_lodo_on_fixture_store),
         cmocka_unit_test(test_lodo_learns_an_effect_that_flips),
+        cmocka_unit_test(test_weighted_fit_follows_the_fast_configs),
         cmocka_unit_test(test_lodo_needs_two_datasets),
         cmocka_unit_test(test_model_file_round_trip),
         cmocka_unit_test(test_model_file_errors),
