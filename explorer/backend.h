@@ -17,7 +17,7 @@ typedef struct xb_problem {
 } xb_problem;
 
 typedef struct xb_options {
-    int warmup, repeats;    /* timing; defaults 3 and 10 */
+    int warmup, repeats;    /* untimed runs first (< 0: 3; 0: none, as --warmup 0 asks), timed runs (<= 0: 10) */
     int metrics;            /* collect CUPTI counters */
     int compile_threads;    /* NVRTC threads */
     double tolerance;       /* relative L2 error allowed vs the float64 reference */

@@ -594,7 +594,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     snprintf(r->evidence, sizeof r->evidence, "validated: %s", report);
     if (opt->validate_only) goto done_buffers;
     t0 = rg_now();
-    int warmup = opt->warmup > 0 ? opt->warmup : 3, repeats = opt->repeats > 0 ? opt->repeats : 10;
+    int warmup = opt->warmup >= 0 ? opt->warmup : 3, repeats = opt->repeats > 0 ? opt->repeats : 10;
     if (opt->slow_ms > 0 && run_ms > opt->slow_ms) {
         /* the validation run was the warm-up: see xb_options.slow_ms */
         warmup = 0;
