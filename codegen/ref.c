@@ -1627,7 +1627,6 @@ static void l2_range(void *arg, int tid, int64_t lo, int64_t hi)
 static double rel_l2(l2_job *j, int64_t n)
 {
     int nt = n < L2_SERIAL_BELOW ? 1 : default_threads();
-    if (nt > n) nt = n > 0 ? (int)n : 1;
     memset(j->num, 0, sizeof j->num);
     memset(j->den, 0, sizeof j->den);
     parallel_for(nt, n, l2_range, j);

@@ -67,17 +67,23 @@ static void free_alternatives(gpu_ctx *c)
     c->nkinks = c->nalt = c->nalt_vars = 0;
 }
 
-static void release_problem(gpu_ctx *c)
+/* The reference and its alternatives (built by gpu_prepare_reference). */
+static void release_reference(gpu_ctx *c)
 {
     free_alternatives(c);
-    kx_staging_free(c->stage);
-    c->stage = NULL;
-    if (c->graph_uploaded) kx_graph_free(&c->kg);
-    c->graph_uploaded = 0;
     ref_free(c->ref);
     c->ref = NULL;
     ir_free(c->ref_prog);
     c->ref_prog = NULL;
+}
+
+static void release_problem(gpu_ctx *c)
+{
+    release_reference(c);
+    kx_staging_free(c->stage);
+    c->stage = NULL;
+    if (c->graph_uploaded) kx_graph_free(&c->kg);
+    c->graph_uploaded = 0;
     hg_free(c->g);
     c->g = NULL;
 }
@@ -254,11 +260,7 @@ static int gpu_prepare_reference(xb_backend *b, rg_err *err)
     c->ref = ref_new(c->ref_prog, c->g, &ro, err);
     if (!c->ref || ref_run(c->ref, err) || (pl_is_train(c->pl.task) && prepare_alternatives(c, err))) {
         rg_err_prefix(err, "CPU reference of %s on %s", c->prob.model, c->prob.dataset);
-        free_alternatives(c);
-        ref_free(c->ref);
-        c->ref = NULL;
-        ir_free(c->ref_prog);
-        c->ref_prog = NULL;
+        release_reference(c);
         return -1;
     }
     return 0;

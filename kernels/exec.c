@@ -347,30 +347,18 @@ static const float *staged_f32(kx_staging *s, const double *src, size_t bytes, r
     return f;
 }
 
-static int upload_f32(kx_staging *stage, void *d, const double *src, size_t bytes, rg_err *err)
-{
-    if (stage) {
-        const float *f = staged_f32(stage, src, bytes, err);
-        return f ? krt_upload(d, f, bytes, err) : -1;
-    }
-    float *tmp = rg_xmalloc(bytes ? bytes : 1);
-    to_f32(tmp, src, bytes / sizeof(float));
-    int rc = krt_upload(d, tmp, bytes, err);
-    free(tmp);
-    return rc;
-}
-
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
                kx_staging *stage, rg_err *err)
 {
+    RG_ASSERT(stage);
     for (int i = 0; i < ir->nvars; i++) {
         void *d = kx_var_ptr(b, i);
         if (!d) continue;
         size_t bytes = mp_bytes(b->mp, b->id[i]);
         if (host_values && host_values[i]) {
-            int rc = cg_var_is_f64(&ir->vars[i]) ? krt_upload(d, host_values[i], bytes, err)
-                                                 : upload_f32(stage, d, host_values[i], bytes, err);
-            if (rc) return -1;
+            const void *src = cg_var_is_f64(&ir->vars[i]) ? (const void *)host_values[i]
+                                                          : (const void *)staged_f32(stage, host_values[i], bytes, err);
+            if (!src || krt_upload(d, src, bytes, err)) return -1;
         } else if (krt_poison(d, bytes, err)) {
             return -1;
         }
@@ -458,13 +446,18 @@ int kx_launch_all(const cg_variant *v, const kx_compiled *c_const, const kx_buff
     return krt_sync(err);
 }
 
-double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err)
+/* The device buffer of a variable to download, or NULL and why. */
+static void *resident_var(const ir_program *ir, const kx_buffers *b, int var, rg_err *err)
 {
     void *d = kx_var_ptr(b, var);
-    if (!d) {
-        rg_errf(err, "variable %s is not in device memory", ir->vars[var].name);
-        return NULL;
-    }
+    if (!d) rg_errf(err, "variable %s is not in device memory", ir->vars[var].name);
+    return d;
+}
+
+double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err)
+{
+    void *d = resident_var(ir, b, var, err);
+    if (!d) return NULL;
     size_t bytes = var_bytes(ir, var, kg->g), elem = (size_t)cg_elem_bytes(&ir->vars[var]), n = bytes / elem;
     double *out = rg_xmalloc((n ? n : 1) * sizeof(double));
     if (elem == sizeof(double)) {
@@ -488,11 +481,8 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
 const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var,
                                int64_t *count, int *elem_bytes, rg_err *err)
 {
-    void *d = kx_var_ptr(b, var);
-    if (!d) {
-        rg_errf(err, "variable %s is not in device memory", ir->vars[var].name);
-        return NULL;
-    }
+    void *d = resident_var(ir, b, var, err);
+    if (!d) return NULL;
     size_t bytes = var_bytes(ir, var, kg->g);
     if (bytes > s->dl_bytes) {
         krt_host_free(s->dl);

@@ -70,8 +70,8 @@ void kx_staging_free(kx_staging *s);
 
 /* Uploads the values of every input, graph-derived input, label and parameter (float64 on
  * the host, as the reference has them; NULL entries are skipped), poisons every other
- * buffer, then zero-fills the accumulation targets. With a staging, float32 inputs come
- * from (and are added to) its converted copies. */
+ * buffer, then zero-fills the accumulation targets. float32 inputs come from (and are
+ * added to) the staging's converted copies. */
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
                kx_staging *stage, rg_err *err);
 /* Zero-fills the accumulation targets only (between timed repeats). */
