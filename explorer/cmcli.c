@@ -53,7 +53,7 @@ static void dims_text(const cm_problem *p, char *out, size_t cap)
 typedef struct fit_args {
     const char *db, *out, *model, *task, *device;
     cm_fit_options opt;
-    int no_eval, verbose;
+    int no_eval, no_store, verbose;
 } fit_args;
 
 static void usage_fit(FILE *f)
@@ -61,14 +61,16 @@ static void usage_fit(FILE *f)
     fprintf(f,
             "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
             "                   [--top K | --top-frac F] [--lambda L] [--weight-tau T]\n"
-            "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--verbose]\n"
+            "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--no-store] [--verbose]\n"
             "Fits the cost models on the ok measurements of the results store (one section per model and\n"
             "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
             "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
             "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
             "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
             "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
-            "the Spearman rank correlation of predicted and measured times.\n"
+            "the Spearman rank correlation of predicted and measured times. Each measured config's\n"
+            "leave-one-dataset-out prediction is stored back as its metric predicted_ms (replacing the\n"
+            "previous fit's), which `explore report` draws against the measured times.\n"
             "  --db       results database (default %s)\n"
             "  --out      model file (default %s)\n"
             "  --device   device key, when the database holds several devices\n"
@@ -78,7 +80,8 @@ static void usage_fit(FILE *f)
             "  --weight-tau  rows of the ranking fit weigh e^-(log time - log best)/T, so that it\n"
             "             learns the order of the fast configs (default %g; 0: every row alike)\n"
             "  --bw, --peak  device constants of the analytic model (default H100: %.3g B/s, %.3g FLOP/s)\n"
-            "  --no-eval  only fit and write the model\n"
+            "  --no-eval  only fit and write the model (nothing is stored)\n"
+            "  --no-store evaluate, but leave the results database unchanged\n"
             "  --verbose  also print the picked, oracle and fixed configs of every row\n",
             RS_DEFAULT_DB, CM_DEFAULT_FILE, CM_WEIGHT_TAU, CM_DEFAULT_BW, CM_DEFAULT_PEAK);
 }
@@ -92,6 +95,7 @@ static int parse_fit(int argc, char **argv, fit_args *a, rg_err *err)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--no-eval")) { a->no_eval = 1; continue; }
+        if (!strcmp(o, "--no-store")) { a->no_store = 1; continue; }
         if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) { a->verbose = 1; continue; }
         if (!v) return rg_errf(err, "%s needs a value (see --help)", o);
         if (!strcmp(o, "--db")) a->db = v;
@@ -165,6 +169,30 @@ static void print_eval(const cm_set *s, const cm_eval *e, int verbose)
     for (int g = 0; g < e->ngroups; g++) print_summary(&e->groups[g]);
 }
 
+/* Stores each evaluated sample's out-of-dataset prediction as its predicted_ms metric. Only
+ * measurements of the evaluated set are touched; a failure leaves the store as it was. */
+static int store_predictions(const char *db, const cm_set *s, const cm_eval *e, rg_err *err)
+{
+    int64_t *ids = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *ids);
+    double *vals = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *vals);
+    size_t n = 0;
+    for (int i = 0; i < s->nsamples; i++)
+        if (s->samples[i].measurement_id > 0 && isfinite(e->sample_pred[i])) {
+            ids[n] = s->samples[i].measurement_id;
+            vals[n++] = e->sample_pred[i];
+        }
+    int rc = 0;
+    if (n) {
+        rs_store *st = rs_open_existing(db, err);
+        rc = st ? rs_set_metric(st, "predicted_ms", "ms", ids, vals, n, err) : -1;
+        if (st) rs_close(st);
+    }
+    if (!rc) printf("stored %zu leave-one-dataset-out predictions as metric predicted_ms in %s\n", n, db);
+    free(ids);
+    free(vals);
+    return rc;
+}
+
 int cm_cli_fit(int argc, char **argv)
 {
     if (want_help(argc, argv)) {
@@ -186,7 +214,7 @@ int cm_cli_fit(int argc, char **argv)
     printf("training set: %d measurements of %d problems on '%s' from %s", s.nsamples, s.nproblems, s.device, s.source);
     if (s.skipped) printf(" (%d left out: no dataset statistics or analytic counts)", s.skipped);
     printf("\n");
-    int rc = 0;
+    int rc = 0, store_failed = 0;
     double t0 = rg_now();
     if (!a.no_eval) {
         cm_eval e;
@@ -196,6 +224,12 @@ int cm_cli_fit(int argc, char **argv)
             err.msg[0] = 0;
         } else {
             print_eval(&s, &e, a.verbose);
+            /* a store we cannot write (read-only copy) still gets its model written below */
+            if (!a.no_store && store_predictions(a.db, &s, &e, &err)) {
+                fprintf(stderr, "explore fit: predictions not stored: %s\n", err.msg);
+                err.msg[0] = 0;
+                store_failed = 1;
+            }
             cm_eval_free(&e);
         }
     }
@@ -216,7 +250,7 @@ int cm_cli_fit(int argc, char **argv)
     }
     if (rc && err.msg[0]) fprintf(stderr, "explore fit: %s\n", err.msg);
     cm_set_free(&s);
-    return rc;
+    return rc ? rc : store_failed;
 }
 
 /* ================================================================ explore pick ==== */

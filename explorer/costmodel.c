@@ -301,6 +301,7 @@ static int to_sample(cm_set *s, const pending *p, cm_sample *x)
     if (!p->stats_ok || !p->cfg_ok || !(p->time_ms > 0) || !isfinite(p->count[0]) || !isfinite(p->count[1]))
         return 0;
     memset(x, 0, sizeof *x);
+    x->measurement_id = p->id;
     x->problem = cm_set_problem(s, &p->prob);
     x->cfg = p->cfg;
     x->time_ms = p->time_ms;
@@ -1515,23 +1516,28 @@ static int top_k_of(const cm_fit_options *o, int n)
     return k < 1 ? 1 : k;
 }
 
-/* Scores problem q with a section fitted without its dataset. */
+/* Scores problem q with a section fitted without its dataset; each of its samples' predictions
+ * goes to sample_pred. */
 static void score_problem(const cm_set *s, int q, const cm_section *sec, const int *train_problem,
-                          const cm_fit_options *o, cm_eval_row *row)
+                          const cm_fit_options *o, cm_eval_row *row, double *sample_pred)
 {
     int n = 0;
     for (int i = 0; i < s->nsamples; i++) n += s->samples[i].problem == q;
     cg_config *cfgs = rg_xmalloc((size_t)n * sizeof *cfgs);
     cm_counts *counts = rg_xmalloc((size_t)n * sizeof *counts);
     double *meas = rg_xmalloc((size_t)n * sizeof *meas), *pred = rg_xmalloc((size_t)n * sizeof *pred);
+    int *sample_of = rg_xmalloc((size_t)n * sizeof *sample_of);
     n = 0;
     for (int i = 0; i < s->nsamples; i++)
         if (s->samples[i].problem == q) {
             cfgs[n] = s->samples[i].cfg;
             counts[n] = s->samples[i].counts;
+            sample_of[n] = i;
             meas[n++] = s->samples[i].time_ms;
         }
     cm_predict(sec, &s->problems[q], cfgs, counts, n, pred);
+    for (int k = 0; k < n; k++) sample_pred[sample_of[k]] = pred[k];
+    free(sample_of);
     memset(row, 0, sizeof *row);
     row->problem = q;
     cm_score_ranking(pred, meas, n, top_k_of(o, n), &row->score);
@@ -1573,7 +1579,7 @@ static int lodo_dataset(const cm_set *s, const char *d, const cm_fit_options *o,
                 const cm_problem *pk = &s->problems[k];
                 if (train_problem[k] || strcmp(pk->model, p->model) || strcmp(pk->task, p->task)) continue;
                 cm_eval_row row;
-                score_problem(s, k, &sec, train_problem, o, &row);
+                score_problem(s, k, &sec, train_problem, o, &row, e->sample_pred);
                 add_row(e, &row);
                 done[k] = 1;
             }
@@ -1661,6 +1667,8 @@ int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err)
         return -1;
     }
     free(names);
+    out->sample_pred = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *out->sample_pred);
+    for (int i = 0; i < s->nsamples; i++) out->sample_pred[i] = NAN;
     int rc = 0;
     for (int q = 0; q < s->nproblems && !rc; q++) {
         int first = 1;   /* each dataset once, in order of first appearance */
@@ -1680,5 +1688,6 @@ void cm_eval_free(cm_eval *e)
 {
     free(e->rows);
     free(e->groups);
+    free(e->sample_pred);
     memset(e, 0, sizeof *e);
 }

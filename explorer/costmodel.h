@@ -40,6 +40,7 @@ typedef struct cm_sample {
     double time_ms;            /* median of the whole variant */
     double cat_ms[CM_NCAT];    /* per category; NaN unknown */
     uint64_t cfg_key;          /* cfg_hash(&cfg), filled by cm_set_add */
+    int64_t measurement_id;    /* the store row it was read from; 0: not from a store */
 } cm_sample;
 
 /* Training data: problems and their measured variants (ok measurements only). */
@@ -196,6 +197,8 @@ typedef struct cm_eval_summary {
 typedef struct cm_eval {
     cm_eval_row *rows;
     int nrows;
+    double *sample_pred;       /* [nsamples of the set]: each sample's prediction (ms) by the model
+                                  fitted without its dataset; NaN where none was made */
     cm_eval_summary *groups;   /* one per (model, task) */
     int ngroups;
 } cm_eval;

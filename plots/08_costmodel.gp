@@ -24,7 +24,7 @@ if (have_pred) {
     eval "set xtics ".yticsdef0
     set xlabel "predicted time (ms, log scale)"
     set ylabel "measured time (ms, log scale)"
-    plot for [s=0:nseries-1] datafile skip 1 using ($1==0 && $6==s ? $2 : NaN):($1==0 ? $3 : NaN) with points pt s+5 ps 0.8 lc s+1 \
+    plot for [s=0:nseries-1] datafile skip 1 using ($1==0 && $6==s ? $2 : NaN):($1==0 ? $3 : NaN) with points lt s+1 ps 0.8 \
             title word(series, s+1), \
          x with lines dt 2 lc rgb "#555555" title "predicted = measured"
 } else {

@@ -22,6 +22,9 @@ set linetype 5 lc rgb "#66CCEE" pt 13 lw 2
 set linetype 6 lc rgb "#AA3377" pt 4 lw 2
 set linetype 7 lc rgb "#BBBBBB" pt 6 lw 2
 set linetype 8 lc rgb "#332288" pt 8 lw 2
-set linetype cycle 8
+# two more from Tol's muted scheme: the report has nine datasets
+set linetype 9 lc rgb "#882255" pt 12 lw 2
+set linetype 10 lc rgb "#44AA99" pt 10 lw 2
+set linetype cycle 10
 # text of failed cells (OOM, fail)
 failcolor = "#B2182B"

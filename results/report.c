@@ -2249,6 +2249,24 @@ static int run_gnuplot(rp_ctx *c, rp_fig *figs, rg_err *err)
     return ret;
 }
 
+/* The path of directory `to` as seen from directory `from` (both absolute and canonical), so
+ * that a report committed with its source tree still redraws from another checkout. */
+static char *relative_dir(const char *from, const char *to)
+{
+    size_t common = 0;
+    for (size_t i = 0; from[i] && from[i] == to[i]; i++)
+        if (from[i + 1] == '/' || from[i + 1] == 0)
+            if (to[i + 1] == '/' || to[i + 1] == 0) common = i + 1;
+    rg_str r = {0};
+    for (const char *p = from + common; *p; p++)
+        if (*p == '/' && p[1] && p[1] != '/') rg_str_puts(&r, r.len ? "/.." : "..");
+    const char *rest = to + common;
+    while (*rest == '/') rest++;
+    if (*rest) rg_str_printf(&r, "%s%s", r.len ? "/" : "", rest);
+    if (!r.len) rg_str_puts(&r, ".");
+    return r.s;
+}
+
 /* data/replot.sh: the exact gnuplot commands, to redraw after editing a script. */
 static int write_replot(const rp_ctx *c, rp_fig *figs, rg_err *err)
 {
@@ -2259,15 +2277,19 @@ static int write_replot(const rp_ctx *c, rp_fig *figs, rg_err *err)
         free(path);
         return rc;
     }
+    /* relative to the report: the script cds there first */
+    char *plots = relative_dir(c->out_dir, c->plots_dir);
     fprintf(f, "#!/bin/sh\n# Redraws the figures of this report from data/*.csv (written by explore report).\n"
-               "cd \"$(dirname \"$0\")/..\" || exit 1\nexport GNUPLOT_LIB='%s'\n", c->plots_dir);
+               "cd \"$(dirname \"$0\")/..\" || exit 1\nplots=${RGNN_PLOTS:-'%s'}\nexport GNUPLOT_LIB=\"$plots\"\n",
+            plots);
+    free(plots);
     for (int i = 0; i < RP_NFIGURES; i++) {
         if (figs[i].skip.len) continue;
         for (int e = 0; e < 2; e++) {
             char *expr = gp_expr(&figs[i], e ? "svg" : "png");
             fputs("gnuplot -e '", f);
             for (const char *p = expr; *p; p++) fputs(*p == '\'' ? "'\\''" : (char[2]){*p, 0}, f);
-            fprintf(f, "' '%s/%s.gp'\n", c->plots_dir, figs[i].stem);
+            fprintf(f, "' \"$plots/%s.gp\"\n", figs[i].stem);
             free(expr);
         }
     }

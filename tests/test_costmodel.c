@@ -439,6 +439,18 @@ static void test_lodo_on_fixture_store(void **state)
         assert_int_equal(cfg_hash(&row->fixed), cfg_hash(&fixed));
         assert_float_equal(row->fixed_ms, fixture_time(&DATASETS[d], &fixed), 1e-9);
         fixed_log += log(row->fixed_ms / row->score.oracle_ms);
+        /* the picked config's prediction is also that sample's stored prediction */
+        int found = 0;
+        for (int i = 0; i < s.nsamples; i++)
+            if (s.samples[i].problem == row->problem && cfg_hash(&s.samples[i].cfg) == cfg_hash(&row->picked)) {
+                assert_float_equal(e.sample_pred[i], row->predicted_ms, 1e-12);
+                found++;
+            }
+        assert_int_equal(found, 1);
+    }
+    for (int i = 0; i < s.nsamples; i++) {
+        assert_true(s.samples[i].measurement_id > 0);
+        assert_true(isfinite(e.sample_pred[i]) && e.sample_pred[i] > 0);
     }
     const cm_eval_summary *g = &e.groups[0];
     assert_float_equal(g->hit_rate, 1.0, 0);
@@ -765,8 +777,17 @@ static void test_cli_fit_and_pick(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_db(dir), *model = rg_xasprintf("%s/cm.txt", dir);
+    const char *count_pred = "SELECT count(*) FROM metrics WHERE name = 'predicted_ms' AND kernel = ''";
+    char *no_store[] = {"fit", "--db", db, "--out", model, "--top", "2", "--no-store", NULL};
+    assert_int_equal(run_cli(cm_cli_fit, no_store), 0);
+    assert_int_equal(tu_sql_int(db, count_pred), 0);
     char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
     assert_int_equal(run_cli(cm_cli_fit, fit), 0);
+    /* one out-of-dataset prediction per newest ok measurement, replaced (not added) by a refit */
+    int64_t stored = tu_sql_int(db, count_pred);
+    assert_int_equal(stored, NDS * NCFG);
+    assert_int_equal(run_cli(cm_cli_fit, fit), 0);
+    assert_int_equal(tu_sql_int(db, count_pred), stored);
     cm_model m;
     rg_err err;
     assert_int_equal(cm_load(model, &m, &err), 0);

@@ -17,20 +17,6 @@
 
 /* ---- helpers ---- */
 
-static int64_t count_rows(const char *db_path, const char *sql)
-{
-    sqlite3 *db;
-    assert_int_equal(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_busy_timeout(db, 10000);
-    sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
-
 static void exec_raw(const char *db_path, const char *sql)
 {
     sqlite3 *db;
@@ -130,15 +116,15 @@ static void test_schema_creation(void **state)
     char *path = rg_xasprintf("%s/a/b/results.db", dir);
     rs_store *s = open_ok(path);
     rs_close(s);
-    assert_int_equal(count_rows(path, "PRAGMA user_version"), RS_SCHEMA_VERSION);
-    assert_int_equal(count_rows(path, "PRAGMA application_id"), RS_APPLICATION_ID);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
+    assert_int_equal(tu_sql_int(path, "PRAGMA user_version"), RS_SCHEMA_VERSION);
+    assert_int_equal(tu_sql_int(path, "PRAGMA application_id"), RS_APPLICATION_ID);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
                                       " ('runs','datasets','variants','measurements','kernel_times','metrics')"), 6);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'measurements_resume'"), 1);
-    assert_int_equal(count_rows(path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'measurements_resume'"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     s = open_ok(path);   /* reopening an up-to-date store changes nothing */
     rs_close(s);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM runs"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 0);
     rg_err err;
     assert_null(rs_open_existing("/nonexistent/dir/x.db", &err));
     assert_non_null(strstr(err.msg, "no such results database"));
@@ -215,7 +201,7 @@ static void test_record_and_best(void **state)
     int64_t run = begin_run(s, "abc123");
     int64_t aifb = dataset(s, "aifb");
     assert_int_equal(rs_upsert_dataset(s, "aifb", NULL, NULL), aifb);   /* no stats: kept as they were */
-    assert_int_equal(count_rows(path, "SELECT edges FROM datasets WHERE name = 'aifb'"), 1000);
+    assert_int_equal(tu_sql_int(path, "SELECT edges FROM datasets WHERE name = 'aifb'"), 1000);
     int64_t v16 = variant(s, "rgat", "inference", 16, 64), v32 = variant(s, "rgat", "inference", 32, 64);
     int64_t vbad = variant(s, "rgat", "inference", 64, 64), vhgt = variant(s, "hgt", "training", 16, 64);
     assert_int_equal(variant(s, "rgat", "inference", 16, 64), v16);   /* upsert finds it again */
@@ -273,7 +259,40 @@ static void test_record_and_best(void **state)
     assert_non_null(strstr(err.msg, "median"));
     m.median_ms = 1, m.run_id = 999;
     assert_int_equal(rs_record(s, &m, NULL, 0, NULL, 0, &err), -1);   /* unknown run */
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM measurements"), 4);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM measurements"), 4);
+    rs_close(s);
+    free(path);
+    tu_rm_tree(dir);
+}
+
+/* Derived metrics (cost-model predictions) are replaced on every fit, never piled up, and a
+ * bad id leaves every earlier value in place. */
+static void test_set_metric_replaces(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/r.db", dir);
+    rs_store *s = open_ok(path);
+    int64_t run = begin_run(s, "abc123"), aifb = dataset(s, "aifb");
+    int64_t a = record(s, run, aifb, variant(s, "rgat", "inference", 16, 64), RS_OK, 2.0);
+    int64_t b = record(s, run, aifb, variant(s, "rgat", "inference", 32, 64), RS_OK, 1.5);
+    rg_err err;
+    int64_t ids[2] = {a, b};
+    double first[2] = {3.0, 4.0}, second[2] = {5.0, NAN};
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", ids, first, 2, &err), 0);
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", ids, second, 2, &err), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'predicted_ms'"), 1);
+    char *sql = rg_xasprintf("SELECT value * 10 FROM metrics WHERE name = 'predicted_ms' AND measurement_id = %lld",
+                             (long long)a);
+    assert_int_equal(tu_sql_int(path, sql), 50);
+    /* the per-kernel metric of the same measurements is left alone */
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'sm__throughput'"), 2);
+    int64_t bad[2] = {b, 9999};
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", bad, first, 2, &err), -1);
+    assert_non_null(strstr(err.msg, "9999"));
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'predicted_ms'"), 1);
+    assert_int_equal(tu_sql_int(path, sql), 50);
+    free(sql);
     rs_close(s);
     free(path);
     tu_rm_tree(dir);
@@ -365,13 +384,13 @@ static void test_two_concurrent_writers(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
     }
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM measurements"), 600);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM kernel_times"), 1800);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM metrics"), 1200);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM runs"), 2);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM datasets"), 1);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM variants"), 450);   /* 150 shared + 2 x 150 own */
-    assert_int_equal(count_rows(path, "SELECT count(DISTINCT run_id || '/' || median_ms) FROM measurements"), 600);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM measurements"), 600);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM kernel_times"), 1800);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics"), 1200);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM datasets"), 1);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM variants"), 450);   /* 150 shared + 2 x 150 own */
+    assert_int_equal(tu_sql_int(path, "SELECT count(DISTINCT run_id || '/' || median_ms) FROM measurements"), 600);
     free(path);
     tu_rm_tree(dir);
 }
@@ -385,20 +404,20 @@ static void test_kill_mid_sweep_leaves_complete_rows(void **state)
     pid_t pid = fork();
     if (pid == 0) child_sweep(path, 0, 1000000);
     double t0 = rg_now();
-    while (count_rows(path, "SELECT count(*) FROM measurements") < 100 && rg_now() - t0 < 20) usleep(2000);
+    while (tu_sql_int(path, "SELECT count(*) FROM measurements") < 100 && rg_now() - t0 < 20) usleep(2000);
     kill(pid, SIGKILL);
     int status;
     waitpid(pid, &status, 0);
     assert_true(WIFSIGNALED(status));
     rs_store *s = open_ok(path);   /* recovers the WAL of the killed writer */
     rs_close(s);
-    int64_t n = count_rows(path, "SELECT count(*) FROM measurements");
+    int64_t n = tu_sql_int(path, "SELECT count(*) FROM measurements");
     assert_true(n >= 100);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM kernel_times"), 3 * n);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM metrics"), 2 * n);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM measurements m WHERE NOT EXISTS"
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM kernel_times"), 3 * n);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics"), 2 * n);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM measurements m WHERE NOT EXISTS"
                                       " (SELECT 1 FROM variants v WHERE v.id = m.variant_id)"), 0);
-    assert_int_equal(count_rows(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check <> 'ok'"), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check <> 'ok'"), 0);
     free(path);
     tu_rm_tree(dir);
 }
@@ -438,17 +457,17 @@ static void test_merge(void **state)
         assert_int_equal(st.runs_added, round ? 0 : 1);
         assert_int_equal(st.runs_known, round ? 1 : 0);
         assert_int_equal(st.variants_added, round ? 0 : 1);   /* hgt tile 16 came with a.db */
-        assert_int_equal(count_rows(c, "SELECT count(*) FROM measurements"), 6);
-        assert_int_equal(count_rows(c, "SELECT count(*) FROM runs"), 2);
-        assert_int_equal(count_rows(c, "SELECT count(*) FROM variants"), 4);
-        assert_int_equal(count_rows(c, "SELECT count(*) FROM datasets"), 3);   /* am, a.db, b.db */
-        assert_int_equal(count_rows(c, "SELECT count(*) FROM kernel_times"), 8);
-        assert_int_equal(count_rows(c, "SELECT count(*) FROM metrics"), 4);
+        assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM measurements"), 6);
+        assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM runs"), 2);
+        assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM variants"), 4);
+        assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM datasets"), 3);   /* am, a.db, b.db */
+        assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM kernel_times"), 8);
+        assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM metrics"), 4);
     }
     /* kernel rows follow their measurement through the id remapping */
-    assert_int_equal(count_rows(c, "SELECT count(*) FROM kernel_times k JOIN measurements m ON m.id = k.measurement_id"
+    assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM kernel_times k JOIN measurements m ON m.id = k.measurement_id"
                                    " WHERE k.median_ns <> m.median_ms * 5e5"), 0);
-    assert_int_equal(count_rows(c, "SELECT count(*) FROM measurements m JOIN runs r ON r.id = m.run_id"
+    assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM measurements m JOIN runs r ON r.id = m.run_id"
                                    " WHERE m.git_commit <> r.git_commit"), 0);
     /* b's run goes on after the first merge: only its new rows come over, its end is copied */
     rs_store *sb = open_ok(b);
@@ -458,7 +477,7 @@ static void test_merge(void **state)
     assert_int_equal(rs_merge(dst, b, &st, &err), 0);
     assert_int_equal(st.measurements_added, 1);
     assert_int_equal(st.measurements_skipped, 3);
-    assert_int_equal(count_rows(c, "SELECT count(*) FROM runs WHERE status = 'finished' AND git_commit = 'bbb'"), 1);
+    assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM runs WHERE status = 'finished' AND git_commit = 'bbb'"), 1);
     /* refusals: itself, garbage, missing */
     assert_int_equal(rs_merge(dst, c, &st, &err), -1);
     assert_non_null(strstr(err.msg, "itself"));
@@ -471,7 +490,7 @@ static void test_merge(void **state)
     /* the CLI, merging both again plus the junk: known rows skipped, junk reported, exit 1 */
     char *argv[] = {"merge", "--into", c, a, b, junk, NULL};
     assert_int_equal(rs_cli_merge(6, argv), 1);
-    assert_int_equal(count_rows(c, "SELECT count(*) FROM measurements"), 7);
+    assert_int_equal(tu_sql_int(c, "SELECT count(*) FROM measurements"), 7);
     char *argv2[] = {"merge", a, NULL};
     assert_int_equal(rs_cli_merge(2, argv2), 2);   /* --into missing */
     free(a);
@@ -682,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_garbage_db_untouched),
         cmocka_unit_test(test_newer_schema_refused),
         cmocka_unit_test(test_record_and_best),
+        cmocka_unit_test(test_set_metric_replaces),
         cmocka_unit_test(test_resume_lookup),
         cmocka_unit_test(test_two_concurrent_writers),
         cmocka_unit_test(test_kill_mid_sweep_leaves_complete_rows),

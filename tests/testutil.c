@@ -4,6 +4,7 @@
 #include "common/util.h"
 
 #include <ftw.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,4 +71,18 @@ char *tu_write_file(const char *dir, const char *name, const char *text)
     fputs(text, f);
     fclose(f);
     return p;
+}
+
+int64_t tu_sql_int(const char *db_path, const char *sql)
+{
+    sqlite3 *db;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) fail_msg("%s: cannot open", db_path);
+    sqlite3_busy_timeout(db, 10000);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_step(st) != SQLITE_ROW) fail_msg("%s: no row", sql);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
 }

@@ -26,5 +26,8 @@ void tu_rm_tree(char *dir);
 char *tu_read_file(const char *path, size_t *len);
 /* Writes text to dir/name and returns the path (caller frees). */
 char *tu_write_file(const char *dir, const char *name, const char *text);
+/* The first column of the first row of a query on an SQLite file (opened read-only); the test
+ * fails when the query cannot run or returns no row. */
+int64_t tu_sql_int(const char *db_path, const char *sql);
 
 #endif
