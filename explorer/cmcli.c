@@ -169,9 +169,11 @@ static void print_eval(const cm_set *s, const cm_eval *e, int verbose)
     for (int g = 0; g < e->ngroups; g++) print_summary(&e->groups[g]);
 }
 
-/* Stores each evaluated sample's out-of-dataset prediction as its predicted_ms metric. Only
- * measurements of the evaluated set are touched; a failure leaves the store as it was. */
-static int store_predictions(const char *db, const cm_set *s, const cm_eval *e, rg_err *err)
+/* Stores each evaluated sample's out-of-dataset prediction as its predicted_ms metric. The
+ * predictions of earlier fits are removed from the whole scope of this one (device, and the
+ * --model/--task filter), so that measurements this fit left out (an older commit's) keep none
+ * that the report would mix in. A failure leaves the store as it was. */
+static int store_predictions(const fit_args *a, const cm_set *s, const cm_eval *e, rg_err *err)
 {
     int64_t *ids = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *ids);
     double *vals = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *vals);
@@ -181,13 +183,11 @@ static int store_predictions(const char *db, const cm_set *s, const cm_eval *e, 
             ids[n] = s->samples[i].measurement_id;
             vals[n++] = e->sample_pred[i];
         }
-    int rc = 0;
-    if (n) {
-        rs_store *st = rs_open_existing(db, err);
-        rc = st ? rs_set_metric(st, "predicted_ms", "ms", ids, vals, n, err) : -1;
-        if (st) rs_close(st);
-    }
-    if (!rc) printf("stored %zu leave-one-dataset-out predictions as metric predicted_ms in %s\n", n, db);
+    rs_filter scope = {.device_key = s->device, .model = a->model, .task = a->task, .system = "generated"};
+    rs_store *st = rs_open_existing(a->db, err);
+    int rc = st ? rs_set_metric(st, "predicted_ms", "ms", &scope, ids, vals, n, err) : -1;
+    if (st) rs_close(st);
+    if (!rc) printf("stored %zu leave-one-dataset-out predictions as metric predicted_ms in %s\n", n, a->db);
     free(ids);
     free(vals);
     return rc;
@@ -225,7 +225,7 @@ int cm_cli_fit(int argc, char **argv)
         } else {
             print_eval(&s, &e, a.verbose);
             /* a store we cannot write (read-only copy) still gets its model written below */
-            if (!a.no_store && store_predictions(a.db, &s, &e, &err)) {
+            if (!a.no_store && store_predictions(&a, &s, &e, &err)) {
                 fprintf(stderr, "explore fit: predictions not stored: %s\n", err.msg);
                 err.msg[0] = 0;
                 store_failed = 1;

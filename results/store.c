@@ -778,45 +778,6 @@ int64_t rs_record(rs_store *s, const rs_measurement *m, const rs_kernel_time *ke
     return id;
 }
 
-static int replace_metric(rs_store *s, sqlite3_stmt *del, sqlite3_stmt *ins, const char *name, const char *unit,
-                          int64_t id, double value, rg_err *err)
-{
-    sqlite3_reset(del);
-    sqlite3_bind_int64(del, 1, id);
-    bind_text(del, 2, name);
-    if (step_done(s, del, err, "replacing a metric")) return -1;
-    if (!isfinite(value)) return 0;
-    sqlite3_reset(ins);
-    sqlite3_bind_int64(ins, 1, id);
-    bind_text(ins, 2, name);
-    bind_real(ins, 3, value);
-    bind_text(ins, 4, unit ? unit : "");
-    if (sqlite3_step(ins) == SQLITE_DONE) return 0;
-    /* the usual cause: a foreign-key failure, the measurement is not in this store */
-    return rg_errf(err, "%s: setting metric '%s' of measurement %lld: %s", s->path, name, (long long)id,
-                   sqlite3_errmsg(s->db));
-}
-
-int rs_set_metric(rs_store *s, const char *name, const char *unit, const int64_t *ids, const double *values,
-                  size_t n, rg_err *err)
-{
-    RG_ASSERT(name && *name);
-    if (begin_write(s, err)) return -1;
-    sqlite3_stmt *del = prepare(s, "DELETE FROM metrics WHERE measurement_id = ?1 AND kernel = '' AND name = ?2", err);
-    sqlite3_stmt *ins = del ? prepare(s, "INSERT INTO metrics(measurement_id, kernel, name, value, unit)"
-                                         " VALUES (?1, '', ?2, ?3, ?4)", err)
-                            : NULL;
-    int rc = ins ? 0 : -1;
-    for (size_t i = 0; i < n && !rc; i++) rc = replace_metric(s, del, ins, name, unit, ids[i], values[i], err);
-    sqlite3_finalize(del);
-    sqlite3_finalize(ins);
-    if (rc || commit(s, err)) {
-        rollback(s);
-        return -1;
-    }
-    return 0;
-}
-
 int rs_already_measured(rs_store *s, const rs_resume_key *k, rs_status *status, rg_err *err)
 {
     char hash[17];
@@ -863,6 +824,62 @@ static void bind_filter(sqlite3_stmt *st, const rs_filter *f)
     bind_text(st, 5, f->device_key);
     bind_text(st, 6, f->system);
     bind_text(st, 7, f->commit);
+}
+
+static int replace_metric(rs_store *s, sqlite3_stmt *del, sqlite3_stmt *ins, const char *name, const char *unit,
+                          int64_t id, double value, rg_err *err)
+{
+    sqlite3_reset(del);
+    sqlite3_bind_int64(del, 1, id);
+    bind_text(del, 2, name);
+    if (step_done(s, del, err, "replacing a metric")) return -1;
+    if (!isfinite(value)) return 0;
+    sqlite3_reset(ins);
+    sqlite3_bind_int64(ins, 1, id);
+    bind_text(ins, 2, name);
+    bind_real(ins, 3, value);
+    bind_text(ins, 4, unit ? unit : "");
+    if (sqlite3_step(ins) == SQLITE_DONE) return 0;
+    /* the usual cause: a foreign-key failure, the measurement is not in this store */
+    return rg_errf(err, "%s: setting metric '%s' of measurement %lld: %s", s->path, name, (long long)id,
+                   sqlite3_errmsg(s->db));
+}
+
+/* Removes NAME from every measurement the scope matches (inside the caller's transaction). */
+static int clear_metric(rs_store *s, const char *name, const rs_filter *scope, rg_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "DELETE FROM metrics WHERE kernel = '' AND name = ?8 AND measurement_id IN"
+                                  " (SELECT m.id" FROM_MVD FILTER_SQL ")", err);
+    if (!st) return -1;
+    bind_filter(st, scope);
+    bind_text(st, 8, name);
+    int rc = step_done(s, st, err, "clearing a metric");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int rs_set_metric(rs_store *s, const char *name, const char *unit, const rs_filter *scope, const int64_t *ids,
+                  const double *values, size_t n, rg_err *err)
+{
+    RG_ASSERT(name && *name);
+    if (begin_write(s, err)) return -1;
+    if (scope && clear_metric(s, name, scope, err)) {
+        rollback(s);
+        return -1;
+    }
+    sqlite3_stmt *del = prepare(s, "DELETE FROM metrics WHERE measurement_id = ?1 AND kernel = '' AND name = ?2", err);
+    sqlite3_stmt *ins = del ? prepare(s, "INSERT INTO metrics(measurement_id, kernel, name, value, unit)"
+                                         " VALUES (?1, '', ?2, ?3, ?4)", err)
+                            : NULL;
+    int rc = ins ? 0 : -1;
+    for (size_t i = 0; i < n && !rc; i++) rc = replace_metric(s, del, ins, name, unit, ids[i], values[i], err);
+    sqlite3_finalize(del);
+    sqlite3_finalize(ins);
+    if (rc || commit(s, err)) {
+        rollback(s);
+        return -1;
+    }
+    return 0;
 }
 
 /* SQLite takes the bare columns of a min() query from the row holding the minimum, so

@@ -116,13 +116,6 @@ typedef struct rs_metric {
 int64_t rs_record(rs_store *s, const rs_measurement *m, const rs_kernel_time *kernels, size_t n_kernels,
                   const rs_metric *metrics, size_t n_metrics, rg_err *err);
 
-/* Sets the measurement-level metric NAME of each measurement ids[i] to values[i], replacing
- * the earlier value (a NaN value only removes it), in ONE transaction. For derived values that
- * are recomputed over and over (the cost model's predictions): they replace instead of piling
- * up. An unknown id is an error and then nothing is written. */
-int rs_set_metric(rs_store *s, const char *name, const char *unit, const int64_t *ids, const double *values,
-                  size_t n, rg_err *err);
-
 /* What makes two measurements "the same work" for resuming a sweep. */
 typedef struct rs_resume_key {
     const char *device_key, *dataset, *commit;
@@ -141,6 +134,14 @@ typedef struct rs_filter {
     int64_t run_id;
     const char *model, *dataset, *task, *device_key, *system, *commit;
 } rs_filter;
+
+/* Sets the measurement-level metric NAME of each measurement ids[i] to values[i] (a NaN value
+ * only removes it), in ONE transaction. For derived values that are recomputed over and over
+ * (the cost model's predictions): they replace instead of piling up, and with a scope, NAME is
+ * first removed from every measurement the filter matches, so that rows a new fit no longer
+ * covers keep no stale value. An unknown id is an error and then nothing is written. */
+int rs_set_metric(rs_store *s, const char *name, const char *unit, const rs_filter *scope, const int64_t *ids,
+                  const double *values, size_t n, rg_err *err);
 
 /* Best (lowest median) ok measurement of one problem: (device, system, model, task,
  * dataset, dims, heads). best_ms is NaN when every attempt failed. */

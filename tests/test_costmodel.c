@@ -777,19 +777,35 @@ static void test_cli_fit_and_pick(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_db(dir), *model = rg_xasprintf("%s/cm.txt", dir);
+    rg_err err;
     const char *count_pred = "SELECT count(*) FROM metrics WHERE name = 'predicted_ms' AND kernel = ''";
     char *no_store[] = {"fit", "--db", db, "--out", model, "--top", "2", "--no-store", NULL};
     assert_int_equal(run_cli(cm_cli_fit, no_store), 0);
     assert_int_equal(tu_sql_int(db, count_pred), 0);
+    /* stale predictions on every row, the older and failed measurements included */
+    rs_store *st = rs_open_existing(db, &err);
+    assert_non_null(st);
+    rs_row *rows;
+    size_t nrows;
+    assert_int_equal(rs_query_measurements(st, NULL, &rows, &nrows, &err), 0);
+    int64_t *ids = rg_xmalloc(nrows * sizeof *ids);
+    double *ones = rg_xmalloc(nrows * sizeof *ones);
+    for (size_t i = 0; i < nrows; i++) ids[i] = rows[i].id, ones[i] = 1;
+    assert_int_equal(rs_set_metric(st, "predicted_ms", "ms", NULL, ids, ones, nrows, &err), 0);
+    assert_true((int64_t)nrows > NDS * NCFG);
+    rs_rows_free(rows, nrows);
+    rs_close(st);
+    free(ids);
+    free(ones);
     char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
     assert_int_equal(run_cli(cm_cli_fit, fit), 0);
-    /* one out-of-dataset prediction per newest ok measurement, replaced (not added) by a refit */
+    /* one out-of-dataset prediction per newest ok measurement (the stale ones of the rows the fit
+     * leaves out are gone), replaced (not added) by a refit */
     int64_t stored = tu_sql_int(db, count_pred);
     assert_int_equal(stored, NDS * NCFG);
     assert_int_equal(run_cli(cm_cli_fit, fit), 0);
     assert_int_equal(tu_sql_int(db, count_pred), stored);
     cm_model m;
-    rg_err err;
     assert_int_equal(cm_load(model, &m, &err), 0);
     cm_model_free(&m);
     char *bad_fit[] = {"fit", "--db", db, "--top", "0", NULL};

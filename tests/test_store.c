@@ -279,8 +279,8 @@ static void test_set_metric_replaces(void **state)
     rg_err err;
     int64_t ids[2] = {a, b};
     double first[2] = {3.0, 4.0}, second[2] = {5.0, NAN};
-    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", ids, first, 2, &err), 0);
-    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", ids, second, 2, &err), 0);
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", NULL, ids, first, 2, &err), 0);
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", NULL, ids, second, 2, &err), 0);
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'predicted_ms'"), 1);
     char *sql = rg_xasprintf("SELECT value * 10 FROM metrics WHERE name = 'predicted_ms' AND measurement_id = %lld",
                              (long long)a);
@@ -288,10 +288,26 @@ static void test_set_metric_replaces(void **state)
     /* the per-kernel metric of the same measurements is left alone */
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'sm__throughput'"), 2);
     int64_t bad[2] = {b, 9999};
-    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", bad, first, 2, &err), -1);
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", NULL, bad, first, 2, &err), -1);
     assert_non_null(strstr(err.msg, "9999"));
     assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'predicted_ms'"), 1);
     assert_int_equal(tu_sql_int(path, sql), 50);
+    /* a scope clears the metric of every measurement it matches, listed or not: an hgt
+     * measurement keeps its value when the scope is rgat, a's goes */
+    int64_t h = record(s, run, aifb, variant(s, "hgt", "training", 16, 64), RS_OK, 3.0);
+    double one[1] = {7.0};
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", NULL, &h, one, 1, &err), 0);
+    rs_filter rgat = {.model = "rgat", .device_key = DEVICE};
+    assert_int_equal(rs_set_metric(s, "predicted_ms", "ms", &rgat, &b, one, 1, &err), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM metrics WHERE name = 'predicted_ms'"), 2);
+    char *of_a = rg_xasprintf("SELECT count(*) FROM metrics WHERE name = 'predicted_ms' AND measurement_id = %lld",
+                              (long long)a);
+    char *sum = rg_xasprintf("SELECT sum(value) FROM metrics WHERE name = 'predicted_ms' AND measurement_id IN (%lld, %lld)",
+                             (long long)b, (long long)h);
+    assert_int_equal(tu_sql_int(path, of_a), 0);
+    assert_int_equal(tu_sql_int(path, sum), 14);
+    free(of_a);
+    free(sum);
     free(sql);
     rs_close(s);
     free(path);
