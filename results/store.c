@@ -826,23 +826,20 @@ static void bind_filter(sqlite3_stmt *st, const rs_filter *f)
     bind_text(st, 7, f->commit);
 }
 
-static int replace_metric(rs_store *s, sqlite3_stmt *del, sqlite3_stmt *ins, const char *name, const char *unit,
-                          int64_t id, double value, rg_err *err)
+static int replace_metric(rs_store *s, sqlite3_stmt *del, const char *name, const char *unit, int64_t id,
+                          double value, rg_err *err)
 {
     sqlite3_reset(del);
     sqlite3_bind_int64(del, 1, id);
     bind_text(del, 2, name);
     if (step_done(s, del, err, "replacing a metric")) return -1;
     if (!isfinite(value)) return 0;
-    sqlite3_reset(ins);
-    sqlite3_bind_int64(ins, 1, id);
-    bind_text(ins, 2, name);
-    bind_real(ins, 3, value);
-    bind_text(ins, 4, unit ? unit : "");
-    if (sqlite3_step(ins) == SQLITE_DONE) return 0;
+    rs_metric x = {"", name, unit, value};
+    if (insert_metrics(s, id, &x, 1, err) == 0) return 0;
     /* the usual cause: a foreign-key failure, the measurement is not in this store */
-    return rg_errf(err, "%s: setting metric '%s' of measurement %lld: %s", s->path, name, (long long)id,
-                   sqlite3_errmsg(s->db));
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return rg_errf(err, "measurement %lld: %s", (long long)id, why);
 }
 
 /* Removes NAME from every measurement the scope matches (inside the caller's transaction). */
@@ -868,13 +865,9 @@ int rs_set_metric(rs_store *s, const char *name, const char *unit, const rs_filt
         return -1;
     }
     sqlite3_stmt *del = prepare(s, "DELETE FROM metrics WHERE measurement_id = ?1 AND kernel = '' AND name = ?2", err);
-    sqlite3_stmt *ins = del ? prepare(s, "INSERT INTO metrics(measurement_id, kernel, name, value, unit)"
-                                         " VALUES (?1, '', ?2, ?3, ?4)", err)
-                            : NULL;
-    int rc = ins ? 0 : -1;
-    for (size_t i = 0; i < n && !rc; i++) rc = replace_metric(s, del, ins, name, unit, ids[i], values[i], err);
+    int rc = del ? 0 : -1;
+    for (size_t i = 0; i < n && !rc; i++) rc = replace_metric(s, del, name, unit, ids[i], values[i], err);
     sqlite3_finalize(del);
-    sqlite3_finalize(ins);
     if (rc || commit(s, err)) {
         rollback(s);
         return -1;
