@@ -93,8 +93,9 @@ static void sweep_ok(const xs_options *o, const xb_problem *p, xs_summary *sum)
 
 /* ---- Reading the database directly ---- */
 
-/* -1 when the query cannot run (a database another process is still creating). */
-static int64_t q_int_or_fail(const char *db, const char *sql, int must)
+/* -1 when the query cannot run (a database another process is still creating); tu_sql_int
+ * is the form that fails the test instead. */
+static int64_t q_int_or_minus1(const char *db, const char *sql)
 {
     sqlite3 *h;
     sqlite3_stmt *st;
@@ -105,12 +106,9 @@ static int64_t q_int_or_fail(const char *db, const char *sql, int must)
         if (sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
-    if (v < 0 && must) fail_msg("%s: %s", sql, sqlite3_errmsg(h));
     sqlite3_close(h);
     return v;
 }
-
-static int64_t q_int(const char *db, const char *sql) { return q_int_or_fail(db, sql, 1); }
 
 static char *q_text(const char *db, const char *sql)
 {
@@ -170,8 +168,8 @@ static int valid_index(const fixture *f, int k)
 /* Every variant of the problem in the store exactly once. */
 static void assert_each_variant_once(const char *db, int expected_variants)
 {
-    assert_int_equal(q_int(db, "SELECT count(*) FROM measurements"), expected_variants);
-    assert_int_equal(q_int(db, "SELECT count(DISTINCT variant_id) FROM measurements"), expected_variants);
+    assert_int_equal(tu_sql_int(db, "SELECT count(*) FROM measurements"), expected_variants);
+    assert_int_equal(tu_sql_int(db, "SELECT count(DISTINCT variant_id) FROM measurements"), expected_variants);
 }
 
 /* ---- Tests ---- */
@@ -195,13 +193,13 @@ static void test_constraints_through_a_sweep(void **state)
     assert_int_equal(sum.restarts, 0);
     assert_each_variant_once(f->db, POINTS);
     /* invalid rows say why and carry no time */
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid'"
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid'"
                                   " AND evidence LIKE '%registers%'"), 12);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid' AND median_ms IS NOT NULL"), 0);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'invalid' AND median_ms IS NOT NULL"), 0);
     /* ok rows have kernel times and the forward/backward split */
-    assert_int_equal(q_int(f->db, "SELECT count(DISTINCT measurement_id) FROM kernel_times"), VALID);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM metrics WHERE name = 'fwd_ms'"), VALID);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'finished' AND git_commit = 'test'"
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(DISTINCT measurement_id) FROM kernel_times"), VALID);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM metrics WHERE name = 'fwd_ms'"), VALID);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'finished' AND git_commit = 'test'"
                                   " AND gpu_name = 'Simulated GPU' AND sm = 90"), 1);
     /* the layout choices matter in the simulation: compaction beats none on this graph */
     assert_true(isfinite(sum.best_ms));
@@ -249,7 +247,7 @@ static void test_every_failure_class_is_recorded(void **state)
     char *ev = NULL, *st = status_of(f, &p, idx[3], &ev);
     assert_non_null(strstr(ev, "illegal memory access"));
     free(st), free(ev);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'wrong_answer' AND validation_error > 0.3"), 1);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'wrong_answer' AND validation_error > 0.3"), 1);
     rg_str_free(&spec);
 }
 
@@ -266,7 +264,7 @@ static void test_crashes_restart_the_worker(void **state)
     assert_int_equal(sum.count[RS_RUNTIME_FAULT], 6);
     assert_int_equal(sum.restarts, 6);
     assert_int_equal(sum.count[RS_OK], VALID - 6);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'runtime_fault'"
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'runtime_fault'"
                                   " AND evidence LIKE '%killed by signal 11%'"), 6);
 }
 
@@ -309,12 +307,12 @@ static void test_backend_failures_stop_the_problem(void **state)
     options(&o, f, "sim:fail=prepare");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "cannot prepare"));
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs"), 0);   /* no device, no run */
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs"), 0);   /* no device, no run */
 
     options(&o, f, "sim:fail=broken@2");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "broken"));
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'failed'"), 1);
 
     problem(&p, "nosuchmodel", "infer");
     options(&o, f, "sim");
@@ -349,7 +347,7 @@ static void test_reference_built_only_when_needed(void **state)
     options(&o, f, "sim:fail=reference");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "cannot build the reference"));
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status <> 'invalid'"), 0);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status <> 'invalid'"), 0);
 
     options(&o, f, "sim");
     sweep_ok(&o, &p, &sum);
@@ -394,7 +392,7 @@ static void test_resume_after_budget(void **state)
     o.budget = 0;
     sweep_ok(&o, &p, &sum);
     assert_int_equal(sum.measured, VALID);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs"), 5);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs"), 5);
 }
 
 /* Measures from the end of the enumeration: a cost model would rank instead. */
@@ -457,7 +455,7 @@ static int64_t wait_rows(const char *db, int64_t at_least, double limit_s)
     int64_t n = 0;
     for (double end = rg_now() + limit_s; rg_now() < end; usleep(5000)) {
         if (!rg_file_exists(db)) continue;
-        n = q_int_or_fail(db, "SELECT count(*) FROM measurements", 0);
+        n = q_int_or_minus1(db, "SELECT count(*) FROM measurements");
         if (n >= at_least) break;
     }
     return n;
@@ -477,11 +475,11 @@ static void test_killed_sweep_resumes_losing_nothing(void **state)
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFSIGNALED(status));
-    int64_t kept = q_int(f->db, "SELECT count(*) FROM measurements");
+    int64_t kept = tu_sql_int(f->db, "SELECT count(*) FROM measurements");
     assert_true(kept >= seen && kept < POINTS);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
     /* rows are whole: every ok row has its kernel times */
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements m WHERE status = 'ok' AND"
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements m WHERE status = 'ok' AND"
                                   " (SELECT count(*) FROM kernel_times k WHERE k.measurement_id = m.id) = 0"), 0);
     options(&o, f, "sim");
     sweep_ok(&o, &p, &sum);
@@ -505,10 +503,10 @@ static void test_sigint_finishes_and_marks_interrupted(void **state)
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 130);
-    int64_t kept = q_int(f->db, "SELECT count(*) FROM measurements");
+    int64_t kept = tu_sql_int(f->db, "SELECT count(*) FROM measurements");
     assert_true(kept < POINTS);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status <> 'ok' AND status <> 'invalid'"), 0);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM runs WHERE status = 'interrupted' AND finished_at IS NOT NULL"), 1);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status <> 'ok' AND status <> 'invalid'"), 0);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'interrupted' AND finished_at IS NOT NULL"), 1);
     options(&o, f, "sim");
     sweep_ok(&o, &p, &sum);
     assert_int_equal(sum.measured, POINTS - kept);
@@ -555,7 +553,7 @@ static void test_best_config_json(void **state)
     sqlite3_close(h);
     /* nothing faster in the store */
     char *sql = rg_xasprintf("SELECT count(*) FROM measurements WHERE status = 'ok' AND median_ms < %.17g", sum.best_ms);
-    assert_int_equal(q_int(f->db, sql), 0);
+    assert_int_equal(tu_sql_int(f->db, sql), 0);
     free(sql);
     char *tmp = rg_xasprintf("%s.tmp.%ld", sum.best_path, (long)getpid());
     assert_false(rg_file_exists(tmp));   /* written through a temporary file, renamed */
@@ -694,17 +692,17 @@ static void test_three_shards_cover_the_plan_once(void **state)
                         "--backend", "sim", "--best-dir", f->best, "--commit", "nightly", "--repeats", "2", NULL};
         assert_int_equal(quietly(xp_cli_main, 17, argv), 0);
         /* round-robin: 8 jobs each, every job complete */
-        assert_int_equal(q_int(dbs[s], "SELECT count(*) FROM measurements"), (JOBS / 3) * POINTS);
-        assert_int_equal(q_int(dbs[s], "SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
+        assert_int_equal(tu_sql_int(dbs[s], "SELECT count(*) FROM measurements"), (JOBS / 3) * POINTS);
+        assert_int_equal(tu_sql_int(dbs[s], "SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
     }
     char *merged = rg_xasprintf("%s/merged.db", f->dir);
     char *argv[] = {"merge", "--into", merged, dbs[0], dbs[1], dbs[2], NULL};
     assert_int_equal(merge_quietly(6, argv), 0);
     assert_int_equal(merge_quietly(6, argv), 0);   /* twice: nothing added */
-    assert_int_equal(q_int(merged, "SELECT count(*) FROM measurements"), JOBS * POINTS);
-    assert_int_equal(q_int(merged, "SELECT count(*) FROM runs"), 3);
+    assert_int_equal(tu_sql_int(merged, "SELECT count(*) FROM measurements"), JOBS * POINTS);
+    assert_int_equal(tu_sql_int(merged, "SELECT count(*) FROM runs"), 3);
     /* each (model, dataset, task, dims) exactly once over all shards */
-    assert_int_equal(q_int(merged, "SELECT count(*) FROM (SELECT v.model, d.name, v.task, v.dim_in,"
+    assert_int_equal(tu_sql_int(merged, "SELECT count(*) FROM (SELECT v.model, d.name, v.task, v.dim_in,"
                                    " count(*) AS n, count(DISTINCT m.run_id) AS r FROM measurements m"
                                    " JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
                                    " GROUP BY 1, 2, 3, 4 HAVING n = 48 AND r = 1)"), JOBS);
@@ -764,7 +762,7 @@ static void test_cli(void **state)
     char *run[] = {"explore", "--model", "rgat", "--dataset", (char *)DATASET, "--space", f->space, "--db", f->db,
                    "--best-dir", f->best, "--backend", "sim", "--commit", "cli", "--budget", "5", NULL};
     assert_int_equal(quietly(xs_cli_main, 17, run), 0);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements"), 5 + INVALID);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements"), 5 + INVALID);
     char *cmd = q_text(f->db, "SELECT command_line FROM runs");
     assert_non_null(strstr(cmd, "explore --model rgat"));
     free(cmd);
@@ -783,19 +781,19 @@ static void test_slow_variants_are_timed_once(void **state)
     xs_summary sum;
     sweep_ok(&o, &p, &sum);
     assert_int_equal(sum.count[RS_OK], VALID);
-    int64_t once = q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 1");
-    int64_t fully = q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 3");
+    int64_t once = tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 1");
+    int64_t fully = tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 3");
     assert_true(once > 0);
     assert_true(fully > 0);
     assert_int_equal(once + fully, VALID);
     /* 1.1 x the best so far is at least 1.1 x the best of all (less the 1% timing noise) */
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE repeats = 1 AND median_ms <= 1.1 * 0.99 *"
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE repeats = 1 AND median_ms <= 1.1 * 0.99 *"
                                   " (SELECT min(median_ms) FROM measurements WHERE status = 'ok')"),
                      0);
     o.slow_factor = 0;
     o.no_resume = 1;
     sweep_ok(&o, &p, &sum);
-    assert_int_equal(q_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 3"
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE status = 'ok' AND repeats = 3"
                                   " AND run_id = (SELECT max(id) FROM runs)"),
                      VALID);
 }
@@ -843,10 +841,10 @@ static void test_cost_model_orders_the_budget(void **state)
                    budget_db, "--best-dir", f->best, "--backend", "sim", "--budget", "5", "--cost-model",
                    model_path, NULL};
     assert_int_equal(quietly(xs_cli_main, 17, run), 0);
-    assert_int_equal(q_int(budget_db, "SELECT count(*) FROM measurements WHERE status = 'ok'"), 5);
+    assert_int_equal(tu_sql_int(budget_db, "SELECT count(*) FROM measurements WHERE status = 'ok'"), 5);
     char *sql = rg_xasprintf("SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id"
                              " WHERE m.status = 'ok' AND v.hash = '%s'", best);
-    assert_int_equal(q_int(budget_db, sql), 1);
+    assert_int_equal(tu_sql_int(budget_db, sql), 1);
     /* a model file that cannot be read stops before anything is measured */
     char *missing[] = {"explore", "--model", "rgat", "--dataset", (char *)held_out, "--space", f->space, "--db",
                        budget_db, "--backend", "sim", "--cost-model", "/nonexistent/costmodel.txt", NULL};
