@@ -14,8 +14,8 @@ LDLIBS    := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static 
              $(PKG_LIBS) -lpthread -ldl -lrt -lm
 DEBIAN_PKGS := libgsl-dev libserd-dev serdi zlib1g-dev libsqlite3-dev gnuplot-nox libcmocka-dev pkg-config
 
-MODULE_DIRS := common datasets codegen kernels explorer results baselines
-LIB_SRC   := $(filter-out explorer/main.c,$(wildcard $(addsuffix /*.c,$(MODULE_DIRS))))
+MODULE_DIRS := common datasets codegen runtime measure explorer results baselines cli
+LIB_SRC   := $(filter-out cli/main.c,$(wildcard $(addsuffix /*.c,$(MODULE_DIRS))))
 LIB_OBJ   := $(LIB_SRC:%.c=build/obj/%.o)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=build/tests/%)
@@ -33,7 +33,7 @@ build/librgnn.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-build/explore: build/obj/explorer/main.o build/librgnn.a
+build/explore: build/obj/cli/main.o build/librgnn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/tests/%: build/obj/tests/%.o $(TEST_SUPPORT_OBJ) build/librgnn.a
@@ -67,4 +67,4 @@ deps:
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d) $(TEST_SRC:tests/%.c=build/obj/tests/%.d) build/obj/explorer/main.d
+-include $(LIB_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d) $(TEST_SRC:tests/%.c=build/obj/tests/%.d) build/obj/cli/main.d

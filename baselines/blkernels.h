@@ -4,7 +4,7 @@
 #define BLK_KERNELS_H
 
 #include "common/util.h"
-#include "kernels/rt.h"
+#include "runtime/rt.h"
 
 /* Kernel ids, in the order of blk_kernel_name(). */
 typedef enum blk_id {

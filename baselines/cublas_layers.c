@@ -4,9 +4,9 @@
 #include "baselines/blkernels.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
-#include "kernels/memplan.h"
-#include "kernels/prof.h"
-#include "kernels/rt.h"
+#include "runtime/memplan.h"
+#include "runtime/prof.h"
+#include "runtime/rt.h"
 
 #include <cublas_v2.h>
 #include <math.h>

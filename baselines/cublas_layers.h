@@ -5,7 +5,7 @@
 
 #include "codegen/ir.h"
 #include "datasets/hgraph.h"
-#include "explorer/backend.h"
+#include "measure/backend.h"
 
 /*
  * Styles of the typed linear Y[i] = X[i] * W[type(i)] (rows grouped by type):

@@ -2,7 +2,7 @@
  * form dW[T] += X[G]^T dY[S]) for one lowered instance and one schedule, as CUDA C. */
 #include "codegen/emit_gemm.h"
 #include "codegen/codegen.h"
-#include "kernels/templates.h"
+#include "codegen/templates.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * into edge-centric or node-centric CUDA kernels (warp per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
 #include "codegen/codegen.h"
-#include "kernels/templates.h"
+#include "codegen/templates.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -58,7 +58,7 @@
  * as legitimate as ours (the float32 computation really is on that side). A near-kink
  * row is a (gradient statement, iteration row) whose selector has some element with
  * |x| < rel x RMS(selector variable, over all its values). ref_set_flips makes later
- * runs take the other branch there, so a validator can try both (explorer/gpu_backend.c).
+ * runs take the other branch there, so a validator can try both (measure/gpu_backend.c).
  */
 
 typedef struct ref_options {

@@ -5,7 +5,7 @@
 
 #include "codegen/config.h"
 #include "datasets/hgraph.h"
-#include "explorer/backend.h"
+#include "measure/backend.h"
 #include "explorer/space.h"
 
 /* Kernel categories of the analytic model; a store category other than gemm/traversal counts as other. */

@@ -4,7 +4,7 @@
 #include "explorer/costmodel.h"
 #include "common/json.h"
 #include "datasets/dataset.h"
-#include "kernels/memplan.h"
+#include "runtime/memplan.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 #define XS_SWEEP_H
 
 #include "explorer/space.h"
-#include "explorer/worker.h"
+#include "measure/worker.h"
 
 /* Orders the variants still to be measured, before the budget keeps the first ones (the cost
  * model plugs in here). idx[0..n) are indices into points, in enumeration order: permute them. */
@@ -99,7 +99,7 @@ void xs_print_options(FILE *f);
 /* `explore [--model M ...]`: exit 0, 1 on failure, 2 on bad usage, 130 when interrupted. */
 int xs_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend);
 
-/* ---- The simulated backend (explorer/simbackend.c), for tests and --backend sim ---- */
+/* ---- The simulated backend (measure/simbackend.c), for tests and --backend sim ---- */
 xb_backend *xb_sim_backend(const char *spec, rg_err *err);
 /* Tells it which variant comes next (its injected failures may be keyed by index). */
 void xb_sim_set_index(xb_backend *b, int index);

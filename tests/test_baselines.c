@@ -8,7 +8,7 @@
 #include "common/json.h"
 #include "datasets/loaders.h"
 #include "datasets/npz.h"
-#include "kernels/rt.h"
+#include "runtime/rt.h"
 #include "results/store.h"
 
 #include <ftw.h>

@@ -4,7 +4,7 @@
 #include "codegen/codegen.h"
 #include "codegen/pipeline.h"
 #include "explorer/space.h"
-#include "kernels/exec.h"
+#include "runtime/exec.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * model file, leave-one-dataset-out on a fixture results store, Spearman, ordering and the CLI. */
 #include "tests/testutil.h"
 #include "datasets/dataset.h"
-#include "explorer/cmcli.h"
+#include "cli/cmcli.h"
 #include "explorer/costmodel.h"
 #include "results/store.h"
 

@@ -1,9 +1,9 @@
 /* GPU correctness sweep: every variant of the default design space, for each model and
  * dataset, is run with its outputs poisoned and compared with the float64 CPU reference. */
 #include "tests/testutil.h"
-#include "explorer/backend.h"
+#include "measure/backend.h"
 #include "explorer/space.h"
-#include "kernels/rt.h"
+#include "runtime/rt.h"
 
 #include <stdlib.h>
 #include <string.h>

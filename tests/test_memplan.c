@@ -1,8 +1,8 @@
 /* Tests of the memory planner: accounting, peak, the byte limit and allocator failures as
  * OOM statuses (with a fake allocator on the CPU), size parsing, and real cudaMalloc. */
 #include "tests/testutil.h"
-#include "kernels/memplan.h"
-#include "kernels/rt.h"
+#include "runtime/memplan.h"
+#include "runtime/rt.h"
 
 #include <stdio.h>
 #include <stdlib.h>

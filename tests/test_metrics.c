@@ -1,8 +1,8 @@
 /* Tests of hardware counters: metric planning on the host for GH100 (no GPU), the "no CUDA
  * device" error, and Range Profiler counts of copy kernels with known DRAM traffic (GPU). */
 #include "tests/testutil.h"
-#include "kernels/metrics.h"
-#include "kernels/rt.h"
+#include "runtime/metrics.h"
+#include "runtime/rt.h"
 
 #include <math.h>
 #include <stdio.h>

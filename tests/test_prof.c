@@ -1,8 +1,8 @@
 /* Tests of kernel timing: per-kernel aggregation on hand-made records (CPU), the
  * "no CUDA device" error, and CUPTI / cudaEvent records of real launches (GPU). */
 #include "tests/testutil.h"
-#include "kernels/prof.h"
-#include "kernels/rt.h"
+#include "runtime/prof.h"
+#include "runtime/rt.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Tests of the GPU runtime: NVRTC compilation and the cubin disk cache (run anywhere), the
  * "no CUDA device" errors, and launches/buffers/faults (skipped without a GPU). */
 #include "tests/testutil.h"
-#include "kernels/rt.h"
+#include "runtime/rt.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -4,7 +4,7 @@
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
 #include "explorer/costmodel.h"
-#include "kernels/rt.h"
+#include "runtime/rt.h"
 
 #include <fcntl.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* `explore ir --model M [--dataset D] [--dims IN,OUT] [--heads H] [--reorder] [--compact]
  * [--task infer|train] [--lowered] [--no-fuse]`: the IR of a model after its passes. */
-#include "codegen/ircli.h"
+#include "cli/ircli.h"
 #include "codegen/lower.h"
 #include "codegen/model.h"
 #include "datasets/dataset.h"

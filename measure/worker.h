@@ -4,7 +4,7 @@
 #define XW_WORKER_H
 
 #include <signal.h>
-#include "explorer/backend.h"
+#include "measure/backend.h"
 
 /* What a prepared worker reports: the problem's graph statistics and the device. */
 typedef struct xw_info {

@@ -20,7 +20,7 @@ typedef struct mp_allocator {
     void (*release)(void *ctx, void *ptr, size_t bytes);
 } mp_allocator;
 
-/* cudaMalloc/cudaFree through kernels/rt (fails with "no CUDA device: ..." without one). */
+/* cudaMalloc/cudaFree through runtime/rt (fails with "no CUDA device: ..." without one). */
 mp_allocator mp_cuda_allocator(void);
 
 typedef struct mp_plan mp_plan;

@@ -4,13 +4,13 @@
 #include <string.h>
 #include "results/store.h"
 #include "datasets/dataset.h"
-#include "codegen/ircli.h"
-#include "baselines/blcli.h"
-#include "explorer/runcli.h"
-#include "explorer/backend.h"
+#include "cli/ircli.h"
+#include "cli/blcli.h"
+#include "cli/runcli.h"
+#include "measure/backend.h"
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
-#include "explorer/cmcli.h"
+#include "cli/cmcli.h"
 #include "results/report.h"
 
 

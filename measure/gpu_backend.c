@@ -1,14 +1,14 @@
 /* The GPU measurement backend: for each config, build the variant, compile with NVRTC,
  * run it on the device, validate against the float64 reference, then time it with CUPTI. */
-#include "explorer/backend.h"
+#include "measure/backend.h"
 #include "codegen/codegen.h"
 #include "codegen/counts.h"
 #include "codegen/pipeline.h"
 #include "codegen/ref.h"
 #include "datasets/dataset.h"
-#include "kernels/exec.h"
-#include "kernels/metrics.h"
-#include "kernels/rt.h"
+#include "runtime/exec.h"
+#include "runtime/metrics.h"
+#include "runtime/rt.h"
 
 #include <cupti.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* Kernel timing through the CUPTI Activity API (CONCURRENT_KERNEL records), with a cudaEvent
  * fallback around krt_launch when CUPTI cannot start, and per-kernel aggregation (GSL). */
-#include "kernels/prof.h"
-#include "kernels/rt.h"
+#include "runtime/prof.h"
+#include "runtime/rt.h"
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>

@@ -1,6 +1,6 @@
 /* Measurement in a child process: the backend lives in a forked worker so that a crash, a
  * sticky CUDA fault or a hang kills only the worker, which the driver records and restarts. */
-#include "explorer/worker.h"
+#include "measure/worker.h"
 
 #include <errno.h>
 #include <fcntl.h>

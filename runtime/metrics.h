@@ -81,7 +81,7 @@ typedef int (*kmet_run_fn)(void *ctx, rg_err *err);
 /* Starts a collection on the current device (krt_init first). Fails with "no CUDA device:
  * ..." without a device, KMET_DENIED when counters are not permitted, -1 otherwise.
  * Metrics that cannot be collected are skipped (see kmet_result.plan.skipped), never an
- * error. One collection at a time; not while kernels/prof.c collects. */
+ * error. One collection at a time; not while runtime/prof.c collects. */
 int kmet_begin(const char *const *metrics, int n, rg_err *err);
 int kmet_begin_with(const char *const *metrics, int n, const kmet_options *opt, rg_err *err);
 /* Calls run() as many times as the replay mode needs (passes, or once). A failure (of

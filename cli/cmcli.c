@@ -1,10 +1,10 @@
 /* `explore fit` (fit the cost models on the results store, print the leave-one-dataset-out table)
  * and `explore pick` (rank a dataset's configs by the model; optionally measure the top K). */
-#include "explorer/cmcli.h"
+#include "cli/cmcli.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "explorer/costmodel.h"
-#include "explorer/runcli.h"
+#include "cli/runcli.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -113,7 +113,7 @@ int krt_launch(const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem,
  * an error naming it. Such faults are sticky: the process must restart to use the GPU. */
 int krt_sync(rg_err *err);
 
-/* Called around every krt_launch while set (the cudaEvent fallback of kernels/prof.c).
+/* Called around every krt_launch while set (the cudaEvent fallback of runtime/prof.c).
  * Set or clear only while no other thread launches. */
 typedef struct krt_launch_hooks {
     void (*before)(void *ctx, const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem);

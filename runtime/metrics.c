@@ -1,7 +1,7 @@
 /* Hardware counters per kernel launch with the CUPTI Profiler Host API (planning, config
  * images, evaluation) and the Range Profiler API (auto range, user or kernel replay). */
-#include "kernels/metrics.h"
-#include "kernels/rt.h"
+#include "runtime/metrics.h"
+#include "runtime/rt.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -725,7 +725,7 @@ static void subscribe_launches(void)
 {
     char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = "";
     CUpti_SubscriberParams sp = {.structSize = CUpti_SubscriberParams_STRUCT_SIZE};
-    sp.subscriberName = "rgnn kernels/metrics";
+    sp.subscriberName = "rgnn runtime/metrics";
     sp.oldSubscriberName = old;
     sp.oldSubscriberSize = sizeof old;
     CUptiResult r = cuptiSubscribe_v2(&S.sub, on_launch, NULL, &sp);

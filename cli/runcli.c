@@ -1,13 +1,13 @@
 /* `explore run` (one variant: validate against the CPU reference, then time it) and
  * `explore gen` (write the generated CUDA sources and launch plan of variants). */
-#include "explorer/runcli.h"
+#include "cli/runcli.h"
 #include "codegen/codegen.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
-#include "explorer/backend.h"
+#include "measure/backend.h"
 #include "explorer/space.h"
-#include "kernels/exec.h"
-#include "kernels/memplan.h"
+#include "runtime/exec.h"
+#include "runtime/memplan.h"
 
 #include <math.h>
 #include <stdlib.h>

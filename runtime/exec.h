@@ -5,8 +5,8 @@
 
 #include "codegen/codegen.h"
 #include "datasets/hgraph.h"
-#include "kernels/memplan.h"
-#include "kernels/rt.h"
+#include "runtime/memplan.h"
+#include "runtime/rt.h"
 
 /* ---- graph structures on the device (once per dataset) ---- */
 typedef struct kx_tiles {

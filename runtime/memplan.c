@@ -1,7 +1,7 @@
 /* Device memory planner: named tensors allocated once through an allocator interface, with
  * current/peak accounting and a byte limit that turns into an OOM status, never a crash. */
-#include "kernels/memplan.h"
-#include "kernels/rt.h"
+#include "runtime/memplan.h"
+#include "runtime/rt.h"
 
 #include <ctype.h>
 #include <math.h>

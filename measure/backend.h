@@ -85,7 +85,7 @@ struct xb_backend {
     void (*close)(xb_backend *b);
 };
 
-/* The GPU backend (explorer/gpu_backend.c): NVRTC + CUPTI on the current device. */
+/* The GPU backend (measure/gpu_backend.c): NVRTC + CUPTI on the current device. */
 xb_backend *xb_gpu_backend(rg_err *err);
 
 #endif

@@ -1,6 +1,6 @@
 /* GPU runtime: device query, NVRTC compilation with a disk cache of cubins, library
  * loading and launch through the CUDA runtime API (never the driver API), device buffers. */
-#include "kernels/rt.h"
+#include "runtime/rt.h"
 
 #include <cuda_runtime_api.h>
 #include <ctype.h>

@@ -1,7 +1,7 @@
 /* Runs a variant's launch plan on the GPU: graph structures uploaded once, kernels compiled
  * in parallel and loaded, every tensor allocated once, arguments bound, launched and timed. */
-#include "kernels/exec.h"
-#include "kernels/prof.h"
+#include "runtime/exec.h"
+#include "runtime/prof.h"
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>

@@ -1,15 +1,15 @@
 /* Command-line front ends of the baselines: `explore import`, `explore compare-baselines` and
  * `explore baselines` (measure and record the cuBLAS-built layers on the current GPU). */
-#include "baselines/blcli.h"
+#include "cli/blcli.h"
 #include "baselines/compare.h"
 #include "baselines/cublas_layers.h"
 #include "baselines/import.h"
 #include "codegen/pipeline.h"
 #include "common/json.h"
 #include "datasets/dataset.h"
-#include "explorer/runcli.h"
-#include "kernels/memplan.h"
-#include "kernels/rt.h"
+#include "cli/runcli.h"
+#include "runtime/memplan.h"
+#include "runtime/rt.h"
 #include "results/store.h"
 
 #include <cupti.h>
