@@ -6,35 +6,95 @@
 #include <stdint.h>
 #include "common/util.h"
 
+/* The key table; a test builds a second copy of this module with a file that adds keys. */
+#ifndef CFG_KEYS_FILE
+#define CFG_KEYS_FILE "codegen/config_keys.def"
+#endif
+
 typedef enum cfg_compact {
     CFG_COMPACT_OFF,      /* edgewise values materialized per edge */
     CFG_COMPACT_BSEARCH,  /* per unique (src, etype); edges find their row by binary search */
     CFG_COMPACT_DIRECT    /* per unique (src, etype); edges read a precomputed per-edge index */
 } cfg_compact;
 
+/* One member per key of codegen/config_keys.def, where each is described. */
 typedef struct cg_config {
-    cfg_compact compact;
-    int reorder;          /* linear-operator reordering */
-    int tile;             /* GEMM tile width: 16, 32, 64 */
-    int coarsen;          /* GEMM output rows per thread: 1, 2, 4 (times cfg_col_coarsen columns) */
-    int launch_bounds;    /* emit __launch_bounds__ */
-    int w_regs;           /* GEMM: W operand in registers instead of shared memory */
-    int node_centric;     /* traversal: node-centric (CSR of incoming edges) vs edge-centric */
-    int partial_agg;      /* traversal: thread/warp partial aggregation before atomics */
+#define CFG_KEY(field, ctype, ...) ctype field;
+#define CFG_FEATURE(...)
+#define CFG_SIM(...)
+#include CFG_KEYS_FILE
+#undef CFG_KEY
+#undef CFG_FEATURE
+#undef CFG_SIM
 } cg_config;
 
+/* Counts of the table's entries. */
+enum {
+    CFG_NKEYS = 0
+#define CFG_KEY(...) + 1
+#define CFG_FEATURE(...)
+#define CFG_SIM(...)
+#include CFG_KEYS_FILE
+#undef CFG_KEY
+#undef CFG_FEATURE
+#undef CFG_SIM
+};
+enum {
+    CFG_NFEATURES = 0
+#define CFG_KEY(...)
+#define CFG_FEATURE(...) + 1
+#define CFG_SIM(...)
+#include CFG_KEYS_FILE
+#undef CFG_KEY
+#undef CFG_FEATURE
+#undef CFG_SIM
+};
+
 void cfg_default(cg_config *c);
-/* Applies "key=val,key=val" on top of *c. Unknown keys or values give an error naming them. */
+/* Applies "key=val,key=val" on top of *c. Unknown keys, a key given twice or bad values give an
+ * error naming them. */
 int cfg_parse(cg_config *c, const char *kv, rg_err *err);
-/* Canonical text, stable across versions (keys in fixed order): caller frees. */
+/* Applies a flat JSON object as cfg_to_json writes it (the store's form of a variant). */
+int cfg_parse_json(cg_config *c, const char *json, rg_err *err);
+/* Canonical text, stable across versions (keys in table order; keys added later only when not
+ * at their default): caller frees. */
 char *cfg_to_string(const cg_config *c);
-char *cfg_to_json(const cg_config *c);
+char *cfg_to_json(const cg_config *c);   /* the same keys as cfg_to_string */
 uint64_t cfg_hash(const cg_config *c);
 /* Rejects invalid combinations before anything is compiled, saying why. */
 int cfg_validate(const cg_config *c, rg_err *err);
 int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
 /* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
 int cfg_col_coarsen(const cg_config *c);
-const char *cfg_compact_name(cfg_compact m);
+
+/* ---- The key table, for the modules that list keys (spaces, cost model, report, simulation) ---- */
+typedef enum cfg_kind { CFG_BOOL, CFG_INT, CFG_ENUM } cfg_kind;
+enum { CFG_IF_SET, CFG_ALWAYS };
+#define CFG_VALUE_MAX 32
+
+typedef struct cfg_key {
+    const char *name, *alias;
+    cfg_kind kind;
+    const char *values;                 /* allowed values, space-separated (booleans: "off on") */
+    const char *dflt;
+    int printed;                        /* CFG_ALWAYS or CFG_IF_SET */
+    int (*rule)(const cg_config *c, rg_err *err);
+    const char *space_default, *space_full;   /* NULL: not a dimension of that built-in space */
+    int (*get)(const cg_config *c);     /* the member as a code: the number, 0/1, or the enum's code */
+    void (*set)(cg_config *c, int code);
+} cfg_key;
+
+const cfg_key *cfg_key_at(int i);   /* 0 <= i < CFG_NKEYS, in table order */
+const cfg_key *cfg_find_key(const char *name);   /* by name or alias; NULL when unknown */
+/* The key's value in c as text, in buf. */
+const char *cfg_value(const cfg_key *k, const cg_config *c, char buf[CFG_VALUE_MAX]);
+/* Whether the canonical string and JSON carry the key (always, or when not at its default). */
+int cfg_printed(const cfg_key *k, const cg_config *c);
+
+/* Cost-model encoding: x[CFG_NFEATURES] one-hot bits, named as in the model file. */
+const char *cfg_feature_name(int i);
+void cfg_features(const cg_config *c, double *x);
+/* The simulated backend's time factors of the keys that declare some (1 when none apply). */
+void cfg_sim_factors(const cg_config *c, double *gemm, double *trav);
 
 #endif

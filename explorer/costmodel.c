@@ -104,10 +104,7 @@ static const char *const ROWS_SQL =
     "SELECT m.id, m.device_key, d.name, d.nodes, d.edges, d.unique_pairs, d.node_types, d.edge_types,"
     " d.avg_degree, d.density, d.compaction_ratio, d.rel_min, d.rel_max, d.rel_median, d.rel_skew,"
     " d.max_in_degree, d.in_degree_skew, v.model, v.task, v.dim_in, v.dim_out, v.heads,"
-    " json_extract(v.config, '$.compact'), json_extract(v.config, '$.reorder'), json_extract(v.config, '$.tile'),"
-    " json_extract(v.config, '$.coarsen'), json_extract(v.config, '$.lb'), json_extract(v.config, '$.w'),"
-    " json_extract(v.config, '$.trav'), json_extract(v.config, '$.pagg'),"
-    " m.median_ms, m.gemm_ms, m.traversal_ms, m.other_ms"
+    " v.config, m.median_ms, m.gemm_ms, m.traversal_ms, m.other_ms"
     " FROM measurements m JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
     " WHERE m.id IN (" CM_NEWEST_OK ") AND m.device_key = ?1 AND (?2 IS NULL OR v.model = ?2)"
     " ORDER BY m.id";
@@ -149,19 +146,11 @@ static double col_double(sqlite3_stmt *st, int c)
     return sqlite3_column_type(st, c) == SQLITE_NULL ? NAN : sqlite3_column_double(st, c);
 }
 
-/* The config stored as JSON, back to a cg_config (JSON booleans come back from SQLite as 1/0). */
-static int read_config(sqlite3_stmt *st, int c0, cg_config *cfg)
+/* The config stored as JSON, back to a cg_config. */
+static int read_config(sqlite3_stmt *st, int col, cg_config *cfg)
 {
-    static const char *const keys[] = {"compact", "reorder", "tile", "coarsen", "lb", "w", "trav", "pagg"};
-    rg_str kv = {0};
-    for (int i = 0; i < 8; i++) {
-        if (sqlite3_column_type(st, c0 + i) == SQLITE_NULL) continue;
-        rg_str_printf(&kv, "%s%s=%s", kv.len ? "," : "", keys[i], col_text(st, c0 + i));
-    }
     cfg_default(cfg);
-    int ok = kv.s && cfg_parse(cfg, kv.s, NULL) == 0;
-    rg_str_free(&kv);
-    return ok;
+    return sqlite3_column_type(st, col) != SQLITE_NULL && cfg_parse_json(cfg, col_text(st, col), NULL) == 0;
 }
 
 static void read_row(sqlite3_stmt *st, pending *p)
@@ -193,8 +182,8 @@ static void read_row(sqlite3_stmt *st, pending *p)
     p->prob.dim_out = sqlite3_column_int(st, 20);
     p->prob.heads = sqlite3_column_int(st, 21);
     p->cfg_ok = read_config(st, 22, &p->cfg);
-    p->time_ms = col_double(st, 30);
-    for (int c = 0; c < CM_NCAT; c++) p->col_ms[c] = col_double(st, 31 + c);
+    p->time_ms = col_double(st, 23);
+    for (int c = 0; c < CM_NCAT; c++) p->col_ms[c] = col_double(st, 24 + c);
     for (int k = 0; k < 4; k++) p->count[k] = NAN;
 }
 
@@ -369,11 +358,8 @@ enum { Z_NODES, Z_EDGES, Z_ETYPES, Z_NTYPES, Z_COMPACTION, Z_DEGREE, Z_IN_SKEW, 
 static const char *const Z_NAMES[NZ] = {"log_nodes", "log_edges", "log_etypes", "log_ntypes", "log_compaction",
                                         "log_degree", "in_skew", "rel_spread", "rel_skew", "log_dim_in",
                                         "log_dim_out", "log_heads"};
-/* Config encodings: binary, one-hot against the default value of each key. */
-enum { C_BSEARCH, C_DIRECT, C_REORDER, C_TILE16, C_TILE64, C_COARSEN1, C_COARSEN4, C_LB, C_WREG, C_EDGE, C_PAGG_OFF,
-       NC };
-static const char *const C_NAMES[NC] = {"compact_bsearch", "compact_direct", "reorder", "tile16", "tile64",
-                                        "coarsen1", "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off"};
+/* Config encodings: the key table's one-hot bits (cfg_features). */
+enum { NC = CFG_NFEATURES };
 /* Analytic counts (logs: times scale multiplicatively with them). */
 enum { A_FLOPS, A_BYTES, A_ATOMICS, A_LAUNCHES, A_PRED, NA };
 static const char *const A_NAMES[NA] = {"log_flops", "log_bytes", "log_atomics", "log_launches", "log_pred_a"};
@@ -397,14 +383,15 @@ const char *cm_feature_name(int i)
     static char names[NFEAT][48];
     RG_ASSERT(i >= 0 && i < NFEAT);
     if (!names[i][0]) {
-        if (i < NC) snprintf(names[i], sizeof names[i], "%s", C_NAMES[i]);
+        if (i < NC) snprintf(names[i], sizeof names[i], "%s", cfg_feature_name(i));
         else if (i < NC + NA) snprintf(names[i], sizeof names[i], "%s", A_NAMES[i - NC]);
         else if (i < NC + NA + NC * NZ)
-            snprintf(names[i], sizeof names[i], "%s*%s", C_NAMES[(i - NC - NA) / NZ], Z_NAMES[(i - NC - NA) % NZ]);
+            snprintf(names[i], sizeof names[i], "%s*%s", cfg_feature_name((i - NC - NA) / NZ),
+                     Z_NAMES[(i - NC - NA) % NZ]);
         else {
             int a, b;
             pair_of(i - NC - NA - NC * NZ, &a, &b);
-            snprintf(names[i], sizeof names[i], "%s*%s", C_NAMES[a], C_NAMES[b]);
+            snprintf(names[i], sizeof names[i], "%s*%s", cfg_feature_name(a), cfg_feature_name(b));
         }
     }
     return names[i];
@@ -430,26 +417,11 @@ static void problem_features(const cm_problem *p, double z[NZ])
     z[Z_HEADS] = safe_log(p->heads, 1);
 }
 
-static void config_features(const cg_config *c, double x[NC])
-{
-    x[C_BSEARCH] = c->compact == CFG_COMPACT_BSEARCH;
-    x[C_DIRECT] = c->compact == CFG_COMPACT_DIRECT;
-    x[C_REORDER] = c->reorder != 0;
-    x[C_TILE16] = c->tile == 16;
-    x[C_TILE64] = c->tile == 64;
-    x[C_COARSEN1] = c->coarsen == 1;
-    x[C_COARSEN4] = c->coarsen == 4;
-    x[C_LB] = c->launch_bounds != 0;
-    x[C_WREG] = c->w_regs != 0;
-    x[C_EDGE] = !c->node_centric;
-    x[C_PAGG_OFF] = !c->partial_agg;
-}
-
 void cm_features(const cm_problem *p, const cg_config *c, const cm_counts *k, double log_pred_a, double *x)
 {
     double z[NZ];
     problem_features(p, z);
-    config_features(c, x);
+    cfg_features(c, x);
     double *a = x + NC;
     a[A_FLOPS] = safe_log(k->flops, 1);
     a[A_BYTES] = safe_log(k->bytes, 1);

@@ -6,28 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The default space: the papers' dimensions (compaction x reordering x tile x coarsening x
- * launch bounds) and the traversal form; 216 points. */
-static const char DEFAULT_SPACE[] =
-    "compact: off bsearch direct\n"
-    "reorder: off on\n"
-    "tile: 16 32 64\n"
-    "coarsen: 1 2 4\n"
-    "lb: off on\n"
-    "w: shmem\n"
-    "trav: node edge\n"
-    "pagg: on\n";
-
-static const char FULL_SPACE[] =
-    "compact: off bsearch direct\n"
-    "reorder: off on\n"
-    "tile: 16 32 64\n"
-    "coarsen: 1 2 4\n"
-    "lb: off on\n"
-    "w: shmem reg\n"
-    "trav: node edge\n"
-    "pagg: on off\n";
-
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s)) s++;
@@ -49,9 +27,11 @@ static int parse_line(sp_space *sp, char *line, const char *where, int lineno, r
     if (sp->ndims == SP_MAX_DIMS) return rg_errf(err, "%s:%d: too many keys", where, lineno);
     sp_dim *d = &sp->dims[sp->ndims];
     memset(d, 0, sizeof *d);
-    snprintf(d->key, sizeof d->key, "%s", key);
+    /* by the key's name, so that an alias (launch_bounds for lb) is the same dimension */
+    const cfg_key *k = cfg_find_key(key);
+    snprintf(d->key, sizeof d->key, "%s", k ? k->name : key);
     for (int i = 0; i < sp->ndims; i++)
-        if (!strcmp(sp->dims[i].key, key)) return rg_errf(err, "%s:%d: key '%s' given twice", where, lineno, key);
+        if (!strcmp(sp->dims[i].key, d->key)) return rg_errf(err, "%s:%d: key '%s' given twice", where, lineno, key);
     char *save = NULL;
     for (char *v = strtok_r(colon + 1, " \t,", &save); v; v = strtok_r(NULL, " \t,", &save)) {
         if (d->nvals == SP_MAX_VALS) return rg_errf(err, "%s:%d: too many values for %s", where, lineno, key);
@@ -86,12 +66,31 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
     return rc;
 }
 
+/* A built-in space as the text a space file holds, from the key table: "default" has the papers'
+ * dimensions (compaction x reordering x tile x coarsening x launch bounds) and the traversal form,
+ * 216 points; "full" adds the W operand in registers and traversals without partial aggregation. */
+static char *builtin_text(int full)
+{
+    rg_str text = {0};
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        const char *vals = full ? k->space_full : k->space_default;
+        if (vals) rg_str_printf(&text, "%s: %s\n", k->name, vals);
+    }
+    return text.s ? text.s : rg_xstrdup("");
+}
+
 int sp_load(const char *spec, sp_space *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", spec);
-    if (!strcmp(spec, "default")) return parse_text(out, DEFAULT_SPACE, "default space", err);
-    if (!strcmp(spec, "full")) return parse_text(out, FULL_SPACE, "full space", err);
+    if (!strcmp(spec, "default") || !strcmp(spec, "full")) {
+        char *text = builtin_text(!strcmp(spec, "full")), *where = rg_xasprintf("%s space", spec);
+        int rc = parse_text(out, text, where, err);
+        free(where);
+        free(text);
+        return rc;
+    }
     FILE *f = fopen(spec, "r");
     if (!f) return rg_errf(err, "--space: '%s' is neither default, full nor a readable file", spec);
     rg_str text = {0};

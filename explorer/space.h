@@ -5,11 +5,11 @@
 
 #include "codegen/config.h"
 
-#define SP_MAX_DIMS 16
+#define SP_MAX_DIMS 32
 #define SP_MAX_VALS 8
 
 typedef struct sp_dim {
-    char key[16];
+    char key[32];
     int nvals;
     char vals[SP_MAX_VALS][16];
 } sp_dim;
@@ -26,8 +26,9 @@ typedef struct sp_point {
     char reason[sizeof(rg_err)];   /* why it is invalid */
 } sp_point;
 
-/* "default", "full", or a file of lines `key: v1 v2 ...` (# comments). Keys and values are
- * checked against the config parser, with file:line in the message. */
+/* "default", "full" (both from the key table, codegen/config_keys.def), or a file of lines
+ * `key: v1 v2 ...` (# comments). Keys and values are checked against the config parser, with
+ * file:line in the message. */
 int sp_load(const char *spec, sp_space *out, rg_err *err);
 /* Every combination, in a stable order (last key fastest). Caller frees *points. */
 int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err);

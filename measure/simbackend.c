@@ -246,6 +246,10 @@ static void model_times(const sim_ctx *ctx, const sim_model *m, const cg_config 
         t->bytes += t->atomics * 4;
     }
     t->trav = t->bytes / 1.5e12 * 1e3;
+    double gemm_factor, trav_factor;   /* the effects that keys declare in the key table */
+    cfg_sim_factors(c, &gemm_factor, &trav_factor);
+    t->gemm *= gemm_factor;
+    t->trav *= trav_factor;
     t->launches = m->kernels + (c->reorder ? 1 : 0);
     t->other = t->launches * 0.004;
 

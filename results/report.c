@@ -1,6 +1,7 @@
 /* `explore report`: paper-style figures from the results store. SQL exports one CSV per figure,
  * the gnuplot scripts of plots/ draw it (PNG + SVG), and index.md shows every figure with a one-line reading. */
 #include "results/report.h"
+#include "codegen/config.h"
 #include "results/store.h"
 
 #include <errno.h>
@@ -510,21 +511,20 @@ static int best_fixed_config(rp_ctx *c, const char *model, const char *task, cha
     return step_end(c, st, rc, err);
 }
 
-/* "compact=bsearch, reorder on, tile 32, coarsen 2, lb on" from a config's JSON. */
-static char *config_summary(rp_ctx *c, const char *config, rg_err *err)
+/* "compact bsearch, reorder on, tile 32, ..." from a config's JSON: the keys of its canonical
+ * string, in the key table's order. */
+static char *config_summary(const char *config)
 {
-    sqlite3_stmt *st = sqlf(c, err,
-                            "SELECT coalesce(json_extract(%Q, '$.compact'), '?'), json_extract(%Q, '$.reorder'),"
-                            " json_extract(%Q, '$.tile'), json_extract(%Q, '$.coarsen'), json_extract(%Q, '$.lb')",
-                            config, config, config, config, config);
-    if (!st) return NULL;
-    char *s = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        s = rg_xasprintf("compact %s, reorder %s, tile %s, coarsen %s, lb %s", col_text(st, 0),
-                         sqlite3_column_int(st, 1) ? "on" : "off", col_text(st, 2), col_text(st, 3),
-                         sqlite3_column_int(st, 4) ? "on" : "off");
-    sqlite3_finalize(st);
-    return s ? s : rg_xstrdup(config);
+    cg_config cfg;
+    cfg_default(&cfg);
+    if (cfg_parse_json(&cfg, config, NULL)) return rg_xstrdup(config);
+    rg_str s = {0};
+    char v[CFG_VALUE_MAX];
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        if (cfg_printed(k, &cfg)) rg_str_printf(&s, "%s%s %s", s.len ? ", " : "", k->name, cfg_value(k, &cfg, v));
+    }
+    return s.s ? s.s : rg_xstrdup(config);
 }
 
 /* ================================================================ 1. datasets ==== */
@@ -894,7 +894,7 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
         char *fixed = NULL, *fixed_text = NULL, *title = problem_title(pr[p].model, pr[p].task);
         if (!(ret = best_fixed_config(c, pr[p].model, pr[p].task, &fixed, err)) &&
             !(ret = ablation_panel(c, &pr[p], fixed, &a, err))) {
-            if (fixed && !(fixed_text = config_summary(c, fixed, err))) ret = -1;
+            if (fixed) fixed_text = config_summary(fixed);
         }
         if (!ret) {
             for (int d = 0; d <= c->nds; d++) {
@@ -2018,10 +2018,35 @@ static int choose_device(rp_ctx *c, rg_err *err)
     return ret;
 }
 
+/* mx's columns of the config keys, one per key of the table, read from the variant's JSON: a generated
+ * variant stored before a key existed has that key at its default; baselines have no config (NULL,
+ * booleans off). Key names do not clash with mx's other columns (config_keys.def says so). */
+static char *config_columns(void)
+{
+    cg_config dflt;
+    cfg_default(&dflt);
+    rg_str s = {0};
+    char v[CFG_VALUE_MAX];
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        char *d = k->kind == CFG_ENUM ? sqlite3_mprintf("%Q", cfg_value(k, &dflt, v))
+                                      : sqlite3_mprintf("%d", k->get(&dflt));
+        char *x = sqlite3_mprintf("coalesce(json_extract(v.config, '$.%q'), CASE WHEN m.system = 'generated' THEN %s END)",
+                                  k->name, d);
+        if (!d || !x) RG_DIE("out of memory");
+        if (k->kind == CFG_BOOL) rg_str_printf(&s, "%scoalesce(%s IN (1, 'on', 'true'), 0) AS %s", i ? ", " : "", x, k->name);
+        else rg_str_printf(&s, "%s%s AS %s", i ? ", " : "", x, k->name);
+        sqlite3_free(d);
+        sqlite3_free(x);
+    }
+    return s.s;
+}
+
 /* mx: measurements of the device with their problem, dataset and layout; ref: those at the
  * reference problem size; pred: cost-model predictions of ref rows. */
 static int build_tables(rp_ctx *c, rg_err *err)
 {
+    char *cols = config_columns();
     if (execf(c, err,
               "CREATE TEMP TABLE mx AS SELECT *, CASE WHEN compact <> 'off' AND reorder THEN 'C+R'"
               " WHEN compact <> 'off' THEN 'C' WHEN reorder THEN 'R' ELSE 'U' END AS layout FROM ("
@@ -2030,15 +2055,14 @@ static int build_tables(rp_ctx *c, rg_err *err)
               "   AS task,"
               "  v.dim_in AS dim_in, v.dim_out AS dim_out, v.heads AS heads, v.config AS config, d.name AS dataset,"
               "  m.status AS status, m.median_ms AS ms, m.gemm_ms AS gemm_ms, m.traversal_ms AS trav_ms,"
-              "  m.other_ms AS other_ms, m.peak_mem_bytes AS peak,"
-              "  coalesce(json_extract(v.config, '$.compact'), 'off') AS compact,"
-              "  coalesce(json_extract(v.config, '$.reorder') IN (1, 'on', 'true'), 0) AS reorder,"
-              "  json_extract(v.config, '$.tile') AS tile, json_extract(v.config, '$.coarsen') AS coarsen,"
-              "  coalesce(json_extract(v.config, '$.lb') IN (1, 'on', 'true'), 0) AS lb"
+              "  m.other_ms AS other_ms, m.peak_mem_bytes AS peak, %s"
               " FROM measurements m JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
               " WHERE m.device_key = %Q AND json_valid(v.config))",
-              c->device))
+              cols, c->device)) {
+        free(cols);
         return -1;
+    }
+    free(cols);
     sqlite3_stmt *st = sqlf(c, err,
                             "SELECT dim_in, dim_out, heads FROM mx WHERE system = 'generated' AND status = 'ok'"
                             " GROUP BY 1, 2, 3 ORDER BY (dim_in = 64 AND dim_out = 64 AND heads = 1) DESC, count(*) DESC,"

@@ -1,0 +1,283 @@
+/* Tests of the config key table: every variant hash stored on the H100 is still what the sweep
+ * computes, the canonical forms are unchanged, and bad KEY=VAL lists get one clear message. */
+#include "tests/testutil.h"
+#include "codegen/config.h"
+#include "explorer/space.h"
+#include "explorer/sweep.h"
+#include "results/store.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEGACY_DEFAULT "compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=edge,pagg=on"
+
+/* Recomputes the hash of every generated variant in a store as the sweep does (xs_variant_hash),
+ * from its stored JSON parsed, printed canonically and parsed again; returns how many it checked. */
+static int check_store_hashes(const char *path)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT hash, config, model, task, dim_in, dim_out, heads FROM variants"
+                                        " WHERE json_extract(config, '$.baseline') IS NULL ORDER BY id",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *hash = (const char *)sqlite3_column_text(st, 0), *json = (const char *)sqlite3_column_text(st, 1);
+        cg_config from_json, cfg;
+        rg_err err;
+        cfg_default(&from_json);
+        if (cfg_parse_json(&from_json, json, &err)) fail_msg("%s: %s", path, err.msg);
+        char *canon = cfg_to_string(&from_json);
+        cfg_default(&cfg);
+        if (cfg_parse(&cfg, canon, &err)) fail_msg("%s: %s: %s", path, canon, err.msg);
+        xb_problem p = {.dim_in = sqlite3_column_int(st, 4), .dim_out = sqlite3_column_int(st, 5),
+                        .heads = sqlite3_column_int(st, 6)};
+        snprintf(p.model, sizeof p.model, "%s", (const char *)sqlite3_column_text(st, 2));
+        snprintf(p.task, sizeof p.task, "%s", (const char *)sqlite3_column_text(st, 3));
+        char hex[17];
+        rs_hash_hex(xs_variant_hash(&cfg, &p), hex);
+        if (strcmp(hex, hash)) fail_msg("%s: variant %s (%s, %s %s) now hashes to %s", path, hash, canon, p.model, p.task, hex);
+        free(canon);
+        n++;
+    }
+    assert_int_equal(rc, SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+static void test_stored_variant_hashes(void **state)
+{
+    (void)state;
+    const char *stores[] = {"results/h100/results.db", "results/h100/unseen.db"};
+    int checked = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!rg_file_exists(stores[i])) {
+            printf("note: %s not present\n", stores[i]);
+            continue;
+        }
+        int n = check_store_hashes(stores[i]);
+        printf("%s: %d variant hashes recomputed\n", stores[i], n);
+        assert_true(n > 0);
+        checked += n;
+    }
+    if (!checked) {
+        printf("skip: results/h100/results.db not present\n");
+        skip();
+    }
+}
+
+static void test_canonical_forms(void **state)
+{
+    (void)state;
+    cg_config c;
+    cfg_default(&c);
+    char *s = cfg_to_string(&c), *j = cfg_to_json(&c);
+    assert_string_equal(s, LEGACY_DEFAULT);
+    assert_string_equal(j, "{\"compact\":\"direct\",\"reorder\":true,\"tile\":32,\"coarsen\":2,\"lb\":false,"
+                           "\"w\":\"shmem\",\"trav\":\"edge\",\"pagg\":true}");
+    free(s);
+    free(j);
+    rg_err err;
+    assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=16,coarsen=4,lb=on,w=reg,trav=node", &err), 0);
+    s = cfg_to_string(&c);
+    assert_string_equal(s, "compact=bsearch,reorder=off,tile=16,coarsen=4,lb=on,w=reg,trav=node,pagg=on");
+    free(s);
+}
+
+/* The spellings that parse today keep parsing to the same config. */
+static void test_aliases(void **state)
+{
+    (void)state;
+    cg_config a, b;
+    rg_err err;
+    cfg_default(&a);
+    cfg_default(&b);
+    assert_int_equal(cfg_parse(&a, "launch_bounds=on,reorder=false,pagg=0,tile=016", &err), 0);
+    assert_int_equal(cfg_parse(&b, "lb=true,reorder=0,pagg=off,tile=16", &err), 0);
+    assert_true(cfg_hash(&a) == cfg_hash(&b));
+    char *s = cfg_to_string(&a);
+    assert_string_equal(s, "compact=direct,reorder=off,tile=16,coarsen=2,lb=on,w=shmem,trav=edge,pagg=off");
+    free(s);
+}
+
+static void expect_parse_error(const char *kv, const char *want)
+{
+    cg_config c;
+    rg_err err = {{0}};
+    cfg_default(&c);
+    if (cfg_parse(&c, kv, &err) == 0) fail_msg("'%s' parsed", kv);
+    if (!strstr(err.msg, want)) fail_msg("'%s': error \"%s\" lacks \"%s\"", kv, err.msg, want);
+}
+
+static void test_key_given_twice(void **state)
+{
+    (void)state;
+    cg_config c;
+    rg_err err;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "tile=16,tile=32", &err), -1);
+    assert_string_equal(err.msg, "config: key 'tile' given twice");
+    expect_parse_error("tile=16,coarsen=1,tile=16", "config: key 'tile' given twice");
+    expect_parse_error("lb=on,launch_bounds=off", "config: key 'launch_bounds' given twice (once as 'lb')");
+    /* once per list: a second list may set the key again */
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "tile=16", &err), 0);
+    assert_int_equal(cfg_parse(&c, "tile=64", &err), 0);
+    assert_int_equal(c.tile, 64);
+}
+
+static void test_unknown_key_suggestion(void **state)
+{
+    (void)state;
+    expect_parse_error("tiel=16", "config: unknown key 'tiel' (did you mean 'tile'? known: compact, reorder, tile, "
+                                   "coarsen, lb, w, trav, pagg)");
+    expect_parse_error("launch_bound=on", "did you mean 'launch_bounds'?");
+    cg_config c;
+    rg_err err;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "colour=blue", &err), -1);
+    assert_string_equal(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg)");
+    expect_parse_error("x=1", "unknown key 'x' (known:");
+}
+
+static void test_bad_values(void **state)
+{
+    (void)state;
+    expect_parse_error("tile=48", "config: tile must be 16, 32 or 64 (got '48')");
+    expect_parse_error("compact=yes", "config: compact must be off, bsearch or direct (got 'yes')");
+    expect_parse_error("w=foo", "config: w must be shmem or reg (got 'foo')");
+    expect_parse_error("launch_bounds=2", "config: launch_bounds must be on or off (got '2')");
+    expect_parse_error("tile=", "tile must be");
+    expect_parse_error("tile", "expected KEY=VAL, got 'tile'");
+}
+
+/* Every point of the full space survives JSON and back; JSON that is not a flat config object is refused. */
+static void test_json_round_trip(void **state)
+{
+    (void)state;
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    assert_int_equal(sp_load("full", &sp, &err), 0);
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    assert_int_equal(n, 864);
+    for (int i = 0; i < n; i++) {
+        char *j = cfg_to_json(&pts[i].cfg);
+        cg_config back;
+        cfg_default(&back);
+        if (cfg_parse_json(&back, j, &err)) fail_msg("%s: %s", j, err.msg);
+        assert_true(cfg_hash(&back) == cfg_hash(&pts[i].cfg));
+        free(j);
+    }
+    free(pts);
+    const char *bad[] = {"", "[]", "{\"tile\":16", "{\"tile\":{\"x\":1}}", "{\"compact\":\"o\\\"ff\"}",
+                         "{\"tile\":16}x", "{tile:16}", "{\"tile\":16,}", "{\"w\":\"reg,tile=64\"}", NULL};
+    for (int i = 0; bad[i]; i++) {
+        cg_config c;
+        cfg_default(&c);
+        if (cfg_parse_json(&c, bad[i], &err) == 0) fail_msg("'%s' parsed", bad[i]);
+        assert_non_null(strstr(err.msg, "config: not a flat JSON object"));
+    }
+    cg_config c;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse_json(&c, " { \"tile\" : 16 , \"lb\" : true } ", &err), 0);
+    assert_int_equal(c.tile, 16);
+    assert_int_equal(c.launch_bounds, 1);
+    assert_int_equal(cfg_parse_json(&c, "{\"tile\":16,\"tile\":32}", &err), -1);
+    assert_string_equal(err.msg, "config: key 'tile' given twice");
+}
+
+/* The built-in spaces from the table are today's, line for line. */
+static void test_builtin_spaces(void **state)
+{
+    (void)state;
+    static const char *const want[2] = {
+        "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4\n"
+        "lb: off on\nw: shmem\ntrav: node edge\npagg: on\n",
+        "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4\n"
+        "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\n"};
+    const char *names[2] = {"default", "full"};
+    for (int i = 0; i < 2; i++) {
+        sp_space sp;
+        rg_err err;
+        assert_int_equal(sp_load(names[i], &sp, &err), 0);
+        char *text;
+        size_t len;
+        FILE *f = open_memstream(&text, &len);
+        sp_print(&sp, f);
+        fclose(f);
+        assert_string_equal(text, want[i]);
+        free(text);
+    }
+}
+
+/* A space file may name a key by its alias; naming it twice, either way, is refused. */
+static void test_space_alias_twice(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = tu_write_file(dir, "s.space", "launch_bounds: on\nlb: off\n");
+    sp_space sp;
+    rg_err err;
+    assert_int_equal(sp_load(path, &sp, &err), -1);
+    assert_non_null(strstr(err.msg, ":2: key 'lb' given twice"));
+    free(path);
+    path = tu_write_file(dir, "t.space", "launch_bounds: on off\n");
+    assert_int_equal(sp_load(path, &sp, &err), 0);
+    assert_string_equal(sp.dims[0].key, "lb");
+    free(path);
+    tu_rm_tree(dir);
+}
+
+/* The cost model's config features keep their names and order (the model file's coefficients). */
+static void test_feature_encoding(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile16", "tile64", "coarsen1",
+                                        "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off"};
+    assert_int_equal(CFG_NFEATURES, 11);
+    for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
+    cg_config c;
+    rg_err err;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
+    double x[CFG_NFEATURES];
+    cfg_features(&c, x);
+    static const double want[] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1};
+    for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
+    double g, t;
+    cfg_sim_factors(&c, &g, &t);
+    assert_true(g == 1 && t == 1);   /* today's keys have their effects in the simulator's own model */
+}
+
+/* Names are SQL column names in the report and KEY=VAL keys: lower-case identifiers. */
+static void test_key_names(void **state)
+{
+    (void)state;
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        assert_true(strspn(k->name, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(k->name));
+        assert_true(cfg_find_key(k->name) == k);
+        if (k->alias) assert_true(cfg_find_key(k->alias) == k);
+    }
+    assert_null(cfg_find_key("colour"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stored_variant_hashes), cmocka_unit_test(test_canonical_forms),
+        cmocka_unit_test(test_aliases),               cmocka_unit_test(test_key_given_twice),
+        cmocka_unit_test(test_unknown_key_suggestion), cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_json_round_trip),       cmocka_unit_test(test_builtin_spaces),
+        cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_feature_encoding),
+        cmocka_unit_test(test_key_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

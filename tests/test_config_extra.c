@@ -1,0 +1,137 @@
+/* A config key added through the key table alone: a second copy of the config and space modules,
+ * built with tests/config_extra_keys.def, parses, prints, validates, enumerates and encodes it. */
+#define CFG_KEYS_FILE "tests/config_extra_keys.def"
+#include "codegen/config.h"
+
+/* The test key's rule, which the table names. */
+static int cfg_rule_vec(const cg_config *c, rg_err *err)
+{
+    if (c->vec == 4 && c->tile < 32) return rg_errf(err, "invalid: vec=4 needs tile 32 or 64 (got %d)", c->tile);
+    return 0;
+}
+
+/* The modules themselves, compiled here with the extra key; nothing else of the library is linked
+ * that uses cg_config, whose layout differs from the library's. */
+#include "codegen/config.c"
+#include "explorer/space.c"
+
+#include "tests/testutil.h"
+
+#define LEGACY_DEFAULT "compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=edge,pagg=on"
+
+static void test_printed_only_when_set(void **state)
+{
+    (void)state;
+    cg_config c;
+    cfg_default(&c);
+    assert_int_equal(c.vec, 1);
+    char *s = cfg_to_string(&c), *j = cfg_to_json(&c);
+    assert_string_equal(s, LEGACY_DEFAULT);   /* so every stored variant keeps its hash */
+    assert_null(strstr(j, "vec"));
+    free(s);
+    free(j);
+    rg_err err;
+    assert_int_equal(cfg_parse(&c, "vector_width=2", &err), 0);
+    assert_int_equal(c.vec, 2);
+    s = cfg_to_string(&c);
+    j = cfg_to_json(&c);
+    assert_string_equal(s, LEGACY_DEFAULT ",vec=2");
+    assert_non_null(strstr(j, ",\"vec\":2}"));
+    cg_config back;
+    cfg_default(&back);
+    assert_int_equal(cfg_parse_json(&back, j, &err), 0);
+    assert_int_equal(back.vec, 2);
+    cfg_default(&back);
+    assert_int_equal(cfg_parse(&back, s, &err), 0);
+    assert_true(cfg_hash(&back) == cfg_hash(&c));
+    free(s);
+    free(j);
+}
+
+static void test_rejected_when_invalid(void **state)
+{
+    (void)state;
+    cg_config c;
+    rg_err err;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "vec=3", &err), -1);
+    assert_string_equal(err.msg, "config: vec must be 1, 2 or 4 (got '3')");
+    assert_int_equal(cfg_parse(&c, "vec=2,vec=4", &err), -1);
+    assert_string_equal(err.msg, "config: key 'vec' given twice");
+    assert_int_equal(cfg_parse(&c, "vex=2", &err), -1);
+    assert_non_null(strstr(err.msg, "did you mean 'vec'?"));
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, vec)"));
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "vec=4,tile=16", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_string_equal(err.msg, "invalid: vec=4 needs tile 32 or 64 (got 16)");
+    c.vec = 3;   /* set as a member, not through the parser */
+    c.tile = 32;
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "vec"));
+}
+
+/* "full" lists the key's values, "default" leaves it at its default. */
+static void test_enumerated_by_space(void **state)
+{
+    (void)state;
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    assert_int_equal(sp_load("default", &sp, &err), 0);
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    assert_int_equal(n, 216);
+    for (int i = 0; i < n; i++) assert_int_equal(pts[i].cfg.vec, 1);
+    free(pts);
+    assert_int_equal(sp_load("full", &sp, &err), 0);
+    assert_string_equal(sp.dims[sp.ndims - 1].key, "vec");
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    assert_int_equal(n, 864 * 3);
+    int seen[5] = {0}, rejected = 0;
+    for (int i = 0; i < n; i++) {
+        seen[pts[i].cfg.vec]++;
+        if (strstr(pts[i].reason, "vec=4 needs tile")) {
+            rejected++;
+            assert_int_equal(pts[i].cfg.tile, 16);
+        }
+    }
+    assert_int_equal(seen[1], 864);
+    assert_int_equal(seen[2], 864);
+    assert_int_equal(seen[4], 864);
+    assert_true(rejected > 0);
+    free(pts);
+}
+
+/* The cost model gets one more bit, the simulator the declared factors. */
+static void test_features_and_simulation(void **state)
+{
+    (void)state;
+    assert_int_equal(CFG_NFEATURES, 12);
+    assert_string_equal(cfg_feature_name(11), "vec4");
+    assert_string_equal(cfg_feature_name(10), "pagg_off");
+    cg_config c;
+    rg_err err;
+    double x[CFG_NFEATURES], g, t;
+    cfg_default(&c);
+    cfg_features(&c, x);
+    assert_true(x[11] == 0);
+    cfg_sim_factors(&c, &g, &t);
+    assert_true(g == 1 && t == 1);
+    assert_int_equal(cfg_parse(&c, "vec=4", &err), 0);
+    cfg_features(&c, x);
+    assert_true(x[11] == 1);
+    cfg_sim_factors(&c, &g, &t);
+    assert_true(g == 1 && t == 0.5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_printed_only_when_set),
+        cmocka_unit_test(test_rejected_when_invalid),
+        cmocka_unit_test(test_enumerated_by_space),
+        cmocka_unit_test(test_features_and_simulation),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
