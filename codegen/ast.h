@@ -14,9 +14,17 @@ typedef enum ast_expr_kind {
     AST_NUM, AST_STR, AST_NAME, AST_ATTR, AST_INDEX, AST_CALL, AST_BINOP, AST_NEG
 } ast_expr_kind;
 
+/* The most levels one expression may have, both as parentheses (and brackets, call
+ * arguments, unary '-') nested in the text and as operations nested in the tree (a chain
+ * a + b + c is one level per operator). The parser refuses deeper input with a located
+ * message, so that every recursive walk over an expression (the parser's own descent,
+ * elab.c's evaluation, freeing) stays a few hundred frames deep, far from the stack's end. */
+#define AST_MAX_DEPTH 256
+
 typedef struct ast_expr {
     ast_expr_kind kind;
     ast_loc loc;
+    int depth;               /* levels of this subtree, 1 for a leaf (<= AST_MAX_DEPTH) */
     double num;              /* AST_NUM */
     char *text;              /* AST_STR value, AST_NAME name, AST_ATTR attribute name */
     char op;                 /* AST_BINOP: + - * / */

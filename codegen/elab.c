@@ -704,12 +704,16 @@ static ir_opkind binop_kind(char op)
     return op == '+' ? IR_OP_ADD : op == '-' ? IR_OP_SUB : op == '*' ? IR_OP_MUL : IR_OP_DIV;
 }
 
+/* Constants fold here and become C literals of the kernels, so a fold must stay finite (an
+ * `inf` would not compile) and no divisor may fold to 0 (x / (1 - 1)); the parser already
+ * refuses literal ones. */
 static int eval_binop_values(elab *el, char op, value *in, const want *w, ast_loc loc, value *v)
 {
+    if (op == '/' && in[1].kind == VK_CONST && in[1].c == 0) return EFAIL(loc, "division by zero");
     if (in[0].kind == VK_CONST && in[1].kind == VK_CONST) {
         double a = in[0].c, b = in[1].c;
-        if (op == '/' && b == 0) return EFAIL(loc, "division by zero");
         *v = const_value(op == '+' ? a + b : op == '-' ? a - b : op == '*' ? a * b : a / b);
+        if (!isfinite(v->c)) return EFAIL(loc, "constant overflows: %g %c %g is not a finite number", a, op, b);
         return w->dst ? EFAIL(loc, "a new value needs a shape; a bare number only starts an accumulator (`= 0`)") : 0;
     }
     int heads = imax(in[0].heads, in[1].heads), dim = imax(in[0].dim, in[1].dim);
@@ -738,6 +742,7 @@ static int eval_binop(elab *el, const ast_expr *x, const want *w, value *v)
 
 static int eval(elab *el, const ast_expr *x, const want *w, value *v)
 {
+    RG_ASSERT(x->depth <= AST_MAX_DEPTH);   /* ast_parse bounds it: this recursion stays shallow */
     switch (x->kind) {
     case AST_NUM:
         *v = const_value(x->num);

@@ -3,6 +3,8 @@
 #include "codegen/ast.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,14 +114,29 @@ static int lex_string(lexer *lx, rg_err *err)
     return 0;
 }
 
+/* Whether the spelling [start, end) has a nonzero digit before its exponent. */
+static int nonzero_mantissa(const char *start, const char *end)
+{
+    for (const char *p = start; p < end && *p != 'e' && *p != 'E'; p++)
+        if (*p >= '1' && *p <= '9') return 1;
+    return 0;
+}
+
+/* Constants become C literals of the generated kernels: one that overflows a double would
+ * be emitted as `inf`, which nvcc rejects, and one that underflows would silently be 0. */
 static int lex_number(lexer *lx, rg_err *err)
 {
     int line = lx->line, col = lx->col;
     const char *start = lx->src + lx->pos;
     char *end;
+    errno = 0;
     double v = strtod(start, &end);
     if (end == start) return lex_error(lx, line, col, err, "malformed number");
     if (isalpha((unsigned char)*end) || *end == '_') return lex_error(lx, line, col, err, "malformed number");
+    if (!isfinite(v))
+        return lex_error(lx, line, col, err, "number too large: constants must be finite (at most about 1.8e308)");
+    if (errno == ERANGE && v == 0 && nonzero_mantissa(start, end))
+        return lex_error(lx, line, col, err, "number too small: it would round to 0 (at least about 2.2e-308)");
     token *t = push_tok(lx, T_NUM, line, col);
     t->num = v;
     snprintf(t->text, sizeof t->text, "%.*s", (int)(end - start) < 60 ? (int)(end - start) : 60, start);
@@ -202,6 +219,7 @@ static int lex_all(lexer *lx, rg_err *err)
 typedef struct parser {
     lexer lx;
     int pos;
+    int nest;           /* parse_expr / unary '-' calls under way: the descent's depth */
     const char *path;   /* owned by the ast_file */
     rg_err *err;
 } parser;
@@ -241,6 +259,7 @@ static ast_expr *new_expr(ast_expr_kind k, ast_loc loc)
     ast_expr *e = rg_xcalloc(1, sizeof *e);
     e->kind = k;
     e->loc = loc;
+    e->depth = 1;
     return e;
 }
 
@@ -256,6 +275,50 @@ static void free_expr(ast_expr *e)
 }
 
 static ast_expr *parse_expr(parser *ps);
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Sets n's depth from its children, which the loops of parse_binary and parse_postfix build
+ * without recursing (a + b + ... is as deep as it is long); refuses n beyond AST_MAX_DEPTH.
+ * `at` locates the operation that went too deep. Frees n on error. */
+static ast_expr *bounded(parser *ps, ast_expr *n, const token *at)
+{
+    int d = 0;
+    if (n->a) d = n->a->depth;
+    if (n->b) d = imax(d, n->b->depth);
+    for (int i = 0; i < n->nargs; i++) d = imax(d, n->args[i]->depth);
+    n->depth = d + 1;
+    if (n->depth <= AST_MAX_DEPTH) return n;
+    rg_errf(ps->err, "%s:%d:%d: expression too long: more than %d operations nested or chained in it; "
+            "split it over several statements", ps->path, at->line, at->col, AST_MAX_DEPTH);
+    free_expr(n);
+    return NULL;
+}
+
+/* Counts one level of the descent, at the first token of the sub-expression that starts
+ * it; refuses input nested beyond AST_MAX_DEPTH before the recursion into it could exhaust
+ * the stack. Balanced by leave(). */
+static int enter(parser *ps)
+{
+    if (++ps->nest <= AST_MAX_DEPTH) return 0;
+    const token *t = cur(ps);
+    return rg_errf(ps->err, "%s:%d:%d: expression nested too deeply: more than %d levels of parentheses, "
+                   "brackets, calls or unary '-'", ps->path, t->line, t->col, AST_MAX_DEPTH);
+}
+
+static void leave(parser *ps) { ps->nest--; }
+
+/* A literal 0 as written (0, 0.0, -0, (0)): dividing by it is refused at parse time. */
+static int is_literal_zero(const ast_expr *e)
+{
+    while (e->kind == AST_NEG) e = e->a;
+    return e->kind == AST_NUM && e->num == 0;
+}
+
+static int division_by_zero(parser *ps, const token *op)
+{
+    return rg_errf(ps->err, "%s:%d:%d: division by zero (the divisor is a literal 0)", ps->path, op->line, op->col);
+}
 
 static ast_expr *parse_atom(parser *ps)
 {
@@ -311,12 +374,14 @@ static ast_expr *parse_postfix(parser *ps)
             n = new_expr(AST_CALL, e->loc);
             n->a = e;
             if (parse_args(ps, n) < 0) { free_expr(n); return NULL; }
+            if (!(n = bounded(ps, n, t))) return NULL;
         } else if (is_op(t, "[")) {
             ps->pos++;
             n = new_expr(AST_INDEX, e->loc);   /* expressions are located where they start */
             n->a = e;
             n->b = parse_expr(ps);
             if (!n->b || expect_op(ps, "]", "']' closing the subscript") < 0) { free_expr(n); return NULL; }
+            if (!(n = bounded(ps, n, t))) return NULL;
         } else if (is_op(t, ".")) {
             ps->pos++;
             if (cur(ps)->kind != T_NAME) { syntax_error(ps, cur(ps), "an attribute name after '.'"); free_expr(e); return NULL; }
@@ -324,6 +389,7 @@ static ast_expr *parse_postfix(parser *ps)
             n->a = e;
             n->text = rg_xstrdup(cur(ps)->text);
             ps->pos++;
+            if (!(n = bounded(ps, n, t))) return NULL;
         } else {
             return e;
         }
@@ -335,11 +401,14 @@ static ast_expr *parse_postfix(parser *ps)
 static ast_expr *parse_unary(parser *ps)
 {
     if (is_op(cur(ps), "-")) {
-        ast_expr *n = new_expr(AST_NEG, loc_of(ps, cur(ps)));
+        token *t = cur(ps);
         ps->pos++;
+        if (enter(ps) < 0) return NULL;
+        ast_expr *n = new_expr(AST_NEG, loc_of(ps, t));
         n->a = parse_unary(ps);
+        leave(ps);
         if (!n->a) { free_expr(n); return NULL; }
-        return n;
+        return bounded(ps, n, t);
     }
     return parse_postfix(ps);
 }
@@ -357,12 +426,23 @@ static ast_expr *parse_binary(parser *ps, int level)
         n->a = l;
         n->b = level == 0 ? parse_binary(ps, 1) : parse_unary(ps);
         if (!n->b) { free_expr(n); return NULL; }
-        l = n;
+        if (n->op == '/' && is_literal_zero(n->b)) {
+            division_by_zero(ps, t);
+            free_expr(n);
+            return NULL;
+        }
+        l = bounded(ps, n, t);
     }
     return NULL;
 }
 
-static ast_expr *parse_expr(parser *ps) { return parse_binary(ps, 0); }
+static ast_expr *parse_expr(parser *ps)
+{
+    if (enter(ps) < 0) return NULL;
+    ast_expr *e = parse_binary(ps, 0);
+    leave(ps);
+    return e;
+}
 
 /* ------------------------------------------------------------------ statements */
 
@@ -537,6 +617,11 @@ static ast_stmt *parse_assign_or_expr(parser *ps, const token *start)
         s->target = lhs;
         s->assign_op = t->text[0];
         if (!(s->value = parse_expr(ps))) { free_stmt(s); return NULL; }
+        if (s->assign_op == '/' && is_literal_zero(s->value)) {
+            division_by_zero(ps, t);
+            free_stmt(s);
+            return NULL;
+        }
     } else {
         s = new_stmt(ps, AST_EXPR, start);
         s->value = lhs;

@@ -12,6 +12,12 @@ typedef struct ds_options {
     int quiet;              /* no progress lines on stderr */
 } ds_options;
 
+/* With on, a registered dataset whose counts differ from its expected statistics loads with
+ * a warning instead of failing, in every ds_open of this process: `--allow-mismatch` on any
+ * command line (taken by cli/main.c) reaches every command that loads datasets this way,
+ * sweep workers included (they are forked). */
+void ds_set_allow_mismatch(int on);
+
 /* Loaders of the registry: a loader reads the directory of one dataset. */
 typedef hg_graph *(*ds_loader_fn)(const char *dir, const char *name, rg_err *err);
 
@@ -52,7 +58,10 @@ char *ds_missing_files(const ds_entry *e, const char *dir);
 char *ds_cache_path(const char *name, const char *dir, const ds_options *opt);
 
 /* Opens "name" (registry), "synth:name", "synth:k=v,..." or a path to a dataset folder
- * whose format is recognised. Uses and refreshes the binary cache. */
+ * whose format is recognised. Uses and refreshes the binary cache. A registered dataset (or
+ * a folder named after one) whose counts differ from the registry's expected statistics is
+ * an error naming them, unless ds_set_allow_mismatch(1); it is cached only when allowed (a
+ * later ds_open without it refuses the cached graph all the same). */
 hg_graph *ds_open(const char *spec, const ds_options *opt, rg_err *err);
 
 /* `explore datasets ...` */

@@ -140,6 +140,25 @@ static char *names_blob(const hg_graph *g, uint64_t *bytes)
     return b.s;
 }
 
+/* ---- The file itself ---- */
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+           : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+           : S_ISLNK(m) ? "a symbolic link" : "not a file";
+}
+
+/* A cache is a regular file and nothing else: open() of a directory succeeds and its reads
+ * fail (it looked "truncated"), open() of a FIFO waits for a writer forever, and writing
+ * there would go through the FIFO or fail half-way. */
+static int regular_only(const char *path, const struct stat *st, rg_err *err)
+{
+    if (S_ISREG(st->st_mode)) return 0;
+    return rg_errf(err, "cache %s is %s, not a regular file (remove it to let the cache be rebuilt)", path,
+                   file_kind(st->st_mode));
+}
+
 /* ---- Writing ---- */
 
 static int write_block(FILE *f, const void *data, size_t bytes, uLong *crc)
@@ -195,12 +214,29 @@ static int write_file(FILE *f, const hg_graph *g)
  * rename is also what keeps loaded graphs safe: they map the old file, whose inode lives on
  * until they are freed, whereas rewriting a cache in place would change (or, truncated,
  * SIGBUS) the arrays under them. */
+/* The temporary file, created as a regular file: O_NOFOLLOW and O_NONBLOCK so that a
+ * link or FIFO found under its name fails at once instead of being written through. */
+static FILE *create_tmp(const char *tmp, rg_err *err)
+{
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        rg_errf(err, "cannot write cache %s: %s", tmp, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    FILE *f = regular_only(tmp, &st, err) == 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) close(fd);
+    return f;
+}
+
 int gcache_write(const char *path, const hg_graph *g, rg_err *err)
 {
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISLNK(st.st_mode) && regular_only(path, &st, err) != 0) return -1;
     char *tmp = rg_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = create_tmp(tmp, err);
     if (!f) {
-        rg_errf(err, "cannot write cache %s: %s", tmp, strerror(errno));
         free(tmp);
         return -1;
     }
@@ -273,6 +309,7 @@ static int read_header(int fd, const char *path, gc_header *h, size_t *bytes, rg
 {
     struct stat st;
     if (fstat(fd, &st) != 0) return rg_errf(err, "cannot stat cache %s: %s", path, strerror(errno));
+    if (regular_only(path, &st, err) != 0) return -1;
     if (st.st_size < (off_t)sizeof *h || pread_full(fd, h, sizeof *h, 0) != 0)
         return rg_errf(err, "%s is truncated: %lld bytes, shorter than the %zu-byte header", path,
                        (long long)st.st_size, sizeof *h);
@@ -500,9 +537,13 @@ static hg_graph *graph_of_mapping(const char *path, unsigned char *base, size_t 
     return g;
 }
 
+/* Checked with stat before opening, so that nothing is opened that is not a regular file
+ * (opening a device may act on it); O_NONBLOCK in case it became a FIFO since. */
 hg_graph *gcache_read(const char *path, rg_err *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (stat(path, &st) == 0 && regular_only(path, &st, err) != 0) return NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT) rg_errf(err, "cache %s does not exist", path);
         else rg_errf(err, "cannot open cache %s: %s", path, strerror(errno));

@@ -208,8 +208,33 @@ static void add_reverse_types(hg_builder *b)
     b->e_type.n = b->e_src.n = b->e_dst.n = 2 * ne;
 }
 
+int64_t hg_plausible_nodes(int64_t edges)
+{
+    RG_ASSERT(edges >= 0);
+    int64_t per_edge = edges > INT64_MAX / HG_PLAUSIBLE_IDS_PER_EDGE ? INT64_MAX : edges * HG_PLAUSIBLE_IDS_PER_EDGE;
+    return per_edge > HG_PLAUSIBLE_IDS_MIN ? per_edge : HG_PLAUSIBLE_IDS_MIN;
+}
+
+/* Every node type within hg_plausible_nodes of the edges read; -1 with a message naming the
+ * first that is not. */
+static int check_plausible(const hg_builder *b, rg_err *err)
+{
+    int64_t limit = hg_plausible_nodes(b->e_type.n);
+    for (int32_t t = 0; t < b->num_ntypes; t++)
+        if (b->ntype_count[t] > limit)
+            return rg_errf(err, "graph '%s': node type '%s' would have %lld nodes for %lld edges, more than "
+                           "max(2^24, %d x edges) = %lld: an id or a node count in the input must be corrupt",
+                           b->name, b->ntype_names[t], (long long)b->ntype_count[t], (long long)b->e_type.n,
+                           HG_PLAUSIBLE_IDS_PER_EDGE, (long long)limit);
+    return 0;
+}
+
 hg_graph *hgb_finish(hg_builder *b, int add_reverse, rg_err *err)
 {
+    if (check_plausible(b, err) != 0) {
+        hgb_free(b);
+        return NULL;
+    }
     if (add_reverse && b->num_etypes > 0) add_reverse_types(b);
     int64_t total_nodes = 0;
     for (int32_t t = 0; t < b->num_ntypes; t++) total_nodes += b->ntype_count[t];

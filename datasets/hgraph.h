@@ -70,7 +70,16 @@ int32_t hgb_etype(hg_builder *b, const char *rel, int32_t src_ntype, int32_t dst
 void hgb_add_edge(hg_builder *b, int32_t etype, int64_t src_local, int64_t dst_local);
 int64_t hgb_num_edges(const hg_builder *b);
 void hgb_reserve(hg_builder *b, int64_t edges);
-/* Sorts, builds CSRs and compaction maps, frees the builder. With add_reverse, every
+/* The most nodes one node type plausibly has in a graph of `edges` edges (as read, before
+ * reverse types): max(2^24, 64 x edges). No real graph comes near it (the registered sets
+ * have at most 1.9M nodes per type, at 4+ edges per node); a type-local id or a declared
+ * count beyond it comes from a corrupted file, and building that graph would allocate
+ * gigabytes for nothing (one bad id of mag_0.1 made 1.07 billion nodes, 17 GB). */
+#define HG_PLAUSIBLE_IDS_MIN ((int64_t)1 << 24)
+#define HG_PLAUSIBLE_IDS_PER_EDGE 64
+int64_t hg_plausible_nodes(int64_t edges);
+/* Sorts, builds CSRs and compaction maps, frees the builder. Refuses, before allocating
+ * anything per node, a node type larger than hg_plausible_nodes(edges). With add_reverse, every
  * edge type r gets a reverse type "rev-<rel>" with id r + R (DGL's/OGB's preprocessing).
  * Returns NULL with a message for graphs that are empty or too large. */
 hg_graph *hgb_finish(hg_builder *b, int add_reverse, rg_err *err);

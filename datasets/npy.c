@@ -384,12 +384,20 @@ static int add_coo_relation(hg_builder *b, int32_t etype, const char *path, rg_e
                      a.kind == NPY_U ? "strings" : "integers", shape);
     }
     int64_t e_count = rc ? 0 : a.shape[1];
+    /* ids are type-local: one far beyond what the file's edges make plausible is corrupt,
+     * and refusing it here names the file and the edge */
+    int64_t limit = hg_plausible_nodes(e_count);
     hgb_reserve(b, hgb_num_edges(b) + e_count);
     for (int64_t i = 0; rc == 0 && i < e_count; i++) {
         int64_t s = npy_int_at(&a, i), d = npy_int_at(&a, e_count + i);
         if (s < 0 || d < 0 || s >= INT32_MAX || d >= INT32_MAX)
             rc = rg_errf(err, "%s: edge %lld has an invalid id (%lld -> %lld)", path, (long long)i, (long long)s,
                          (long long)d);
+        else if (s >= limit || d >= limit)
+            rc = rg_errf(err, "%s: edge %lld has an implausible id (%lld -> %lld) for a file of %lld edges: ids of "
+                         "max(2^24, %d x edges) = %lld or more are taken for corruption", path, (long long)i,
+                         (long long)s, (long long)d, (long long)e_count, HG_PLAUSIBLE_IDS_PER_EDGE,
+                         (long long)limit);
         else
             hgb_add_edge(b, etype, s, d);
     }

@@ -365,21 +365,57 @@ static void store_cache(const char *path, const hg_graph *g, const ds_options *o
         progress(opt, "cached to %s", path);
 }
 
-static hg_graph *load_cached(const char *name, const char *dir, ds_loader_fn load,
+static int allow_mismatch;   /* ds_set_allow_mismatch: the whole process */
+
+void ds_set_allow_mismatch(int on) { allow_mismatch = on; }
+
+/* Counts that differ from the registry's expected statistics (0: not published) mean
+ * corrupt files or another version of the dataset: an error, or a warning when allowed.
+ * Returns 0 when the graph may be used. */
+static int check_expected(const ds_entry *e, const hg_graph *g, const char *dir, rg_err *err)
+{
+    const ds_expected *x = &e->expected;
+    const struct { const char *what; int64_t got, want; } c[] = {
+        {"node types", g->num_ntypes, x->node_types}, {"edge types", g->num_etypes, x->edge_types},
+        {"nodes", g->num_nodes, x->nodes}, {"edges", g->num_edges, x->edges},
+        {"unique (src, edge type) pairs", g->num_unique, x->unique_pairs}};
+    rg_str diff = {0};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (c[i].want && c[i].want != c[i].got)
+            rg_str_printf(&diff, "%s%lld %s (expected %lld)", diff.s ? ", " : "", (long long)c[i].got, c[i].what,
+                          (long long)c[i].want);
+    int rc = 0;
+    if (diff.s && allow_mismatch)
+        fprintf(stderr, "warning: dataset %s in %s differs from the registry: %s; used anyway (--allow-mismatch)\n",
+                e->name, dir, diff.s);
+    else if (diff.s)
+        rc = rg_errf(err, "dataset %s in %s differs from the registry: %s; its files are corrupt or another "
+                     "version (--allow-mismatch uses them anyway)", e->name, dir, diff.s);
+    rg_str_free(&diff);
+    return rc;
+}
+
+/* `expect`: the registry entry the graph must match, or NULL. A graph that does not match
+ * is never cached unless allowed, so a corrupt source leaves no cache behind. */
+static hg_graph *load_cached(const char *name, const char *dir, ds_loader_fn load, const ds_entry *expect,
                              const ds_options *opt, rg_err *err)
 {
     char *path = ds_cache_path(name, dir, opt);
     hg_graph *g = try_cache(path, opt);
+    int parsed = !g;
     if (!g) {
         progress(opt, "parsing %s from %s...", name, dir);
         double t0 = rg_now();
         g = load(dir, name, err);
-        if (g) {
+        if (g)
             progress(opt, "parsed %s in %.2f s: %d nodes, %d edges", name, rg_now() - t0,
                      g->num_nodes, g->num_edges);
-            store_cache(path, g, opt);
-        }
     }
+    if (g && expect && check_expected(expect, g, dir, err) != 0) {
+        hg_free(g);
+        g = NULL;
+    }
+    if (g && parsed) store_cache(path, g, opt);
     free(path);
     return g;
 }
@@ -403,7 +439,7 @@ static hg_graph *open_entry(const ds_entry *e, const ds_options *opt, rg_err *er
     char *missing = ds_missing_files(e, dir);
     hg_graph *g = NULL;
     if (!missing) {
-        g = load_cached(e->name, dir, e->load, opt, err);
+        g = load_cached(e->name, dir, e->load, e, opt, err);
     } else {
         const char *origin = ds_data_dir_origin(opt);
         char *what = is_dir(dir) ? rg_xasprintf("%s lacks %s", dir, missing)
@@ -498,8 +534,8 @@ static hg_graph *open_folder(const char *dir, const ds_options *opt, rg_err *err
     ds_loader_fn load = guess_loader(dir, base, err);
     const ds_entry *named = entry_named_like(base);
     /* a folder named like a registered set keeps that name (and its expected counts) */
-    const char *name = named && load == named->load ? named->name : base;
-    hg_graph *g = load ? load_cached(name, dir, load, opt, err) : NULL;
+    const ds_entry *expect = named && load == named->load ? named : NULL;
+    hg_graph *g = load ? load_cached(expect ? expect->name : base, dir, load, expect, opt, err) : NULL;
     free(base);
     return g;
 }

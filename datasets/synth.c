@@ -906,6 +906,11 @@ static int custom_profile(const spec_values *v, synth_profile *prof, char *name,
         return rg_errf(err, "edges=%lld must be even: reverse types double every edge (or give reverse=0)",
                        (long long)edges);
     int64_t forward = reverse ? edges / 2 : edges;
+    /* refused here, before the generator allocates per node; hgb_finish has the same bound */
+    if (nodes > hg_plausible_nodes(forward))
+        return rg_errf(err, "nodes=%lld for edges=%lld: more than max(2^24, %d x %lld edges) = %lld nodes would "
+                       "be almost all isolated; give fewer nodes or more edges", (long long)nodes, (long long)edges,
+                       HG_PLAUSIBLE_IDS_PER_EDGE, (long long)forward, (long long)hg_plausible_nodes(forward));
     if (forward < etypes)
         return rg_errf(err, "edges=%lld are too few for etypes=%lld relations (each needs an edge%s)",
                        (long long)edges, (long long)etypes, reverse ? " each way" : "");

@@ -165,6 +165,62 @@ static void test_truncated(void **state)
     expect_read_error(f->path, "truncated");
 }
 
+/* A FIFO test that hangs fails instead of stalling the suite. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_gcache: timed out: a cache operation blocked on a FIFO\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
+    _exit(3);
+}
+
+/* A directory where the cache file should be was reported as "truncated: 4096 bytes";
+ * it is named for what it is, and a write neither goes into it nor replaces it. */
+static void test_cache_path_is_directory(void **state)
+{
+    fixture *f = *state;
+    char *p = rg_xasprintf("%s/dir.hgc", f->dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    expect_read_error(p, "is a directory, not a regular file");
+    rg_err err;
+    assert_int_equal(gcache_write(p, f->g, &err), -1);
+    assert_non_null(strstr(err.msg, "is a directory, not a regular file"));
+    assert_int_equal(rmdir(p), 0);   /* still a directory, and still empty */
+    char *tmp = rg_xasprintf("%s.tmp.%ld", p, (long)getpid());
+    assert_false(rg_file_exists(tmp));
+    free(tmp);
+    free(p);
+}
+
+/* A FIFO there made reading wait forever for a writer; reading and writing now refuse it at
+ * once, and the FIFO is left as it was. */
+static void test_cache_path_is_fifo(void **state)
+{
+    fixture *f = *state;
+    char *p = rg_xasprintf("%s/fifo.hgc", f->dir);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    expect_read_error(p, "is a FIFO, not a regular file");
+    rg_err err;
+    assert_int_equal(gcache_write(p, f->g, &err), -1);
+    assert_non_null(strstr(err.msg, "is a FIFO, not a regular file"));
+    /* a FIFO under the temporary name is not written through either */
+    char *tmp = rg_xasprintf("%s/g2.hgc.tmp.%ld", f->dir, (long)getpid());
+    assert_int_equal(mkfifo(tmp, 0644), 0);
+    char *target = rg_xasprintf("%s/g2.hgc", f->dir);
+    assert_int_equal(gcache_write(target, f->g, &err), -1);
+    assert_false(rg_file_exists(target));
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    struct stat st;
+    assert_int_equal(stat(p, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    free(target);
+    free(tmp);
+    free(p);
+}
+
 static void test_flipped_payload_byte(void **state)
 {
     fixture *f = *state;
@@ -421,6 +477,8 @@ int main(void)
         FIXTURE_TEST(test_write_is_atomic),
         FIXTURE_TEST(test_missing_file),
         FIXTURE_TEST(test_truncated),
+        FIXTURE_TEST(test_cache_path_is_directory),
+        FIXTURE_TEST(test_cache_path_is_fifo),
         FIXTURE_TEST(test_flipped_payload_byte),
         FIXTURE_TEST(test_flipped_header_byte),
         FIXTURE_TEST(test_trailing_bytes),

@@ -98,6 +98,32 @@ static void test_empty_graph_is_an_error(void **state)
     assert_non_null(strstr(err.msg, "empty"));
 }
 
+/* Any loader: a node type far larger than its edges make plausible (a corrupted id or
+ * count) is refused by hgb_finish before anything per node is allocated. */
+static void test_implausible_node_count_is_an_error(void **state)
+{
+    (void)state;
+    hg_builder *b = hgb_new("bad");
+    int32_t t = hgb_ntype(b, "a");
+    int32_t r = hgb_etype(b, "r", t, t);
+    hgb_add_edge(b, r, 0, 1);
+    hgb_add_edge(b, r, 1, HG_PLAUSIBLE_IDS_MIN);   /* one id past the bound for 2 edges */
+    rg_err err;
+    assert_null(hgb_finish(b, 1, &err));
+    assert_non_null(strstr(err.msg, "graph 'bad': node type 'a' would have 16777217 nodes for 2 edges, more than "
+                                    "max(2^24, 64 x edges) = 16777216"));
+    /* a declared count (loaders that read one from a file) is bounded the same way */
+    b = hgb_new("declared");
+    t = hgb_ntype(b, "a");
+    r = hgb_etype(b, "r", t, t);
+    hgb_add_edge(b, r, 0, 1);
+    hgb_ntype_count_at_least(b, t, 3000000000LL);
+    assert_null(hgb_finish(b, 0, &err));
+    assert_non_null(strstr(err.msg, "must be corrupt"));
+    assert_int_equal(hg_plausible_nodes(1000000), 64000000);
+    assert_int_equal(hg_plausible_nodes(0), HG_PLAUSIBLE_IDS_MIN);
+}
+
 static void test_validate_catches_corruption(void **state)
 {
     (void)state;
@@ -118,6 +144,7 @@ int main(void)
         cmocka_unit_test(test_reverse),
         cmocka_unit_test(test_empty_graph_is_an_error),
         cmocka_unit_test(test_validate_catches_corruption),
+        cmocka_unit_test(test_implausible_node_count_is_an_error),
     };
     return cmocka_run_group_tests_name("hgraph", tests, NULL, NULL);
 }

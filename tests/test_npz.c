@@ -189,6 +189,23 @@ static void test_mag_sub_fixture(void **state)
     rm_mag_fixture(d);
 }
 
+/* One corrupted id (mag_0.1's has_coo_2.npy held 536885537) made a graph of a billion
+ * nodes; it is refused while reading, naming the file, the edge and the bound. */
+static void test_mag_sub_implausible_id(void **state)
+{
+    (void)state;
+    char *d = mag_sub_fixture();
+    rg_err err = {{0}};
+    write_npy_coo(d, "has", "<i4", 2, 2, (int64_t[]){0, 536885537, 2, 2});
+    assert_null(npy_load_mag_sub(d, "m", &err));
+    assert_non_null(strstr(err.msg, "has_coo_2.npy: edge 1 has an implausible id (536885537 -> 2) for a file of 2 "
+                                    "edges: ids of max(2^24, 64 x edges) = 16777216 or more"));
+    write_npy_coo(d, "has", "<i8", 2, 2, (int64_t[]){0, 1, 2, 1 << 24});   /* a destination too */
+    assert_null(npy_load_mag_sub(d, "m", &err));
+    assert_non_null(strstr(err.msg, "edge 1 has an implausible id (1 -> 16777216)"));
+    rm_mag_fixture(d);
+}
+
 static void test_mag_sub_real(void **state)
 {
     (void)state;
@@ -562,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_npy_headers),
         cmocka_unit_test(test_ucs4_round_trip),
         cmocka_unit_test(test_mag_sub_fixture),
+        cmocka_unit_test(test_mag_sub_implausible_id),
         cmocka_unit_test(test_mag_sub_real),
         cmocka_unit_test(test_npz_round_trip),
         cmocka_unit_test(test_npz_real_graph),

@@ -244,6 +244,91 @@ static void test_error_syntax(void **state)
     expect_error(HEADER "import nosuchlib\n", "t.rgnn:4:1:", "cannot import 'nosuchlib'");
 }
 
+/* HEADER, a node loop, and `n["h"] = ` followed by expr (at line 5, column 14). */
+static char *node_assign(const char *expr)
+{
+    return rg_xasprintf(HEADER "for n in g.nodes():\n    n[\"h\"] = %s\n", expr);
+}
+
+/* n copies of s, then tail, then n copies of close (which may be ""). */
+static char *repeat(const char *s, int n, const char *tail, const char *close)
+{
+    rg_str b = {0};
+    for (int i = 0; i < n; i++) rg_str_puts(&b, s);
+    rg_str_puts(&b, tail);
+    for (int i = 0; i < n && *close; i++) rg_str_puts(&b, close);
+    return b.s;
+}
+
+static void expect_error_owned(char *expr, const char *where, const char *what)
+{
+    char *text = node_assign(expr);
+    expect_error(text, where, what);
+    free(text);
+    free(expr);
+}
+
+/* Hostile depths used to overflow the stack (exit 139) in the parser's descent or in
+ * elab's evaluation; each is now one located error. */
+static void test_error_too_deep(void **state)
+{
+    (void)state;
+    /* the expression is level 1, so what follows the 256th '(' or '-' (column 14 + 256) is
+     * level 257: the error names where that sub-expression starts */
+    expect_error_owned(repeat("(", 100000, "n.feature", ")"), "t.rgnn:5:270:", "nested too deeply");
+    expect_error_owned(repeat("-", 200000, "n.feature", ""), "t.rgnn:5:270:", "nested too deeply");
+    /* a + chain is as deep as it is long; the 256th '+' makes 257 levels */
+    expect_error_owned(repeat("n.feature + ", 30000, "n.feature", ""), "t.rgnn:5:",
+                       "expression too long: more than 256 operations");
+    expect_error_owned(repeat("n.feature * ", 30000, "n.feature", ""), "t.rgnn:5:",
+                       "expression too long");
+    /* postfix chains build deep trees without recursing too */
+    char *chain = repeat(".src", 30000, "", "");
+    char *expr = rg_xasprintf("n%s", chain);
+    free(chain);
+    expect_error_owned(expr, "t.rgnn:5:", "expression too long");
+}
+
+/* The bounds leave room for any expression a person writes: 200 levels of parentheses, a
+ * 200-term sum and 200 signs still instantiate. */
+static void test_deep_but_bounded_expressions_load(void **state)
+{
+    (void)state;
+    char *exprs[] = {repeat("(", 200, "n.feature", ")"), repeat("n.feature + ", 199, "n.feature", ""),
+                     repeat("-", 200, "n.feature", "")};
+    for (int i = 0; i < 3; i++) {
+        char *text = node_assign(exprs[i]);
+        const char *msg = parse_error(text, &D64);
+        if (msg) fail_msg("refused: %s", msg);
+        free(text);
+        free(exprs[i]);
+    }
+}
+
+/* A constant that overflows a double was emitted as `inf` (which nvcc rejects); a literal
+ * divisor of 0 was accepted. Both are refused where they are written. */
+static void test_error_bad_constants(void **state)
+{
+    (void)state;
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = 1e999999 * n.feature\n", "t.rgnn:5:14:",
+                 "number too large: constants must be finite");
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = 1e-999999 * n.feature\n", "t.rgnn:5:14:",
+                 "number too small");
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = n.feature / 0\n", "t.rgnn:5:24:", "division by zero");
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = n.feature / -(0.0)\n", "t.rgnn:5:24:",
+                 "division by zero");
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = n.feature\n    n[\"h\"] /= 0\n", "t.rgnn:6:12:",
+                 "division by zero");
+    /* folds: an overflowing product, a divisor that folds to 0 */
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = (1e300 * 1e300) * n.feature\n", "t.rgnn:5:15:",
+                 "constant overflows");
+    expect_error(HEADER "for n in g.nodes():\n    n[\"h\"] = n.feature / (1 - 1)\n", "t.rgnn:5:14:",
+                 "division by zero");
+    /* a zero that is not a literal divisor, and tiny but representable numbers, are fine */
+    assert_null(parse_error(HEADER "for n in g.nodes():\n    n[\"h\"] = (n.feature - 0) / 1e-300\n", &D64));
+    assert_null(parse_error(HEADER "for n in g.nodes():\n    n[\"h\"] = 0.000 * n.feature + 1e308 * n.feature\n", &D64));
+}
+
 /* Every prefix of every shipped model either loads or gives a located message. */
 static void test_truncations_never_crash(void **state)
 {
@@ -287,6 +372,9 @@ int main(void)
         cmocka_unit_test(test_error_unsupported),
         cmocka_unit_test(test_error_syntax),
         cmocka_unit_test(test_truncations_never_crash),
+        cmocka_unit_test(test_error_too_deep),
+        cmocka_unit_test(test_deep_but_bounded_expressions_load),
+        cmocka_unit_test(test_error_bad_constants),
     };
     return cmocka_run_group_tests_name("parse", tests, NULL, NULL);
 }

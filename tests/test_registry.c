@@ -3,8 +3,11 @@
 #include "tests/testutil.h"
 #include "datasets/dataset.h"
 #include "datasets/loaders.h"
+#include "datasets/npy.h"
 #include "datasets/npz.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +98,22 @@ static void require_explore(void)
         printf("skip: build/explore not built (run from the repository root)\n");
         skip();
     }
+}
+
+/* The tiny OpenKE set is named fb15k237 but is not it: tests of the cache on it load it as
+ * `--allow-mismatch` does (its counts differ from the registry's). */
+static int allow_mismatch_on(void **state)
+{
+    (void)state;
+    ds_set_allow_mismatch(1);
+    return 0;
+}
+
+static int allow_mismatch_off(void **state)
+{
+    (void)state;
+    ds_set_allow_mismatch(0);
+    return 0;
 }
 
 /* ---- registry ---- */
@@ -548,8 +567,8 @@ static void test_cli_export_npz(void **state)
     require_explore();
     char *tmp = tu_tmpdir(), *cache = rg_xasprintf("%s/cache", tmp);
     free(write_tiny_openke(tmp, "fb15k237"));
-    char *args = rg_xasprintf("export fb15k --data-dir %s --cache-dir %s --out %s/g.npz 2>&1", tmp,
-                              cache, tmp);
+    char *args = rg_xasprintf("export fb15k --data-dir %s --cache-dir %s --out %s/g.npz --allow-mismatch 2>&1",
+                              tmp, cache, tmp);
     int rc;
     char *out = explore(args, &rc);
     if (rc != 0) fail_msg("%s", out);
@@ -669,6 +688,176 @@ static void test_cli_fetch_zip(void **state)
     free(src);
 }
 
+/* ---- hostile data: corrupt ids, counts that differ from the registry, odd cache files ---- */
+
+/* dir/mag_0.1: a copy of the shared mag_0.1 arrays (never written in place). */
+static char *copy_mag_sub(const char *src, const char *root)
+{
+    char *dir = rg_xasprintf("%s/mag_0.1", root);
+    char *cmd = rg_xasprintf("mkdir -p '%s' && cp '%s'/*.npy '%s'/", dir, src, dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    return dir;
+}
+
+/* Overwrites element `index` (row-major) of an integer .npy file. */
+static void set_npy_int(const char *dir, const char *file, int64_t index, int64_t value)
+{
+    char *path = rg_xasprintf("%s/%s", dir, file);
+    npy_array a;
+    rg_err err;
+    if (npy_read_file(path, &a, &err) != 0) fail_msg("%s", err.msg);
+    long at = (long)(a.data - a.buf) + (long)(a.itemsize * index);
+    int64_t size = a.itemsize;
+    npy_free(&a);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, at, SEEK_SET), 0);
+    int32_t v32 = (int32_t)value;
+    assert_int_equal(size == 4 ? fwrite(&v32, 4, 1, f) : fwrite(&value, 8, 1, f), 1);
+    fclose(f);
+    free(path);
+}
+
+/* Graph caches (*.hgc) in dir; 0 when dir does not exist. */
+static int caches_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) n += strstr(e->d_name, ".hgc") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+/* mag_0.1 with the id 536885537 found in a corrupted has_coo_2.npy: it built 1.07 billion
+ * nodes (17 GB) and was cached; now it fails while reading, and leaves no cache. A mere
+ * mismatch may be allowed, an implausible id may not. */
+static void test_corrupt_id_fails_fast(void **state)
+{
+    (void)state;
+    TU_REQUIRE_DATASET(src, "mag_0.1");
+    char *tmp = tu_tmpdir(), *cache = rg_xasprintf("%s/cache", tmp);
+    char *dir = copy_mag_sub(src, tmp);
+    set_npy_int(dir, "has_coo_2.npy", 5, 536885537);   /* row 0 is the source: a field id */
+    ds_options o = quiet_opts(tmp, cache);
+    rg_err err;
+    for (int allow = 0; allow < 2; allow++) {
+        ds_set_allow_mismatch(allow);
+        assert_null(ds_open("mag_0.1", &o, &err));
+        assert_non_null(strstr(err.msg, "has_coo_2.npy: edge 5 has an implausible id (536885537 -> "));
+        assert_non_null(strstr(err.msg, "for a file of 64620 edges: ids of max(2^24, 64 x edges) = 16777216 or more"));
+        assert_int_equal(caches_in(cache), 0);
+    }
+    ds_set_allow_mismatch(0);
+    free(dir);
+    free(cache);
+    remove_tmpdir(tmp);
+    free(src);
+}
+
+/* A plausible id that adds one field node: the counts differ from the registry, which is an
+ * error (nothing cached) unless allowed; allowed, the graph loads with a warning, and its
+ * cache is refused again without the flag. The CLI takes --allow-mismatch. */
+static void test_count_mismatch(void **state)
+{
+    (void)state;
+    require_explore();
+    TU_REQUIRE_DATASET(src, "mag_0.1");
+    char *tmp = tu_tmpdir(), *cache = rg_xasprintf("%s/cache", tmp);
+    char *dir = copy_mag_sub(src, tmp);
+    set_npy_int(dir, "has_coo_2.npy", 5, 6001);   /* fields are 0..6000 */
+    ds_options o = quiet_opts(tmp, cache);
+    rg_err err;
+    assert_null(ds_open("mag_0.1", &o, &err));
+    char *want = rg_xasprintf("dataset mag_0.1 in %s differs from the registry: 153271 nodes (expected 153270)", dir);
+    if (!strstr(err.msg, want)) fail_msg("'%s' lacks '%s'", err.msg, want);
+    assert_non_null(strstr(err.msg, "--allow-mismatch"));
+    assert_int_equal(caches_in(cache), 0);
+
+    ds_set_allow_mismatch(1);
+    hg_graph *g = ds_open("mag_0.1", &o, &err);
+    ds_set_allow_mismatch(0);
+    if (!g) fail_msg("%s", err.msg);
+    assert_int_equal(g->num_nodes, 153271);
+    hg_free(g);
+    assert_int_equal(caches_in(cache), 1);
+    assert_null(ds_open("mag_0.1", &o, &err));   /* from that cache, still refused */
+    assert_non_null(strstr(err.msg, want));
+
+    char *args = rg_xasprintf("info mag_0.1 --data-dir %s --cache-dir %s/c2 2>&1", tmp, tmp);
+    int rc;
+    char *out = explore(args, &rc);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "differs from the registry: 153271 nodes (expected 153270)"));
+    free(out);
+    free(args);
+    args = rg_xasprintf("info mag_0.1 --allow-mismatch --data-dir %s --cache-dir %s/c2 2>&1", tmp, tmp);
+    out = explore(args, &rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(out, "warning: dataset mag_0.1"));
+    assert_non_null(strstr(out, "DIFFERS from the registry's expected counts"));
+    free(out);
+    free(args);
+    free(want);
+    free(dir);
+    free(cache);
+    remove_tmpdir(tmp);
+    free(src);
+}
+
+/* The generator refuses, before allocating per node, a spec that is almost all isolated
+ * nodes: the same bound as for ids read from files. */
+static void test_synth_implausible(void **state)
+{
+    (void)state;
+    char *tmp = tu_tmpdir();
+    ds_options o = quiet_opts(tmp, tmp);
+    rg_err err;
+    assert_null(ds_open("synth:nodes=2000000000,edges=20,ntypes=1,etypes=1,ratio=0.5", &o, &err));
+    assert_non_null(strstr(err.msg, "nodes=2000000000 for edges=20: more than max(2^24, 64 x 10 edges) = 16777216"));
+    remove_tmpdir(tmp);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_registry: timed out: ds_open blocked on a FIFO\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(3);
+    _exit(3);
+}
+
+/* A FIFO or a directory where the cache file goes: ds_open parses the source as for a
+ * corrupt cache, does not hang, and leaves the FIFO or directory as it was. */
+static void test_cache_path_not_a_file(void **state)
+{
+    (void)state;
+    char *tmp = tu_tmpdir(), *cache = rg_xasprintf("%s/cache", tmp);
+    char *dir = write_tiny_openke(tmp, "kg");
+    ds_options o = quiet_opts(tmp, cache);
+    rg_err err;
+    assert_int_equal(rg_mkdir_p(cache, &err), 0);
+    char *path = ds_cache_path("kg", dir, &o);
+    for (int fifo = 1; fifo >= 0; fifo--) {
+        assert_int_equal(fifo ? mkfifo(path, 0644) : mkdir(path, 0755), 0);
+        signal(SIGALRM, on_alarm);
+        alarm(20);
+        hg_graph *g = ds_open(dir, &o, &err);
+        alarm(0);
+        signal(SIGALRM, SIG_DFL);
+        if (!g) fail_msg("%s", err.msg);
+        assert_int_equal(g->num_edges, 10);
+        hg_free(g);
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(fifo ? S_ISFIFO(st.st_mode) : S_ISDIR(st.st_mode));
+        assert_int_equal(fifo ? unlink(path) : rmdir(path), 0);   /* a directory: still empty */
+    }
+    free(path);
+    free(dir);
+    free(cache);
+    remove_tmpdir(tmp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -677,19 +866,23 @@ int main(void)
         cmocka_unit_test(test_data_dir_choice),
         cmocka_unit_test(test_missing_files_message),
         cmocka_unit_test(test_cache_roundtrip_aifb),
-        cmocka_unit_test(test_corrupt_cache_is_rebuilt),
-        cmocka_unit_test(test_old_format_cache_is_rebuilt),
-        cmocka_unit_test(test_changed_source_invalidates),
+        cmocka_unit_test_setup_teardown(test_corrupt_cache_is_rebuilt, allow_mismatch_on, allow_mismatch_off),
+        cmocka_unit_test_setup_teardown(test_old_format_cache_is_rebuilt, allow_mismatch_on, allow_mismatch_off),
+        cmocka_unit_test_setup_teardown(test_changed_source_invalidates, allow_mismatch_on, allow_mismatch_off),
         cmocka_unit_test(test_folder_paths),
         cmocka_unit_test(test_synth_cached),
         cmocka_unit_test(test_cli_info_json_fb15k237),
         cmocka_unit_test(test_cli_info_json_mag_sub),
         cmocka_unit_test(test_cli_missing_data_dir),
         cmocka_unit_test(test_cli_list_and_help),
-        cmocka_unit_test(test_cli_export_npz),
+        cmocka_unit_test_setup_teardown(test_cli_export_npz, allow_mismatch_on, allow_mismatch_off),
         cmocka_unit_test(test_cli_fetch_offline_fails_cleanly),
         cmocka_unit_test(test_cli_fetch_files),
         cmocka_unit_test(test_cli_fetch_zip),
+        cmocka_unit_test(test_corrupt_id_fails_fast),
+        cmocka_unit_test(test_count_mismatch),
+        cmocka_unit_test(test_synth_implausible),
+        cmocka_unit_test(test_cache_path_not_a_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
