@@ -4,7 +4,9 @@
 #include <string.h>
 #include "results/store.h"
 #include "datasets/dataset.h"
+#include "cli/dscli.h"
 #include "cli/ircli.h"
+#include "cli/rscli.h"
 #include "cli/blcli.h"
 #include "cli/runcli.h"
 #include "measure/backend.h"

@@ -1,5 +1,6 @@
 /* `explore export`, `explore merge` and `explore compare`: command-line front ends of the
  * results store (option parsing, help texts, atomic output files, human-readable tables). */
+#include "cli/rscli.h"
 #include "cli/problem.h"
 #include "results/store.h"
 

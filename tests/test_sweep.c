@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
+#include "cli/rscli.h"
 #include "cli/sweepcli.h"
 #include "explorer/costmodel.h"
 #include "runtime/rt.h"
