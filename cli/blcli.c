@@ -7,7 +7,8 @@
 #include "codegen/pipeline.h"
 #include "common/json.h"
 #include "datasets/dataset.h"
-#include "cli/runcli.h"
+#include "cli/problem.h"
+#include "common/git.h"
 #include "runtime/memplan.h"
 #include "runtime/rt.h"
 #include "results/store.h"
@@ -17,90 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EXIT_FAIL = 1, EXIT_USAGE = 2 };
-
-/* ------------------------------------------------------------ arguments ---- */
-
-typedef struct opt {
-    const char *name;          /* without "--" */
-    const char **value;        /* NULL for a flag */
-    int *flag;
-} opt;
-
-/* --name VALUE, --name=VALUE and flags; other words go to pos (at most maxpos).
- * Returns 0, 1 for --help, or EXIT_USAGE after saying why. */
-static int parse(const char *cmd, int argc, char **argv, const opt *opts, int nopts, const char **pos, int maxpos,
-                 int *npos)
-{
-    *npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
-        if (strncmp(a, "--", 2)) {
-            if (*npos == maxpos) {
-                fprintf(stderr, "explore %s: unexpected argument '%s' (see --help)\n", cmd, a);
-                return EXIT_USAGE;
-            }
-            pos[(*npos)++] = a;
-            continue;
-        }
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        const opt *o = NULL;
-        for (int k = 0; k < nopts && !o; k++)
-            if (strlen(opts[k].name) == len && !strncmp(a + 2, opts[k].name, len)) o = &opts[k];
-        if (!o) {
-            fprintf(stderr, "explore %s: unknown option '%s' (see --help)\n", cmd, a);
-            return EXIT_USAGE;
-        }
-        if (o->flag) {
-            *o->flag = 1;
-        } else if (eq) {
-            *o->value = eq + 1;
-        } else if (i + 1 < argc) {
-            *o->value = argv[++i];
-        } else {
-            fprintf(stderr, "explore %s: --%s needs a value\n", cmd, o->name);
-            return EXIT_USAGE;
-        }
-    }
-    return 0;
-}
-
-static int int_arg(const char *flag, const char *v, int lo, int hi, int *out, rg_err *err)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi)
-        return rg_errf(err, "--%s expects an integer in [%d, %d], got '%s'", flag, lo, hi, v);
-    *out = (int)x;
-    return 0;
-}
-
-static void git_commit(char *out, size_t cap)
-{
-    snprintf(out, cap, "unknown");
-    FILE *f = popen("git rev-parse HEAD 2>/dev/null", "r");
-    if (!f) return;
-    char line[128] = "";
-    if (fgets(line, sizeof line, f)) {
-        size_t n = strspn(line, "0123456789abcdef");
-        if (n >= 7 && (line[n] == '\n' || line[n] == 0)) snprintf(out, cap, "%.*s", (int)n, line);
-    }
-    pclose(f);
-}
-
-static char *joined_command(int argc, char **argv)
-{
-    rg_str b = {0};
-    rg_str_puts(&b, "explore");
-    for (int i = 0; i < argc; i++) rg_str_printf(&b, " %s", argv[i]);
-    return b.s;
-}
+enum { EXIT_FAIL = 1 };
 
 /* --------------------------------------------------------------- import ---- */
 
-static const char IMPORT_HELP[] =
+static const char IMPORT_USAGE[] =
     "usage: explore import CSV [--db PATH] [--commit C]\n"
     "\n"
     "Loads baseline measurements (the CSV baselines/pyg_bench.py writes) into the results store,\n"
@@ -109,31 +31,30 @@ static const char IMPORT_HELP[] =
     "dim_in, dim_out, min_ms, max_ms, stddev_ms, repeats, peak_mem_bytes, gpu, sm,\n"
     "torch_version, pyg_version, cuda_version, error (optional). Every row is checked before\n"
     "anything is written.\n"
-    "\n"
-    "  --db PATH     results database (default " RS_DEFAULT_DB ")\n"
-    "  --commit C    code version to record (default: git rev-parse HEAD)\n";
+    "\n";
 
 int blcli_import_main(int argc, char **argv)
 {
-    const char *db = RS_DEFAULT_DB, *commit = NULL, *pos[1];
-    int npos;
-    opt opts[] = {{"db", &db, NULL}, {"commit", &commit, NULL}};
-    int rc = parse("import", argc, argv, opts, 2, pos, 1, &npos);
-    if (rc == 1) fputs(IMPORT_HELP, stdout);
-    if (rc) return rc == 1 ? 0 : rc;
-    if (npos != 1) {
-        fprintf(stderr, "explore import: give the CSV file to import (see --help)\n");
-        return EXIT_USAGE;
-    }
+    cp_problem p;
+    cp_init(&p);
+    const char *commit = NULL, *pos[1];
+    ro_cmd c;
+    ro_init(&c, "explore import", IMPORT_USAGE, NULL);
+    cp_add_options(&c, &p, CP_DB);
+    ro_add(&c, (ro_opt){.name = "commit", .arg = "C", .kind = RO_STR, .dst = &commit, .help = "code version to record (default: git rev-parse HEAD)"});
+    ro_positional(&c, pos, 1);
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    if (c.npos != 1) return ro_bad(c.name, "give the CSV file to import (see --help)");
     char head[64];
-    if (!commit) git_commit(head, sizeof head), commit = head;
+    if (!commit) git_head_commit(head, sizeof head), commit = head;
     rg_err err;
-    rs_store *s = rs_open(db, &err);
+    rs_store *s = rs_open(p.db, &err);
     if (!s) {
         fprintf(stderr, "explore import: %s\n", err.msg);
         return EXIT_FAIL;
     }
-    char *cmdline = joined_command(argc, argv);
+    char *cmdline = cp_command_line(argc, argv);
     bim_stats st;
     rc = bim_import_csv(s, pos[0], commit, cmdline, &st, &err);
     free(cmdline);
@@ -143,14 +64,14 @@ int blcli_import_main(int argc, char **argv)
         return EXIT_FAIL;
     }
     printf("imported %lld measurements from %s into %s (run %lld): %lld ok, %lld out of memory, %lld failed\n",
-           (long long)st.rows, pos[0], db, (long long)st.run_id, (long long)st.ok, (long long)st.oom,
+           (long long)st.rows, pos[0], p.db, (long long)st.run_id, (long long)st.ok, (long long)st.oom,
            (long long)st.failed);
     return 0;
 }
 
 /* ------------------------------------------------------ compare-baselines ---- */
 
-static const char COMPARE_HELP[] =
+static const char COMPARE_USAGE[] =
     "usage: explore compare-baselines [--db PATH] [--model M] [--task T] [--dataset D] [--dims N]\n"
     "                                 [--gpu NAME]\n"
     "\n"
@@ -158,28 +79,24 @@ static const char COMPARE_HELP[] =
     "generated variant against the best attempt of each baseline (system and layer: pyg\n"
     "RGCNConv, cublas-seg RGCN, ...), the speed-ups (baseline time / generated time), OOMs and\n"
     "failures, and the best baseline. Markdown tables, one per GPU, model and task.\n"
-    "\n"
-    "  --db PATH     results database (default " RS_DEFAULT_DB ")\n"
-    "  --model M     rgcn, rgat, hgt ...      --task T   infer or train\n"
-    "  --dataset D   one dataset              --dims N   input = output dims (e.g. 64)\n"
-    "  --gpu NAME    a substring of the device (e.g. H100)\n";
+    "\n";
 
 int blcli_compare_main(int argc, char **argv)
 {
-    const char *db = RS_DEFAULT_DB, *dims = NULL, *pos[1];
+    cp_problem p;
+    cp_init(&p);
+    p.task = NULL;   /* filters: all when not given */
     bcmp_filter f = {0};
-    int npos;
-    opt opts[] = {{"db", &db, NULL},        {"model", &f.model, NULL}, {"task", &f.task, NULL},
-                  {"dataset", &f.dataset, NULL}, {"dims", &dims, NULL}, {"gpu", &f.gpu, NULL}};
-    int rc = parse("compare-baselines", argc, argv, opts, 6, pos, 0, &npos);
-    if (rc == 1) fputs(COMPARE_HELP, stdout);
-    if (rc) return rc == 1 ? 0 : rc;
+    ro_cmd c;
+    ro_init(&c, "explore compare-baselines", COMPARE_USAGE, NULL);
+    cp_add_options(&c, &p, CP_DB | CP_MODEL | CP_TASK | CP_DATASET);
+    ro_add(&c, (ro_opt){.name = "dims", .arg = "N", .kind = RO_INT, .dst = &f.dims, .help = "input = output dims (e.g. 64)", .lo = 1, .hi = RO_MAX_DIM});
+    ro_add(&c, (ro_opt){.name = "gpu", .arg = "NAME", .kind = RO_STR, .dst = &f.gpu, .help = "a substring of the device (e.g. H100)"});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    f.model = p.model, f.task = p.task, f.dataset = p.dataset;
+    const char *db = p.db;
     rg_err err;
-    const char *task;
-    if ((dims && int_arg("dims", dims, 1, 65536, &f.dims, &err)) || (f.task && pl_parse_task(f.task, &task, &err))) {
-        fprintf(stderr, "explore compare-baselines: %s\n", err.msg);
-        return EXIT_USAGE;
-    }
     rs_store *s = rs_open_existing(db, &err);
     if (!s) {
         fprintf(stderr, "explore compare-baselines: %s\n", err.msg);
@@ -199,7 +116,7 @@ int blcli_compare_main(int argc, char **argv)
 
 /* -------------------------------------------------------------- baselines ---- */
 
-static const char BASELINES_HELP[] =
+static const char BASELINES_USAGE[] =
     "usage: explore baselines --model M[,M...] --dataset D [--style seg|bmm|grouped|all] [--db PATH]\n"
     "                         [--dims IN,OUT] [--heads H] [--mem-limit BYTES] [--repeats N]\n"
     "                         [--warmup N] [--data-dir DIR] [--validate-only] [--no-record]\n"
@@ -213,37 +130,28 @@ static const char BASELINES_HELP[] =
     "as the generated variants), then timed (CUPTI: sum of kernel times per run, median of the\n"
     "repeats after warm-up), and recorded as system cublas-<style>, layer RGCN/RGAT/HGT.\n"
     "Training is not implemented for these baselines: PyG's layers (pyg_bench.py) cover it.\n"
-    "\n"
-    "  --model M      rgcn, rgat, hgt, a comma-separated list, or all\n"
-    "  --dataset D    a registered name, synth:..., or a folder\n"
-    "  --style S      seg, bmm, grouped or all (default all)\n"
-    "  --dims IN,OUT  default 64,64        --heads H   default 1\n"
-    "  --mem-limit B  e.g. 24GB: tensors beyond it are an out-of-memory result (bmm)\n"
-    "  --repeats N    default 10           --warmup N  default 3\n"
-    "  --db PATH      results database (default " RS_DEFAULT_DB ")\n"
-    "  --no-record    print only           --validate-only  no timing (and no record)\n";
+    "--model takes rgcn, rgat, hgt, a comma-separated list, or all.\n"
+    "\n";
 
 typedef struct bl_args {
-    const char *models, *dataset, *style, *db, *dims, *heads, *mem, *repeats, *warmup, *data_dir, *task;
+    cp_problem p;
+    const char *style;
     int validate_only, no_record;
 } bl_args;
 
-static int parse_baselines(int argc, char **argv, bl_args *a)
+/* -1 to go on; else the exit status. */
+static int parse_baselines(int argc, char **argv, bl_args *a, ro_cmd *c)
 {
     memset(a, 0, sizeof *a);
-    a->style = "all", a->db = RS_DEFAULT_DB, a->task = "infer";
-    const char *pos[1];
-    int npos;
-    opt opts[] = {
-        {"model", &a->models, NULL},   {"dataset", &a->dataset, NULL},  {"style", &a->style, NULL},
-        {"db", &a->db, NULL},          {"dims", &a->dims, NULL},        {"heads", &a->heads, NULL},
-        {"mem-limit", &a->mem, NULL},  {"repeats", &a->repeats, NULL},  {"warmup", &a->warmup, NULL},
-        {"data-dir", &a->data_dir, NULL}, {"task", &a->task, NULL},
-        {"validate-only", NULL, &a->validate_only}, {"no-record", NULL, &a->no_record},
-    };
-    int rc = parse("baselines", argc, argv, opts, (int)(sizeof opts / sizeof *opts), pos, 0, &npos);
-    if (rc == 1) fputs(BASELINES_HELP, stdout);
-    return rc;
+    cp_init(&a->p);
+    a->style = "all";
+    ro_init(c, "explore baselines", BASELINES_USAGE, NULL);
+    cp_add_options(c, &a->p, CP_PROBLEM | CP_DB | CP_MEM_LIMIT | CP_REPEATS);
+    ro_add(c, (ro_opt){.name = "style", .arg = "S", .kind = RO_STR, .dst = &a->style, .help = "seg, bmm, grouped or all (default all)"});
+    ro_add(c, (ro_opt){.name = "validate-only", .arg = NULL, .kind = RO_FLAG, .dst = &a->validate_only, .help = "no timing (and no record)"});
+    ro_add(c, (ro_opt){.name = "no-record", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_record, .help = "print only"});
+    int rc = ro_parse(c, argc, argv);
+    return rc ? ro_exit(rc) : -1;
 }
 
 typedef struct bl_session {
@@ -328,15 +236,15 @@ static int measure_model(bl_session *ss, const char *model, const hg_graph *g, c
 static int open_session(bl_session *ss, const bl_args *a, const krt_device *dev, const char *dataset,
                         const hg_stats *stats, int argc, char **argv, rg_err *err)
 {
-    ss->store = rs_open(a->db, err);
+    ss->store = rs_open(a->p.db, err);
     if (!ss->store) return -1;
     char commit[64], driver[32], cuda[32], cupti[32] = "unknown";
-    git_commit(commit, sizeof commit);
+    git_head_commit(commit, sizeof commit);
     snprintf(driver, sizeof driver, "%d.%d", dev->driver_version / 1000, (dev->driver_version % 1000) / 10);
     snprintf(cuda, sizeof cuda, "%d.%d", dev->runtime_version / 1000, (dev->runtime_version % 1000) / 10);
     uint32_t cv = 0;
     if (cuptiGetVersion(&cv) == CUPTI_SUCCESS) snprintf(cupti, sizeof cupti, "%u", cv);
-    char *cmdline = joined_command(argc, argv);
+    char *cmdline = cp_command_line(argc, argv);
     rs_run_info info = {.commit = commit, .gpu_name = dev->name, .sm = dev->sm, .driver_version = driver,
                         .cuda_version = cuda, .cupti_version = cupti, .command_line = cmdline};
     ss->run_id = rs_begin_run(ss->store, &info, err);
@@ -348,25 +256,21 @@ static int open_session(bl_session *ss, const bl_args *a, const krt_device *dev,
 }
 
 /* Options into dims and bl_options; messages for bad values. */
-static int check_args(const bl_args *a, ir_dims *d, bl_options *o, rg_err *err)
+static int check_args(const ro_cmd *c, const bl_args *a, ir_dims *d, bl_options *o, rg_err *err)
 {
     memset(o, 0, sizeof *o);
-    *d = (ir_dims){64, 64, 1};
-    if (!a->models || !a->dataset) return rg_errf(err, "--model and --dataset are required (see --help)");
-    const char *task;
-    if (pl_parse_task(a->task, &task, err)) return -1;
-    if (strcmp(task, "infer"))
+    *d = (ir_dims){a->p.dims[0], a->p.dims[1], a->p.heads};
+    if (!a->p.model || !a->p.dataset) return rg_errf(err, "--model and --dataset are required (see --help)");
+    if (strcmp(a->p.task, "infer"))
         return rg_errf(err, "the cuBLAS baselines are inference-only; PyG's layers (baselines/pyg_bench.py) "
                             "cover training");
     bl_style st;
     if (strcmp(a->style, "all") && bl_style_parse(a->style, &st, err)) return -1;
-    if (a->dims && xr_parse_dims(a->dims, &d->in_dim, &d->out_dim, err)) return -1;
-    if (a->heads && int_arg("heads", a->heads, 1, 64, &d->heads, err)) return -1;
-    if (d->out_dim % d->heads) return rg_errf(err, "--heads %d does not divide the output dim %d", d->heads, d->out_dim);
-    if (a->mem && mp_parse_bytes(a->mem, &o->mem_limit, err)) return -1;
-    if (a->repeats && int_arg("repeats", a->repeats, 1, 100000, &o->repeats, err)) return -1;
-    if (a->warmup && int_arg("warmup", a->warmup, 0, 100000, &o->warmup, err)) return -1;
-    if (a->warmup && o->warmup == 0) o->warmup = -1;   /* bl_options: 0 is the default, negative none */
+    if (cp_check(&a->p, err)) return -1;
+    o->mem_limit = a->p.mem_limit;
+    /* bl_options: 0 is the default, so only what was given is passed on (warm-up 0: negative, none) */
+    if (ro_given(c, "repeats")) o->repeats = a->p.repeats;
+    if (ro_given(c, "warmup")) o->warmup = a->p.warmup ? a->p.warmup : -1;
     o->validate_only = a->validate_only;
     return 0;
 }
@@ -394,41 +298,40 @@ static int split_models(const char *arg, char names[3][8], int *n, rg_err *err)
 int blcli_baselines_main(int argc, char **argv)
 {
     bl_args a;
-    int rc = parse_baselines(argc, argv, &a);
-    if (rc) return rc == 1 ? 0 : rc;
+    ro_cmd c;
+    int rc = parse_baselines(argc, argv, &a, &c);
+    if (rc >= 0) return rc;
     rg_err err;
     ir_dims d;
     bl_options o;
     char models[3][8];
     int nmodels;
-    if (check_args(&a, &d, &o, &err) || split_models(a.models, models, &nmodels, &err)) {
-        fprintf(stderr, "explore baselines: %s\n", err.msg);
-        return EXIT_USAGE;
-    }
+    if (check_args(&c, &a, &d, &o, &err) || split_models(a.p.model, models, &nmodels, &err))
+        return ro_fail(c.name, &err);
     krt_device dev;
     if (krt_init(0, &dev, &err)) {
         fprintf(stderr, "explore baselines: %s\n", err.msg);
         return EXIT_FAIL;
     }
-    ds_options dso = {.data_dir = a.data_dir};
-    hg_graph *g = ds_open(a.dataset, &dso, &err);
+    ds_options dso = {.data_dir = a.p.data_dir};
+    hg_graph *g = ds_open(a.p.dataset, &dso, &err);
     if (!g) {
         fprintf(stderr, "explore baselines: %s\n", err.msg);
         return EXIT_FAIL;
     }
     hg_stats stats;
     hg_stats_compute(g, &stats);
-    printf("%s on %s: %lld nodes, %lld edges, %d relations; dims %d,%d, heads %d\n", a.dataset, dev.name,
+    printf("%s on %s: %lld nodes, %lld edges, %d relations; dims %d,%d, heads %d\n", a.p.dataset, dev.name,
            (long long)stats.nodes, (long long)stats.edges, stats.edge_types, d.in_dim, d.out_dim, d.heads);
     bl_session ss = {0};
     int record = !a.no_record && !a.validate_only;
-    rc = record ? open_session(&ss, &a, &dev, a.dataset, &stats, argc, argv, &err) : 0;
+    rc = record ? open_session(&ss, &a, &dev, a.p.dataset, &stats, argc, argv, &err) : 0;
     for (int i = 0; i < nmodels && !rc; i++) rc = measure_model(&ss, models[i], g, &d, &a, &o, &err);
     if (rc) fprintf(stderr, "explore baselines: %s\n", err.msg);
     if (ss.store) {
         rg_err ferr;
         if (ss.run_id > 0) rs_finish_run(ss.store, ss.run_id, rc ? RS_RUN_FAILED : RS_RUN_FINISHED, &ferr);
-        if (!rc) printf("recorded in %s (run %lld)\n", a.db, (long long)ss.run_id);
+        if (!rc) printf("recorded in %s (run %lld)\n", a.p.db, (long long)ss.run_id);
         rs_close(ss.store);
     }
     free(ss.device_key);

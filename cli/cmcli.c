@@ -4,43 +4,11 @@
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "explorer/costmodel.h"
-#include "cli/runcli.h"
+#include "cli/problem.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int want_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
-    return 0;
-}
-
-static int parse_int(const char *flag, const char *v, int lo, int hi, int *out, rg_err *err)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || x < lo || x > hi) return rg_errf(err, "%s expects an integer in [%d, %d], got '%s'", flag, lo, hi, v);
-    *out = (int)x;
-    return 0;
-}
-
-static int parse_real(const char *flag, const char *v, double lo, double hi, double *out, rg_err *err)
-{
-    char *end;
-    double x = strtod(v, &end);
-    if (!*v || *end || !(x >= lo && x <= hi))
-        return rg_errf(err, "%s expects a number in [%g, %g], got '%s'", flag, lo, hi, v);
-    *out = x;
-    return 0;
-}
-
-static const char *canonical_task(const char *task, rg_err *err)
-{
-    const char *canon;
-    return pl_parse_task(task, &canon, err) ? NULL : canon;
-}
 
 static void dims_text(const cm_problem *p, char *out, size_t cap)
 {
@@ -51,68 +19,59 @@ static void dims_text(const cm_problem *p, char *out, size_t cap)
 /* ================================================================ explore fit ==== */
 
 typedef struct fit_args {
-    const char *db, *out, *model, *task, *device;
+    cp_problem p;            /* --db, and --model/--task as filters */
+    const char *out, *device;
     cm_fit_options opt;
     int no_eval, no_store, verbose;
 } fit_args;
 
-static void usage_fit(FILE *f)
-{
-    fprintf(f,
-            "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
-            "                   [--top K | --top-frac F] [--lambda L] [--weight-tau T]\n"
-            "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--no-store] [--verbose]\n"
-            "Fits the cost models on the ok measurements of the results store (one section per model and\n"
-            "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
-            "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
-            "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
-            "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
-            "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
-            "the Spearman rank correlation of predicted and measured times. Each measured config's\n"
-            "leave-one-dataset-out prediction is stored back as its metric predicted_ms (replacing the\n"
-            "previous fit's), which `explore report` draws against the measured times.\n"
-            "  --db       results database (default %s)\n"
-            "  --out      model file (default %s)\n"
-            "  --device   device key, when the database holds several devices\n"
-            "  --top K    measure-K in the table (default: 10%% of each dataset's configs, --top-frac)\n"
-            "  --lambda   ridge parameter (relative, standardized features); default: chosen by inner\n"
-            "             leave-one-dataset-out\n"
-            "  --weight-tau  rows of the ranking fit weigh e^-(log time - log best)/T, so that it\n"
-            "             learns the order of the fast configs (default %g; 0: every row alike)\n"
-            "  --bw, --peak  device constants of the analytic model (default H100: %.3g B/s, %.3g FLOP/s)\n"
-            "  --no-eval  only fit and write the model (nothing is stored)\n"
-            "  --no-store evaluate, but leave the results database unchanged\n"
-            "  --verbose  also print the picked, oracle and fixed configs of every row\n",
-            RS_DEFAULT_DB, CM_DEFAULT_FILE, CM_WEIGHT_TAU, CM_DEFAULT_BW, CM_DEFAULT_PEAK);
-}
+static const char FIT_USAGE[] =
+    "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
+    "                   [--top K | --top-frac F] [--lambda L] [--weight-tau T]\n"
+    "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--no-store] [--verbose]\n"
+    "Fits the cost models on the ok measurements of the results store (one section per model and\n"
+    "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
+    "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
+    "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
+    "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
+    "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
+    "the Spearman rank correlation of predicted and measured times. Each measured config's\n"
+    "leave-one-dataset-out prediction is stored back as its metric predicted_ms (replacing the\n"
+    "previous fit's), which `explore report` draws against the measured times.\n";
 
-static int parse_fit(int argc, char **argv, fit_args *a, rg_err *err)
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* -1 to go on; else the exit status. */
+static int parse_fit(int argc, char **argv, fit_args *a)
 {
     memset(a, 0, sizeof *a);
-    a->db = RS_DEFAULT_DB;
+    cp_init(&a->p);
+    a->p.task = NULL;   /* a filter here: every task */
     a->out = CM_DEFAULT_FILE;
     cm_fit_options_default(&a->opt);
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(o, "--no-eval")) { a->no_eval = 1; continue; }
-        if (!strcmp(o, "--no-store")) { a->no_store = 1; continue; }
-        if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) { a->verbose = 1; continue; }
-        if (!v) return rg_errf(err, "%s needs a value (see --help)", o);
-        if (!strcmp(o, "--db")) a->db = v;
-        else if (!strcmp(o, "--out")) a->out = v;
-        else if (!strcmp(o, "--model")) a->model = v;
-        else if (!strcmp(o, "--task")) { if (!(a->task = canonical_task(v, err))) return -1; }
-        else if (!strcmp(o, "--device")) a->device = v;
-        else if (!strcmp(o, "--top")) { if (parse_int(o, v, 1, 1000000, &a->opt.top_k, err)) return -1; }
-        else if (!strcmp(o, "--top-frac")) { if (parse_real(o, v, 1e-6, 1, &a->opt.top_frac, err)) return -1; }
-        else if (!strcmp(o, "--lambda")) { if (parse_real(o, v, 0, 1e6, &a->opt.lambda, err)) return -1; }
-        else if (!strcmp(o, "--weight-tau")) { if (parse_real(o, v, 0, 100, &a->opt.weight_tau, err)) return -1; }
-        else if (!strcmp(o, "--bw")) { if (parse_real(o, v, 1e6, 1e16, &a->opt.bw, err)) return -1; }
-        else if (!strcmp(o, "--peak")) { if (parse_real(o, v, 1e6, 1e18, &a->opt.peak, err)) return -1; }
-        else return rg_errf(err, "unknown option '%s' (see --help)", o);
-        i++;
-    }
-    return 0;
+    ro_cmd c;
+    ro_init(&c, "explore fit", FIT_USAGE, NULL);
+    cp_add_options(&c, &a->p, CP_DB);
+    ro_add(&c, (ro_opt){.name = "out", .arg = "FILE", .kind = RO_STR, .dst = &a->out, .help = "model file (default " CM_DEFAULT_FILE ")"});
+    cp_add_options(&c, &a->p, CP_MODEL | CP_TASK);
+    ro_add(&c, (ro_opt){.name = "device", .arg = "KEY", .kind = RO_STR, .dst = &a->device, .help = "device key, when the database holds several devices"});
+    ro_add(&c, (ro_opt){.name = "top", .arg = "K", .kind = RO_INT, .dst = &a->opt.top_k,
+                        .help = "measure-K in the table (default: 10% of each dataset's configs, --top-frac)", .lo = 1, .hi = 1000000});
+    ro_add(&c, (ro_opt){.name = "top-frac", .arg = "F", .kind = RO_REAL, .dst = &a->opt.top_frac, .help = "K as a fraction of each dataset's configs", .lo = 1e-6, .hi = 1});
+    ro_add(&c, (ro_opt){.name = "lambda", .arg = "L", .kind = RO_REAL, .dst = &a->opt.lambda,
+                        .help = "ridge parameter (relative, standardized features); default: chosen by inner\n"
+                        "leave-one-dataset-out", .lo = 0, .hi = 1e6});
+    ro_add(&c, (ro_opt){.name = "weight-tau", .arg = "T", .kind = RO_REAL, .dst = &a->opt.weight_tau,
+                        .help = "rows of the ranking fit weigh e^-(log time - log best)/T, so that it\n"
+                        "learns the order of the fast configs (default " STR(CM_WEIGHT_TAU) "; 0: every row alike)", .lo = 0, .hi = 100});
+    ro_add(&c, (ro_opt){.name = "bw", .arg = "BYTES_PER_S", .kind = RO_REAL, .dst = &a->opt.bw, .help = "device bandwidth of the analytic model (default H100: " STR(CM_DEFAULT_BW) " B/s)", .lo = 1e6, .hi = 1e16});
+    ro_add(&c, (ro_opt){.name = "peak", .arg = "FLOPS", .kind = RO_REAL, .dst = &a->opt.peak, .help = "device FLOP/s of the analytic model (default H100: " STR(CM_DEFAULT_PEAK) ")", .lo = 1e6, .hi = 1e18});
+    ro_add(&c, (ro_opt){.name = "no-eval", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_eval, .help = "only fit and write the model (nothing is stored)"});
+    ro_add(&c, (ro_opt){.name = "no-store", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_store, .help = "evaluate, but leave the results database unchanged"});
+    ro_add(&c, (ro_opt){.name = "verbose", .arg = NULL, .kind = RO_FLAG, .dst = &a->verbose, .help = "also print the picked, oracle and fixed configs of every row"});
+    int rc = ro_parse(&c, argc, argv);
+    return rc ? ro_exit(rc) : -1;
 }
 
 static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
@@ -183,11 +142,11 @@ static int store_predictions(const fit_args *a, const cm_set *s, const cm_eval *
             ids[n] = s->samples[i].measurement_id;
             vals[n++] = e->sample_pred[i];
         }
-    rs_filter scope = {.device_key = s->device, .model = a->model, .task = a->task, .system = "generated"};
-    rs_store *st = rs_open_existing(a->db, err);
+    rs_filter scope = {.device_key = s->device, .model = a->p.model, .task = a->p.task, .system = "generated"};
+    rs_store *st = rs_open_existing(a->p.db, err);
     int rc = st ? rs_set_metric(st, "predicted_ms", "ms", &scope, ids, vals, n, err) : -1;
     if (st) rs_close(st);
-    if (!rc) printf("stored %zu leave-one-dataset-out predictions as metric predicted_ms in %s\n", n, a->db);
+    if (!rc) printf("stored %zu leave-one-dataset-out predictions as metric predicted_ms in %s\n", n, a->p.db);
     free(ids);
     free(vals);
     return rc;
@@ -195,19 +154,13 @@ static int store_predictions(const fit_args *a, const cm_set *s, const cm_eval *
 
 int cm_cli_fit(int argc, char **argv)
 {
-    if (want_help(argc, argv)) {
-        usage_fit(stdout);
-        return 0;
-    }
     fit_args a;
+    int parsed = parse_fit(argc, argv, &a);
+    if (parsed >= 0) return parsed;
     rg_err err = {{0}};
-    if (parse_fit(argc, argv, &a, &err)) {
-        fprintf(stderr, "explore fit: %s\n", err.msg);
-        return 2;
-    }
-    cm_filter f = {.model = a.model, .task = a.task, .device = a.device};
+    cm_filter f = {.model = a.p.model, .task = a.p.task, .device = a.device};
     cm_set s;
-    if (cm_set_load(a.db, &f, &s, &err)) {
+    if (cm_set_load(a.p.db, &f, &s, &err)) {
         fprintf(stderr, "explore fit: %s\n", err.msg);
         return 1;
     }
@@ -256,81 +209,48 @@ int cm_cli_fit(int argc, char **argv)
 /* ================================================================ explore pick ==== */
 
 typedef struct pick_args {
-    const char *cm, *db, *space, *backend, *data_dir;
+    cp_problem p;            /* --db: the results store for the oracle (skipped when absent) */
+    const char *cm, *space, *backend;
     xb_problem prob;
-    int measure_top, show, repeats, warmup;
+    int measure_top, show;
 } pick_args;
 
-static void usage_pick(FILE *f)
-{
-    fprintf(f,
-            "usage: explore pick --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
-            "                    [--cm FILE] [--space S] [--measure-top K] [--show N] [--db PATH]\n"
-            "                    [--backend gpu|sim[:...]] [--repeats N] [--warmup N] [--data-dir DIR]\n"
-            "Ranks every valid config of the space for the dataset with the cost model: it needs only the\n"
-            "graph (statistics and analytic counts of each variant, no GPU). With --measure-top K it then\n"
-            "measures the K best predicted configs (GPU) and chooses the fastest. It prints the chosen\n"
-            "config with its predicted and measured time and, when the results store has the oracle (the\n"
-            "fastest measured config) for this problem on the model's device, the gap to it.\n"
-            "  --cm       cost model file (default %s, written by explore fit)\n"
-            "  --space    default, full or a space file (default: default)\n"
-            "  --show     how many ranked configs to list (default 10)\n"
-            "  --db       results store for the oracle (default %s; skipped when absent)\n"
-            "  --backend  measurement backend for --measure-top (default gpu; sim[:...] simulates)\n",
-            CM_DEFAULT_FILE, RS_DEFAULT_DB);
-}
+static const char PICK_USAGE[] =
+    "usage: explore pick --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
+    "                    [--cm FILE] [--space S] [--measure-top K] [--show N] [--db PATH]\n"
+    "                    [--backend gpu|sim[:...]] [--repeats N] [--warmup N] [--data-dir DIR]\n"
+    "Ranks every valid config of the space for the dataset with the cost model: it needs only the\n"
+    "graph (statistics and analytic counts of each variant, no GPU). With --measure-top K it then\n"
+    "measures the K best predicted configs (GPU) and chooses the fastest. It prints the chosen\n"
+    "config with its predicted and measured time and, when the results store (--db) has the oracle\n"
+    "(the fastest measured config) for this problem on the model's device, the gap to it.\n";
 
-static int set_text(char *dst, size_t cap, const char *flag, const char *v, rg_err *err)
-{
-    if (strlen(v) >= cap) return rg_errf(err, "%s: value too long", flag);
-    snprintf(dst, cap, "%s", v);
-    return 0;
-}
-
-static int parse_pick(int argc, char **argv, pick_args *a, rg_err *err)
+/* -1 to go on; else the exit status. */
+static int parse_pick(int argc, char **argv, pick_args *a)
 {
     memset(a, 0, sizeof *a);
+    cp_init(&a->p);
     a->cm = CM_DEFAULT_FILE;
-    a->db = RS_DEFAULT_DB;
     a->space = "default";
     a->show = 10;
-    a->repeats = 10;
-    a->warmup = 3;
-    a->prob.dim_in = a->prob.dim_out = 64;
-    a->prob.heads = 1;
-    snprintf(a->prob.task, sizeof a->prob.task, "infer");
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return rg_errf(err, "%s needs a value (see --help)", o);
-        int rc = 0;
-        if (!strcmp(o, "--model")) rc = set_text(a->prob.model, sizeof a->prob.model, o, v, err);
-        else if (!strcmp(o, "--dataset")) rc = set_text(a->prob.dataset, sizeof a->prob.dataset, o, v, err);
-        else if (!strcmp(o, "--task")) {
-            const char *t = canonical_task(v, err);
-            rc = t ? set_text(a->prob.task, sizeof a->prob.task, o, t, err) : -1;
-        } else if (!strcmp(o, "--dims")) rc = xr_parse_dims(v, &a->prob.dim_in, &a->prob.dim_out, err);
-        else if (!strcmp(o, "--heads")) rc = parse_int(o, v, 1, 64, &a->prob.heads, err);
-        else if (!strcmp(o, "--cm")) a->cm = v;
-        else if (!strcmp(o, "--db")) a->db = v;
-        else if (!strcmp(o, "--space")) a->space = v;
-        else if (!strcmp(o, "--backend")) a->backend = v;
-        else if (!strcmp(o, "--data-dir")) a->data_dir = v;
-        else if (!strcmp(o, "--measure-top")) rc = parse_int(o, v, 1, 100000, &a->measure_top, err);
-        else if (!strcmp(o, "--show")) rc = parse_int(o, v, 0, 100000, &a->show, err);
-        else if (!strcmp(o, "--repeats")) rc = parse_int(o, v, 1, 100000, &a->repeats, err);
-        else if (!strcmp(o, "--warmup")) rc = parse_int(o, v, 0, 100000, &a->warmup, err);
-        else return rg_errf(err, "unknown option '%s' (see --help)", o);
-        if (rc) return -1;
-        i++;
-    }
-    if (!a->prob.model[0]) return rg_errf(err, "--model is required (rgat, hgt, rgcn or a .rgnn file)");
-    if (!a->prob.dataset[0]) return rg_errf(err, "--dataset is required");
-    if (a->prob.dim_out % a->prob.heads)
-        return rg_errf(err, "--heads %d does not divide the output dim %d", a->prob.heads, a->prob.dim_out);
+    ro_cmd c;
+    ro_init(&c, "explore pick", PICK_USAGE, NULL);
+    cp_add_options(&c, &a->p, CP_PROBLEM | CP_DB | CP_REPEATS);
+    ro_add(&c, (ro_opt){.name = "cm", .arg = "FILE", .kind = RO_STR, .dst = &a->cm, .help = "cost model file (default " CM_DEFAULT_FILE ", written by explore fit)"});
+    ro_add(&c, (ro_opt){.name = "space", .arg = "S", .kind = RO_STR, .dst = &a->space, .help = "default, full or a space file (default: default)"});
+    ro_add(&c, (ro_opt){.name = "measure-top", .arg = "K", .kind = RO_INT, .dst = &a->measure_top, .help = "measure the K best predicted configs", .lo = 1, .hi = 100000});
+    ro_add(&c, (ro_opt){.name = "show", .arg = "N", .kind = RO_INT, .dst = &a->show, .help = "how many ranked configs to list (default 10)", .lo = 0, .hi = 100000});
+    ro_add(&c, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &a->backend,
+                        .help = "measurement backend for --measure-top (default gpu; sim[:...] simulates)"});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    rg_err err;
+    if (!a->p.model) return ro_bad(c.name, "--model is required (rgat, hgt, rgcn or a .rgnn file)");
+    if (!a->p.dataset) return ro_bad(c.name, "--dataset is required");
+    if (cp_check(&a->p, &err) || cp_to_xb(&a->p, &a->prob, &err)) return ro_fail(c.name, &err);
     if (a->backend && strcmp(a->backend, "gpu") && strncmp(a->backend, "sim", 3))
-        return rg_errf(err, "--backend must be gpu or sim[:...] (got '%s')", a->backend);
-    a->prob.data_dir = a->data_dir;
-    return 0;
+        return ro_bad(c.name, "--backend must be gpu or sim[:...] (got '%s')", a->backend);
+    return -1;
 }
 
 /* The valid configs of the space. */
@@ -422,7 +342,7 @@ static int measure_top(const pick_args *a, xs_gpu_backend_fn gpu_backend, const 
     if (strcmp(dev, m->device))
         fprintf(stderr, "explore pick: note: measuring on '%s', the cost model was fitted on '%s'\n", dev, m->device);
     free(dev);
-    xb_options opt = {.warmup = a->warmup, .repeats = a->repeats};
+    xb_options opt = {.warmup = a->p.warmup, .repeats = a->p.repeats};
     xb_result *r = rg_xmalloc(sizeof *r);
     int best = -1;
     printf("\nmeasuring the %d best predicted:\n%4s %12s %12s  %s\n", k, "rank", "predicted ms", "measured ms", "config");
@@ -472,18 +392,18 @@ static void print_ranking(const pick_args *a, const cm_model *m, const hg_graph 
 static void print_choice(const pick_args *a, const cm_model *m, const cg_config *cfg, double pred, double meas)
 {
     known k;
-    lookup_store(a->db, m->device, &a->prob, cfg, &k);
+    lookup_store(a->p.db, m->device, &a->prob, cfg, &k);
     if (!isfinite(meas)) meas = k.chosen_ms;
     char *cs = cfg_to_string(cfg);
     printf("\nchosen: %s\n  predicted %.4f ms", cs, pred);
     if (isfinite(meas)) printf(", measured %.4f ms%s", meas, a->measure_top ? "" : " (in the results store)");
     printf("\n");
     if (k.have_oracle) {
-        printf("  oracle in %s: %.4f ms over %lld measured configs, %s\n", a->db, k.oracle_ms, (long long)k.n_ok,
+        printf("  oracle in %s: %.4f ms over %lld measured configs, %s\n", a->p.db, k.oracle_ms, (long long)k.n_ok,
                k.oracle_cfg);
         if (isfinite(meas)) printf("  gap to the oracle: %.3fx\n", meas / k.oracle_ms);
     } else {
-        printf("  no oracle for this problem in %s on '%s'\n", a->db, m->device);
+        printf("  no oracle for this problem in %s on '%s'\n", a->p.db, m->device);
     }
     free(cs);
 }
@@ -491,7 +411,7 @@ static void print_choice(const pick_args *a, const cm_model *m, const cg_config 
 static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, rg_err *err)
 {
     if (!cm_find_section(m, a->prob.model, a->prob.task, err)) return 1;
-    ds_options dopt = {.data_dir = a->data_dir, .quiet = 1};
+    ds_options dopt = {.data_dir = a->p.data_dir, .quiet = 1};
     hg_graph *g = ds_open(a->prob.dataset, &dopt, err);
     if (!g) return 1;
     int n, rc = 0;
@@ -535,16 +455,10 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
 
 int cm_cli_pick(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
 {
-    if (want_help(argc, argv)) {
-        usage_pick(stdout);
-        return 0;
-    }
     pick_args a;
+    int parsed = parse_pick(argc, argv, &a);
+    if (parsed >= 0) return parsed;
     rg_err err = {{0}};
-    if (parse_pick(argc, argv, &a, &err)) {
-        fprintf(stderr, "explore pick: %s\n", err.msg);
-        return 2;
-    }
     cm_model m;
     if (cm_load(a.cm, &m, &err)) {
         fprintf(stderr, "explore pick: %s\n", err.msg);

@@ -1,9 +1,11 @@
 /* `explore datasets list|info|fetch|export|bench`: what is registered and present, the
  * statistics of a loaded graph against the registry, downloads, exports and load benchmarks. */
+#include "cli/dscli.h"
 #include "datasets/dataset.h"
 #include "datasets/dsbench.h"
 #include "datasets/npz.h"
 #include "common/json.h"
+#include "cli/problem.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,69 +20,45 @@
 
 typedef struct cli_args {
     const char *name;                  /* the one positional argument */
-    const char *data_dir, *cache_dir, *format, *out, *url;
-    int json, no_cache, help;
+    cp_problem p;                      /* --data-dir */
+    const char *cache_dir, *format, *out, *url;
+    int json, no_cache;
 } cli_args;
 
-static int allowed(const char *list, const char *opt)
-{
-    size_t n = strlen(opt);
-    for (const char *p = list; (p = strstr(p, opt)); p += n)
-        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
-    return 0;
-}
+enum { OPT_CACHE_DIR = 1, OPT_JSON = 2, OPT_NO_CACHE = 4, OPT_URL = 8, OPT_EXPORT = 16 };
 
-static const char **value_slot(cli_args *a, const char *opt)
-{
-    if (!strcmp(opt, "--data-dir")) return &a->data_dir;
-    if (!strcmp(opt, "--cache-dir")) return &a->cache_dir;
-    if (!strcmp(opt, "--format")) return &a->format;
-    if (!strcmp(opt, "--out")) return &a->out;
-    if (!strcmp(opt, "--url")) return &a->url;
-    return NULL;
-}
-
-/* Parses "--opt VALUE", "--opt=VALUE", flags and at most one positional. `opts` lists the
- * options the subcommand takes, space-separated. Returns 0, or -1 with a message. */
-static int parse_args(int argc, char **argv, const char *opts, int want_name, cli_args *a,
-                      rg_err *err)
+/* The options of one subcommand (OPT_* bits; --data-dir always) and its NAME when want_name.
+ * -1 to go on; else the exit status. */
+static int parse_args(int argc, char **argv, const char *cmd, const char *usage, unsigned opts, int want_name,
+                      cli_args *a)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            a->help = 1;
-            return 0;
-        }
-        if (arg[0] != '-' || !arg[1]) {
-            if (!want_name || a->name) return rg_errf(err, "unexpected argument '%s'", arg);
-            a->name = arg;
-            continue;
-        }
-        char opt[64];
-        const char *eq = strchr(arg, '=');
-        size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
-        snprintf(opt, sizeof opt, "%.*s", (int)(n < 63 ? n : 63), arg);
-        if (!allowed(opts, opt)) return rg_errf(err, "unknown option '%s' (see --help)", opt);
-        const char **slot = value_slot(a, opt);
-        if (slot) {
-            if (!eq && i + 1 >= argc) return rg_errf(err, "option %s needs a value", opt);
-            *slot = eq ? eq + 1 : argv[++i];
-        } else if (eq) {
-            return rg_errf(err, "option %s takes no value", opt);
-        } else if (!strcmp(opt, "--json")) {
-            a->json = 1;
-        } else if (!strcmp(opt, "--no-cache")) {
-            a->no_cache = 1;
-        }
+    cp_init(&a->p);
+    ro_cmd c;
+    ro_init(&c, cmd, usage, NULL);
+    cp_add_options(&c, &a->p, CP_DATA_DIR);
+    if (opts & OPT_CACHE_DIR)
+        ro_add(&c, (ro_opt){.name = "cache-dir", .arg = "DIR", .kind = RO_STR, .dst = &a->cache_dir, .help = "cache directory (default $RGNN_CACHE, else datasets/cache)"});
+    if (opts & OPT_EXPORT) {
+        ro_add(&c, (ro_opt){.name = "format", .arg = "F", .kind = RO_STR, .dst = &a->format, .help = "npz (the only one)"});
+        ro_add(&c, (ro_opt){.name = "out", .arg = "FILE", .kind = RO_STR, .dst = &a->out, .help = "where to write (default <name>.npz)"});
     }
-    if (want_name && !a->name) return rg_errf(err, "which dataset? (give a NAME; see --help)");
-    return 0;
+    if (opts & OPT_URL) ro_add(&c, (ro_opt){.name = "url", .arg = "URL", .kind = RO_STR, .dst = &a->url, .help = "another source (a mirror, or file:///path/)"});
+    if (opts & OPT_JSON) ro_add(&c, (ro_opt){.name = "json", .arg = NULL, .kind = RO_FLAG, .dst = &a->json, .help = "print one JSON object"});
+    if (opts & OPT_NO_CACHE)
+        ro_add(&c, (ro_opt){.name = "no-cache", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_cache, .help = "parse the source files even if a cache exists; write none"});
+    const char *pos[1];
+    if (want_name) ro_positional(&c, pos, 1);
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    if (want_name && !c.npos) return ro_bad(cmd, "which dataset? (give a NAME; see --help)");
+    a->name = want_name ? pos[0] : NULL;
+    return -1;
 }
 
 static ds_options options_of(const cli_args *a)
 {
-    ds_options o = {a->data_dir, a->cache_dir, a->no_cache, 0};
+    ds_options o = {a->p.data_dir, a->cache_dir, a->no_cache, 0};
     return o;
 }
 
@@ -108,9 +86,8 @@ static void print_count(int64_t v)
 static int cmd_list(int argc, char **argv)
 {
     cli_args a;
-    rg_err err;
-    if (parse_args(argc, argv, "--data-dir --cache-dir", 0, &a, &err) != 0) return fail("list", &err), 2;
-    if (a.help) return fputs(LIST_HELP, stdout), 0;
+    int rc = parse_args(argc, argv, "explore datasets list", LIST_HELP, OPT_CACHE_DIR, 0, &a);
+    if (rc >= 0) return rc;
     ds_options opt = options_of(&a);
     const char *origin = ds_data_dir_origin(&opt);
     printf("data dir:  %s (%s)\ncache dir: %s\n\n", ds_data_dir(&opt),
@@ -239,10 +216,9 @@ static void info_text(const hg_graph *g, const hg_stats *s, const ds_entry *e)
 static int cmd_info(int argc, char **argv)
 {
     cli_args a;
+    int rc = parse_args(argc, argv, "explore datasets info", INFO_HELP, OPT_CACHE_DIR | OPT_JSON | OPT_NO_CACHE, 1, &a);
+    if (rc >= 0) return rc;
     rg_err err;
-    if (parse_args(argc, argv, "--data-dir --cache-dir --json --no-cache", 1, &a, &err) != 0)
-        return fail("info", &err), 2;
-    if (a.help) return fputs(INFO_HELP, stdout), 0;
     ds_options opt = options_of(&a);
     hg_graph *g = ds_open(a.name, &opt, &err);
     if (!g) return fail("info", &err);
@@ -526,9 +502,9 @@ static int finish_fetch(const ds_entry *e, const char *url, const char *stage, c
 static int cmd_fetch(int argc, char **argv)
 {
     cli_args a;
+    int rc = parse_args(argc, argv, "explore datasets fetch", FETCH_HELP, OPT_URL, 1, &a);
+    if (rc >= 0) return rc;
     rg_err err;
-    if (parse_args(argc, argv, "--data-dir --url", 1, &a, &err) != 0) return fail("fetch", &err), 2;
-    if (a.help) return fputs(FETCH_HELP, stdout), 0;
     const ds_entry *e = ds_find(a.name);
     if (!e) {
         char *close = ds_suggest(a.name);
@@ -544,7 +520,7 @@ static int cmd_fetch(int argc, char **argv)
     }
     ds_options opt = options_of(&a);
     char *dest = ds_entry_dir(e, &opt), *missing = ds_missing_files(e, dest);
-    int rc = 1;
+    rc = 1;
     struct stat st;
     if (!missing) {
         printf("%s is already in %s\n", e->name, dest);
@@ -577,14 +553,11 @@ static const char EXPORT_HELP[] =
 static int cmd_export(int argc, char **argv)
 {
     cli_args a;
+    int rc = parse_args(argc, argv, "explore datasets export", EXPORT_HELP, OPT_CACHE_DIR | OPT_EXPORT | OPT_NO_CACHE, 1, &a);
+    if (rc >= 0) return rc;
+    if (a.format && strcmp(a.format, "npz") != 0)
+        return ro_bad("explore datasets export", "unsupported format '%s' (supported: npz)", a.format);
     rg_err err;
-    if (parse_args(argc, argv, "--data-dir --cache-dir --format --out --no-cache", 1, &a, &err) != 0)
-        return fail("export", &err), 2;
-    if (a.help) return fputs(EXPORT_HELP, stdout), 0;
-    if (a.format && strcmp(a.format, "npz") != 0) {
-        rg_errf(&err, "unsupported format '%s' (supported: npz)", a.format);
-        return fail("export", &err), 2;
-    }
     ds_options opt = options_of(&a);
     hg_graph *g = ds_open(a.name, &opt, &err);
     if (!g) return fail("export", &err);
@@ -593,11 +566,41 @@ static int cmd_export(int argc, char **argv)
         out = rg_xasprintf("%s.npz", g->name && *g->name ? g->name : "graph");
         for (char *p = out; *p; p++) if (*p == '/' || *p == ':' || *p == ',' || *p == '=') *p = '_';
     }
-    int rc = npz_export_graph(g, out, &err);
+    rc = npz_export_graph(g, out, &err);
     if (rc == 0) printf("wrote %s (%d nodes, %d edges)\n", out, g->num_nodes, g->num_edges);
     free(out);
     hg_free(g);
     return rc == 0 ? 0 : fail("export", &err);
+}
+
+/* ---- bench ---- */
+
+static const char BENCH_HELP[] =
+    "usage: explore datasets bench [--data-dir DIR] [--phase parse|cache|synth-mag] [--repeat N]\n\n"
+    "  parse      parse time of mutag and fb15k237 from the data dir (best of N)\n"
+    "  cache      binary cache write and load time of the same, and the speed-up over parsing\n"
+    "  synth-mag  synth:mag generate and preprocess time, peak RSS against the edge arrays\n"
+    "             (src + dst + etype, 12 B/edge), cache write and load time\n"
+    "Without --phase all three run in this process (peak RSS is then the largest of them;\n"
+    "datasets/bench.sh runs each phase in its own process). N defaults to 3.\n"
+    "Output: one tab-separated row per measurement: dataset, measure, value, unit, note.\n\n";
+
+static int cmd_bench(int argc, char **argv)
+{
+    cp_problem p;
+    cp_init(&p);
+    dsbench_options o = {.repeat = 3};
+    ro_cmd c;
+    ro_init(&c, "explore datasets bench", BENCH_HELP, NULL);
+    cp_add_options(&c, &p, CP_DATA_DIR);
+    ro_add(&c, (ro_opt){.name = "phase", .arg = "P", .kind = RO_STR, .dst = &o.phase, .help = "parse, cache or synth-mag (default: all three)"});
+    ro_add(&c, (ro_opt){.name = "repeat", .arg = "N", .kind = RO_INT, .dst = &o.repeat, .help = "best of N (default 3)", .lo = 1, .hi = 100});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    if (o.phase && strcmp(o.phase, "parse") && strcmp(o.phase, "cache") && strcmp(o.phase, "synth-mag"))
+        return ro_bad(c.name, "unknown phase '%s' (parse, cache, synth-mag)", o.phase);
+    o.data_dir = p.data_dir;
+    return dsbench_run(&o);
 }
 
 /* ---- entry point ---- */
@@ -627,7 +630,7 @@ int ds_cli_main(int argc, char **argv)
     if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(sub, "fetch")) return cmd_fetch(argc - 1, argv + 1);
     if (!strcmp(sub, "export")) return cmd_export(argc - 1, argv + 1);
-    if (!strcmp(sub, "bench")) return dsbench_main(argc - 1, argv + 1);
+    if (!strcmp(sub, "bench")) return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "explore datasets: unknown subcommand '%s' (list, info, fetch, export, bench; "
                     "see --help)\n", sub);
     return 2;

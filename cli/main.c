@@ -4,20 +4,22 @@
 #include <string.h>
 #include "results/store.h"
 #include "datasets/dataset.h"
+#include "cli/dscli.h"
 #include "cli/ircli.h"
+#include "cli/rscli.h"
 #include "cli/blcli.h"
 #include "cli/runcli.h"
 #include "measure/backend.h"
-#include "explorer/plan.h"
-#include "explorer/sweep.h"
+#include "cli/sweepcli.h"
 #include "cli/cmcli.h"
-#include "results/report.h"
+#include "cli/rpcli.h"
+#include "common/opts.h"
 
 
 /* The sweep commands get the GPU backend from here, so that the library and the CPU tests
  * link without it. */
-static int sweep_main(int argc, char **argv) { return xs_cli_main(argc, argv, xb_gpu_backend); }
-static int plan_main(int argc, char **argv) { return xp_cli_main(argc, argv, xb_gpu_backend); }
+static int sweep_main(int argc, char **argv) { return sc_sweep_main(argc, argv, xb_gpu_backend); }
+static int plan_main(int argc, char **argv) { return sc_plan_main(argc, argv, xb_gpu_backend); }
 static int pick_main(int argc, char **argv) { return cm_cli_pick(argc, argv, xb_gpu_backend); }
 
 typedef struct command {
@@ -54,7 +56,7 @@ static void usage(FILE *f)
     fprintf(f, "\n--allow-mismatch (any command): load a registered dataset whose counts differ from the\n"
                "registry's expected statistics, with a warning, instead of refusing it\n");
     fprintf(f, "\nsweep options (explore --model ... and explore sweep; explore --model M --help has more):\n");
-    xs_print_options(f);
+    sc_print_options(f);
 }
 
 /* `--allow-mismatch`, anywhere on the line, for every command that loads datasets: removed
@@ -79,9 +81,13 @@ int main(int argc, char **argv)
     }
     /* `explore --model M ...` (and a bare `explore`) is the sweep itself */
     if (argc < 2 || argv[1][0] == '-') return sweep_main(argc, argv);
-    for (const command *c = COMMANDS; c->name; c++)
+    const char *best = NULL;
+    int best_d = 3;
+    for (const command *c = COMMANDS; c->name; c++) {
         if (!strcmp(argv[1], c->name)) return c->main(argc - 1, argv + 1);
-    fprintf(stderr, "explore: unknown command '%s'\n", argv[1]);
-    usage(stderr);
-    return 2;
+        int d = rg_edit_distance(argv[1], c->name);
+        if (d < best_d) best_d = d, best = c->name;
+    }
+    if (best) return ro_bad("explore", "unknown command '%s' (did you mean %s?)", argv[1], best);
+    return ro_bad("explore", "unknown command '%s' (explore --help lists the commands)", argv[1]);
 }

@@ -1,5 +1,7 @@
 /* `explore export`, `explore merge` and `explore compare`: command-line front ends of the
  * results store (option parsing, help texts, atomic output files, human-readable tables). */
+#include "cli/rscli.h"
+#include "cli/problem.h"
 #include "results/store.h"
 
 #include <errno.h>
@@ -8,71 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Exit statuses: 0 success, 1 failure (or regressions found by compare), 2 bad usage. */
-enum { EXIT_USAGE = 2 };
-
-typedef struct cli_opt {
-    const char *name;          /* without the leading "--" */
-    const char **value;        /* option with a value */
-    int *flag;                 /* option without a value */
-} cli_opt;
-
-static void suggest_option(const char *cmd, const char *arg, const cli_opt *opts, size_t n)
-{
-    const char *name = arg + strspn(arg, "-");
-    const char *best = NULL;
-    int best_d = 3;
-    for (size_t i = 0; i < n; i++) {
-        int d = rg_edit_distance(name, opts[i].name);
-        if (d < best_d) best_d = d, best = opts[i].name;
-    }
-    if (best) fprintf(stderr, "explore %s: unknown option '%s' (did you mean --%s?)\n", cmd, arg, best);
-    else fprintf(stderr, "explore %s: unknown option '%s' (see explore %s --help)\n", cmd, arg, cmd);
-}
-
-/* Parses --name VALUE, --name=VALUE and flags; other words go to pos[] (may be NULL when the
- * command takes none). Returns 0, 1 for --help, or EXIT_USAGE after printing why. */
-static int parse_args(const char *cmd, int argc, char **argv, const cli_opt *opts, size_t n, char **pos, int *npos)
-{
-    if (npos) *npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) return 1;
-        if (a[0] != '-' || a[1] == 0) {
-            if (!pos) {
-                fprintf(stderr, "explore %s: unexpected argument '%s' (see explore %s --help)\n", cmd, a, cmd);
-                return EXIT_USAGE;
-            }
-            pos[(*npos)++] = argv[i];
-            continue;
-        }
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a) : strlen(a);
-        const cli_opt *o = NULL;
-        for (size_t k = 0; k < n && !o; k++)
-            if (a[0] == '-' && a[1] == '-' && strlen(opts[k].name) == len - 2 && !strncmp(a + 2, opts[k].name, len - 2))
-                o = &opts[k];
-        if (!o) {
-            suggest_option(cmd, a, opts, n);
-            return EXIT_USAGE;
-        }
-        if (o->flag) {
-            if (eq) {
-                fprintf(stderr, "explore %s: --%s takes no value\n", cmd, o->name);
-                return EXIT_USAGE;
-            }
-            *o->flag = 1;
-        } else if (eq) {
-            *o->value = eq + 1;
-        } else if (i + 1 < argc) {
-            *o->value = argv[++i];
-        } else {
-            fprintf(stderr, "explore %s: --%s needs a value\n", cmd, o->name);
-            return EXIT_USAGE;
-        }
-    }
-    return 0;
-}
+/* Exit statuses: 0 success, 1 failure (or regressions found by compare), 2 bad usage (ro_bad). */
 
 static int fail(const char *cmd, const rg_err *err)
 {
@@ -82,21 +20,15 @@ static int fail(const char *cmd, const rg_err *err)
 
 /* ---------------------------------------------------------------- export ---- */
 
-static const char EXPORT_HELP[] =
+static const char EXPORT_USAGE[] =
     "usage: explore export [--db PATH] --format csv|json [--out FILE] [filters]\n"
     "\n"
     "Writes one row per measurement with its run, configuration and dataset columns.\n"
     "CSV has a header line and RFC 4180 quoting; JSON is an array of objects with the\n"
     "configuration as a nested object plus per-kernel times and metrics.\n"
-    "\n"
-    "options:\n"
-    "  --db PATH        results database (default " RS_DEFAULT_DB ")\n"
-    "  --format F       csv or json (default: from the --out extension)\n"
-    "  --out FILE       write here (atomically: FILE appears complete or not at all);\n"
-    "                   default standard output\n"
-    "filters (all optional, combined with AND):\n"
-    "  --model M  --dataset D  --task T  --system S  --device KEY  --commit C\n"
-    "  --run RUN        a run id, a uuid prefix, 'latest' or 'previous'\n";
+    "Filters (--model, --dataset, --task, --system, --device, --commit, --run) are all optional,\n"
+    "combined with AND.\n"
+    "\n";
 
 static int export_to_file(rs_store *s, rs_format fmt, const char *out, const rs_filter *f, int64_t *rows, rg_err *err)
 {
@@ -125,21 +57,31 @@ static int format_from_name(const char *format, const char *out, rs_format *fmt)
 
 int rs_cli_export(int argc, char **argv)
 {
-    const char *db = RS_DEFAULT_DB, *format = NULL, *out = NULL, *run = NULL;
+    const char *format = NULL, *out = NULL, *run = NULL;
+    cp_problem p;
+    cp_init(&p);
     rs_filter f = {0};
-    const cli_opt opts[] = {
-        {"db", &db, NULL}, {"format", &format, NULL}, {"out", &out, NULL}, {"model", &f.model, NULL},
-        {"dataset", &f.dataset, NULL}, {"task", &f.task, NULL}, {"system", &f.system, NULL},
-        {"device", &f.device_key, NULL}, {"commit", &f.commit, NULL}, {"run", &run, NULL},
-    };
-    int rc = parse_args("export", argc, argv, opts, sizeof opts / sizeof opts[0], NULL, NULL);
-    if (rc == 1) fputs(EXPORT_HELP, stdout);
-    if (rc) return rc == 1 ? 0 : rc;
+    ro_cmd c;
+    ro_init(&c, "explore export", EXPORT_USAGE, NULL);
+    cp_add_options(&c, &p, CP_DB);
+    ro_add(&c, (ro_opt){.name = "format", .arg = "F", .kind = RO_STR, .dst = &format, .help = "csv or json (default: from the --out extension)"});
+    ro_add(&c, (ro_opt){.name = "out", .arg = "FILE", .kind = RO_STR, .dst = &out,
+                        .help = "write here (atomically: FILE appears complete or not at all);\ndefault standard output"});
+    cp_add_options(&c, &p, CP_MODEL | CP_DATASET);
+    /* a filter on the stored name, as it is (older stores hold "inference") */
+    ro_add(&c, (ro_opt){.name = "task", .arg = "T", .kind = RO_STR, .dst = &f.task, .help = "a task as the store names it"});
+    ro_add(&c, (ro_opt){.name = "system", .arg = "S", .kind = RO_STR, .dst = &f.system, .help = "generated, or a baseline's system"});
+    ro_add(&c, (ro_opt){.name = "device", .arg = "KEY", .kind = RO_STR, .dst = &f.device_key, .help = "a device key"});
+    ro_add(&c, (ro_opt){.name = "commit", .arg = "C", .kind = RO_STR, .dst = &f.commit, .help = "a code version"});
+    ro_add(&c, (ro_opt){.name = "run", .arg = "RUN", .kind = RO_STR, .dst = &run, .help = "a run id, a uuid prefix, 'latest' or 'previous'"});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    const char *db = p.db;
+    f.model = p.model, f.dataset = p.dataset;
     rs_format fmt;
     if (format_from_name(format, out, &fmt)) {
-        if (format) fprintf(stderr, "explore export: unknown format '%s' (csv or json)\n", format);
-        else fprintf(stderr, "explore export: --format csv|json is required\n");
-        return EXIT_USAGE;
+        if (format) return ro_bad(c.name, "unknown format '%s' (csv or json)", format);
+        return ro_bad(c.name, "--format csv|json is required");
     }
     rg_err err;
     rs_store *s = rs_open_existing(db, &err);
@@ -156,27 +98,29 @@ int rs_cli_export(int argc, char **argv)
 
 /* ---------------------------------------------------------------- merge ---- */
 
-static const char MERGE_HELP[] =
+static const char MERGE_USAGE[] =
     "usage: explore merge --into DB SRC.db...\n"
     "\n"
     "Copies every run, measurement, kernel time and metric of each SRC into DB (created\n"
     "if missing), remapping ids. Runs and measurements already in DB (same uuid) are\n"
     "skipped, so merging the same file twice adds nothing. Each SRC is merged in one\n"
-    "transaction and opened read-only.\n";
+    "transaction and opened read-only.\n"
+    "\n";
 
 int rs_cli_merge(int argc, char **argv)
 {
     const char *into = NULL;
-    const cli_opt opts[] = {{"into", &into, NULL}};
-    char **srcs = rg_xcalloc((size_t)argc, sizeof *srcs);
-    int nsrc = 0;
-    int rc = parse_args("merge", argc, argv, opts, 1, srcs, &nsrc);
-    if (rc == 1) fputs(MERGE_HELP, stdout);
-    else if (!rc && !into) rc = EXIT_USAGE, fputs("explore merge: --into DB is required\n", stderr);
-    else if (!rc && nsrc == 0) rc = EXIT_USAGE, fputs("explore merge: give at least one SRC.db to merge\n", stderr);
+    const char **srcs = rg_xcalloc((size_t)argc, sizeof *srcs);
+    ro_cmd c;
+    ro_init(&c, "explore merge", MERGE_USAGE, NULL);
+    ro_add(&c, (ro_opt){.name = "into", .arg = "DB", .kind = RO_STR, .dst = &into, .help = "the database to merge into (required)"});
+    ro_positional(&c, srcs, argc);
+    int rc = ro_parse(&c, argc, argv), nsrc = c.npos;
+    if (!rc && !into) rc = ro_bad(c.name, "--into DB is required");
+    else if (!rc && nsrc == 0) rc = ro_bad(c.name, "give at least one SRC.db to merge");
     if (rc) {
         free(srcs);
-        return rc == 1 ? 0 : rc;
+        return ro_exit(rc);
     }
     rg_err err;
     rs_store *dst = rs_open(into, &err);
@@ -202,20 +146,15 @@ int rs_cli_merge(int argc, char **argv)
 
 /* ---------------------------------------------------------------- compare ---- */
 
-static const char COMPARE_HELP[] =
+static const char COMPARE_USAGE[] =
     "usage: explore compare [--db PATH] [--base RUN] [--head RUN] [--threshold 0.05] [--all]\n"
     "\n"
     "Compares the best time per (system, model, dataset, task, dims, heads) of two runs\n"
     "and lists regressions (head slower than base by more than the threshold), problems\n"
     "that failed in head although they worked in base, and improvements.\n"
-    "\n"
-    "options:\n"
-    "  --db PATH        results database (default " RS_DEFAULT_DB ")\n"
-    "  --base RUN       run id, uuid prefix, 'latest' or 'previous' (default previous)\n"
-    "  --head RUN       same (default latest)\n"
-    "  --threshold T    relative change that counts, as a fraction or percent: 0.05, 5%\n"
-    "  --all            also list unchanged, missing and new problems\n"
-    "exit status: 0 none, 1 regressions or failures found (or an error), 2 bad usage\n";
+    "\n";
+
+static const char COMPARE_EPILOG[] = "exit status: 0 none, 1 regressions or failures found (or an error), 2 bad usage\n";
 
 static int parse_threshold(const char *text, double *out)
 {
@@ -283,19 +222,23 @@ static int run_compare(rs_store *s, const char *base_spec, const char *head_spec
 
 int rs_cli_compare(int argc, char **argv)
 {
-    const char *db = RS_DEFAULT_DB, *base = "previous", *head = "latest", *thr = "0.05";
+    const char *base = "previous", *head = "latest", *thr = "0.05";
     int all = 0;
-    const cli_opt opts[] = {
-        {"db", &db, NULL}, {"base", &base, NULL}, {"head", &head, NULL}, {"threshold", &thr, NULL}, {"all", NULL, &all},
-    };
-    int rc = parse_args("compare", argc, argv, opts, sizeof opts / sizeof opts[0], NULL, NULL);
-    if (rc == 1) fputs(COMPARE_HELP, stdout);
-    if (rc) return rc == 1 ? 0 : rc;
+    cp_problem p;
+    cp_init(&p);
+    ro_cmd c;
+    ro_init(&c, "explore compare", COMPARE_USAGE, COMPARE_EPILOG);
+    cp_add_options(&c, &p, CP_DB);
+    ro_add(&c, (ro_opt){.name = "base", .arg = "RUN", .kind = RO_STR, .dst = &base, .help = "run id, uuid prefix, 'latest' or 'previous' (default previous)"});
+    ro_add(&c, (ro_opt){.name = "head", .arg = "RUN", .kind = RO_STR, .dst = &head, .help = "same (default latest)"});
+    ro_add(&c, (ro_opt){.name = "threshold", .arg = "T", .kind = RO_STR, .dst = &thr, .help = "relative change that counts, as a fraction or percent: 0.05, 5%"});
+    ro_add(&c, (ro_opt){.name = "all", .arg = NULL, .kind = RO_FLAG, .dst = &all, .help = "also list unchanged, missing and new problems"});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    const char *db = p.db;
     double threshold;
-    if (parse_threshold(thr, &threshold)) {
-        fprintf(stderr, "explore compare: bad --threshold '%s' (a non-negative fraction like 0.05, or 5%%)\n", thr);
-        return EXIT_USAGE;
-    }
+    if (parse_threshold(thr, &threshold))
+        return ro_bad(c.name, "bad --threshold '%s' (a non-negative fraction like 0.05, or 5%%)", thr);
     rg_err err;
     rs_store *s = rs_open_existing(db, &err);
     if (!s) return fail("compare", &err);

@@ -1,6 +1,7 @@
 /* `explore run` (one variant: validate against the CPU reference, then time it) and
  * `explore gen` (write the generated CUDA sources and launch plan of variants). */
 #include "cli/runcli.h"
+#include "cli/problem.h"
 #include "codegen/codegen.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
@@ -19,104 +20,57 @@
 #define FLOOR_FLOPS_PER_S 51.6e12
 
 typedef struct run_args {
-    const char *model, *dataset, *task, *config, *data_dir, *out, *space;
-    int dim_in, dim_out, heads, repeats, warmup, compile_sm, show_plan;
-    size_t mem_limit;
+    cp_problem p;
+    const char *out, *space;
+    int compile_sm, show_plan;
 } run_args;
 
-int xr_parse_dims(const char *s, int *in, int *out, rg_err *err)
-{
-    char *end;
-    long a = strtol(s, &end, 10), b = a;
-    if (*end == ',') b = strtol(end + 1, &end, 10);
-    if (*end || a <= 0 || b <= 0 || a > 4096 || b > 4096)
-        return rg_errf(err, "--dims expects IN,OUT (positive, at most 4096), got '%s'", s);
-    *in = (int)a;
-    *out = (int)b;
-    return 0;
-}
+static const char RUN_USAGE[] =
+    "usage: explore run --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
+    "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
+    "                   [--repeats N] [--warmup N] [--plan]\n"
+    "Builds one variant, validates it against the float64 CPU reference, then times it\n"
+    "(warm-up, repeats, median) and prints per-kernel times and peak device memory.\n";
 
-static int parse_int_arg(const char *flag, const char *v, int lo, int hi, int *out, rg_err *err)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*v == 0 || *end || x < lo || x > hi) return rg_errf(err, "%s expects an integer in [%d, %d], got '%s'", flag, lo, hi, v);
-    *out = (int)x;
-    return 0;
-}
+static const char GEN_USAGE[] =
+    "usage: explore gen --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H]\n"
+    "                   [--config KEY=VAL,... | --space default|full|FILE] --out DIR [--compile SM]\n"
+    "Writes the generated .cu files of one variant (or of every valid variant of a space, one\n"
+    "folder each) and a readable launch plan (plan.txt). Each .cu compiles on its own with\n"
+    "`nvcc -cubin -arch=sm_90 FILE.cu`. --compile SM also compiles them with NVRTC (no GPU needed).\n"
+    "The dataset only informs the reordering decision (nominal sizes without one).\n";
 
-static void usage_run(FILE *f)
-{
-    fprintf(f,
-            "usage: explore run --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
-            "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
-            "                   [--repeats N] [--warmup N] [--plan]\n"
-            "Builds one variant, validates it against the float64 CPU reference, then times it\n"
-            "(warm-up, repeats, median) and prints per-kernel times and peak device memory.\n"
-            "  --model    a name in models/ (rgcn, rgat, hgt) or a .rgnn file\n"
-            "  --dataset  a registered name, synth:NAME, synth:nodes=..,edges=.. or a folder\n"
-            "  --config   e.g. compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=node,pagg=on\n"
-            "  --mem-limit e.g. 24GB: report out-of-memory as a result above this many bytes\n"
-            "  --plan     also print the launch plan\n");
-}
-
-static void usage_gen(FILE *f)
-{
-    fprintf(f,
-            "usage: explore gen --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H]\n"
-            "                   [--config KEY=VAL,... | --space default|full|FILE] --out DIR [--compile SM]\n"
-            "Writes the generated .cu files of one variant (or of every valid variant of a space, one\n"
-            "folder each) and a readable launch plan (plan.txt). Each .cu compiles on its own with\n"
-            "`nvcc -cubin -arch=sm_90 FILE.cu`. --compile SM also compiles them with NVRTC (no GPU needed).\n"
-            "The dataset only informs the reordering decision (nominal sizes without one).\n");
-}
-
-static int parse_args(int argc, char **argv, run_args *a, int gen, rg_err *err)
+/* The table of run (gen = 0) or gen (gen = 1). */
+static void command(ro_cmd *c, run_args *a, int gen)
 {
     memset(a, 0, sizeof *a);
-    a->task = "infer";
-    a->dim_in = a->dim_out = 64;
-    a->heads = 1;
-    a->repeats = 10;
-    a->warmup = 3;
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (!strcmp(o, "--plan")) { a->show_plan = 1; takes = 0; }
-        else if (!v && o[0] == '-' && o[1] == '-') return rg_errf(err, "%s needs a value", o);
-        else if (!strcmp(o, "--model")) a->model = v;
-        else if (!strcmp(o, "--dataset")) a->dataset = v;
-        else if (!strcmp(o, "--task")) a->task = v;
-        else if (!strcmp(o, "--config")) a->config = v;
-        else if (!strcmp(o, "--data-dir")) a->data_dir = v;
-        else if (!strcmp(o, "--dims")) { if (xr_parse_dims(v, &a->dim_in, &a->dim_out, err)) return -1; }
-        else if (!strcmp(o, "--heads")) { if (parse_int_arg(o, v, 1, 64, &a->heads, err)) return -1; }
-        else if (!strcmp(o, "--repeats") && !gen) { if (parse_int_arg(o, v, 1, 100000, &a->repeats, err)) return -1; }
-        else if (!strcmp(o, "--warmup") && !gen) { if (parse_int_arg(o, v, 0, 100000, &a->warmup, err)) return -1; }
-        else if (!strcmp(o, "--mem-limit") && !gen) { if (mp_parse_bytes(v, &a->mem_limit, err)) return -1; }
-        else if (!strcmp(o, "--out") && gen) a->out = v;
-        else if (!strcmp(o, "--space") && gen) a->space = v;
-        else if (!strcmp(o, "--compile") && gen) { if (parse_int_arg(o, v, 50, 200, &a->compile_sm, err)) return -1; }
-        else return rg_errf(err, "unknown option '%s' (see --help)", o);
-        i += takes;
+    cp_init(&a->p);
+    ro_init(c, gen ? "explore gen" : "explore run", gen ? GEN_USAGE : RUN_USAGE, NULL);
+    cp_add_options(c, &a->p, CP_PROBLEM | CP_CONFIG | (gen ? 0 : CP_MEM_LIMIT | CP_REPEATS));
+    if (gen) {
+        ro_add(c, (ro_opt){.name = "space", .arg = "S", .kind = RO_STR, .dst = &a->space, .help = "default, full or a space file: every valid variant"});
+        ro_add(c, (ro_opt){.name = "out", .arg = "DIR", .kind = RO_STR, .dst = &a->out, .help = "where the sources go (required)"});
+        ro_add(c, (ro_opt){.name = "compile", .arg = "SM", .kind = RO_INT, .dst = &a->compile_sm, .help = "also compile them with NVRTC for sm_SM", .lo = 50, .hi = 200});
+    } else {
+        ro_add(c, (ro_opt){.name = "plan", .arg = NULL, .kind = RO_FLAG, .dst = &a->show_plan, .help = "also print the launch plan"});
     }
-    if (!a->model) return rg_errf(err, "--model is required (rgcn, rgat, hgt or a .rgnn file)");
-    if (!gen && !a->dataset) return rg_errf(err, "--dataset is required");
-    if (gen && !a->out) return rg_errf(err, "--out DIR is required");
-    if (gen && a->config && a->space) return rg_errf(err, "give --config or --space, not both");
-    const char *canon;
-    if (pl_parse_task(a->task, &canon, err)) return -1;
-    a->task = canon;
-    if (a->dim_out % a->heads) return rg_errf(err, "--heads %d does not divide the output dim %d", a->heads, a->dim_out);
-    return 0;
 }
 
-static int want_help(int argc, char **argv)
+/* 0, or the exit status (0 after the help, 2 for bad input). */
+static int parse_args(int argc, char **argv, run_args *a, int gen, cg_config *cfg, int *exit_rc)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
-    return 0;
+    ro_cmd c;
+    command(&c, a, gen);
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return *exit_rc = ro_exit(rc), -1;
+    rg_err err;
+    if (!a->p.model) rc = ro_bad(c.name, "--model is required (rgcn, rgat, hgt or a .rgnn file)");
+    else if (!gen && !a->p.dataset) rc = ro_bad(c.name, "--dataset is required");
+    else if (gen && !a->out) rc = ro_bad(c.name, "--out DIR is required");
+    else if (gen && a->p.config && a->space) rc = ro_bad(c.name, "give --config or --space, not both");
+    else if (cp_check(&a->p, &err) || cp_config(&a->p, cfg, &err)) rc = ro_fail(c.name, &err);
+    *exit_rc = rc;
+    return rc ? -1 : 0;
 }
 
 static void print_result(const run_args *a, const cg_config *cfg, const xb_result *r)
@@ -129,7 +83,7 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
         printf("%s\n", r->evidence);
         return;
     }
-    printf("%s (tolerance %s)\n", r->evidence, pl_is_train(a->task) ? "1e-4" : "1e-5");
+    printf("%s (tolerance %s)\n", r->evidence, pl_is_train(a->p.task) ? "1e-4" : "1e-5");
     printf("\n%-34s %-10s %-4s %12s %12s\n", "kernel", "category", "pass", "median us", "spread us");
     for (int i = 0; i < r->nkernels; i++)
         printf("%-34s %-10s %-4s %12.2f %12.2f\n", r->kernels[i].name, r->kernels[i].category,
@@ -137,7 +91,7 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
     printf("\ntotal (median of %d runs, sum of kernel times): %.4f ms  [min %.4f, max %.4f, sd %.4f]\n", r->repeats,
            r->median_ms, r->min_ms, r->max_ms, r->stddev_ms);
     printf("by category: gemm %.4f ms, traversal %.4f ms, other %.4f ms", r->gemm_ms, r->traversal_ms, r->other_ms);
-    if (pl_is_train(a->task)) printf("; forward %.4f ms, backward %.4f ms", r->fwd_ms, r->bwd_ms);
+    if (pl_is_train(a->p.task)) printf("; forward %.4f ms, backward %.4f ms", r->fwd_ms, r->bwd_ms);
     char mb[32];
     printf("\npeak device memory: %s\n", mp_format_bytes((size_t)r->peak_mem_bytes, mb));
     double floor_ms = 1e3 * fmax(r->bytes / FLOOR_BYTES_PER_S, r->flops / FLOOR_FLOPS_PER_S);
@@ -148,32 +102,21 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
 
 int xr_run_main(int argc, char **argv)
 {
-    if (want_help(argc, argv)) {
-        usage_run(stdout);
-        return 0;
-    }
     run_args a;
-    rg_err err;
     cg_config cfg;
-    cfg_default(&cfg);
-    if (parse_args(argc, argv, &a, 0, &err) || (a.config && cfg_parse(&cfg, a.config, &err)) ||
-        cfg_validate(&cfg, &err)) {
-        fprintf(stderr, "explore run: %s\n", err.msg);
-        return 2;
-    }
+    int rc;
+    if (parse_args(argc, argv, &a, 0, &cfg, &rc)) return rc;
+    rg_err err;
+    xb_problem prob;
+    if (cp_to_xb(&a.p, &prob, &err)) return ro_fail("explore run", &err);
     xb_backend *b = xb_gpu_backend(&err);
     if (!b) {
         fprintf(stderr, "explore run: %s\n", err.msg);
         return 1;
     }
-    xb_problem prob = {.dim_in = a.dim_in, .dim_out = a.dim_out, .heads = a.heads, .data_dir = a.data_dir,
-                       .mem_limit = a.mem_limit};
-    snprintf(prob.model, sizeof prob.model, "%s", a.model);
-    snprintf(prob.dataset, sizeof prob.dataset, "%s", a.dataset);
-    snprintf(prob.task, sizeof prob.task, "%s", a.task);
     hg_stats st;
-    fprintf(stderr, "preparing %s on %s (%s, dims %d,%d, heads %d): dataset, CPU reference, graph upload...\n", a.model,
-            a.dataset, a.task, a.dim_in, a.dim_out, a.heads);
+    fprintf(stderr, "preparing %s on %s (%s, dims %d,%d, heads %d): dataset, CPU reference, graph upload...\n", prob.model,
+            prob.dataset, prob.task, prob.dim_in, prob.dim_out, prob.heads);
     double t0 = rg_now();
     if (b->prepare(b, &prob, &st, &err)) {
         fprintf(stderr, "explore run: %s\n", err.msg);
@@ -181,11 +124,11 @@ int xr_run_main(int argc, char **argv)
         return 1;
     }
     printf("dataset %s: %lld nodes, %lld edges, %d node types, %d edge types, compaction ratio %.3f (prepared in %.1f s)\n",
-           a.dataset, (long long)st.nodes, (long long)st.edges, st.node_types, st.edge_types, st.compaction_ratio,
+           prob.dataset, (long long)st.nodes, (long long)st.edges, st.node_types, st.edge_types, st.compaction_ratio,
            rg_now() - t0);
-    xb_options opt = {.warmup = a.warmup, .repeats = a.repeats};
+    xb_options opt = {.warmup = a.p.warmup, .repeats = a.p.repeats};
     xb_result r;
-    int rc = b->measure(b, &cfg, &opt, &r, &err);
+    rc = b->measure(b, &cfg, &opt, &r, &err);
     if (rc) fprintf(stderr, "explore run: %s\n", err.msg);
     else print_result(&a, &cfg, &r);
     b->close(b);
@@ -196,7 +139,7 @@ int xr_run_main(int argc, char **argv)
 static int gen_one(const run_args *a, const cg_config *cfg, const hg_graph *g, const char *dir, FILE *log,
                    rg_err *err)
 {
-    pl_problem p = {.model = a->model, .task = a->task, .dims = {a->dim_in, a->dim_out, a->heads}};
+    pl_problem p = {.model = a->p.model, .task = a->p.task, .dims = {a->p.dims[0], a->p.dims[1], a->p.heads}};
     ir_program *ir;
     lw_program *lp;
     if (pl_build(&p, cfg, g, log, &ir, &lp, err)) return -1;
@@ -218,20 +161,15 @@ static int gen_one(const run_args *a, const cg_config *cfg, const hg_graph *g, c
 
 int xr_gen_main(int argc, char **argv)
 {
-    if (want_help(argc, argv)) {
-        usage_gen(stdout);
-        return 0;
-    }
     run_args a;
+    cg_config cfg;
+    int rc;
+    if (parse_args(argc, argv, &a, 1, &cfg, &rc)) return rc;
     rg_err err;
-    if (parse_args(argc, argv, &a, 1, &err)) {
-        fprintf(stderr, "explore gen: %s\n", err.msg);
-        return 2;
-    }
     hg_graph *g = NULL;
-    if (a.dataset) {
-        ds_options dso = {.data_dir = a.data_dir};
-        g = ds_open(a.dataset, &dso, &err);
+    if (a.p.dataset) {
+        ds_options dso = {.data_dir = a.p.data_dir};
+        g = ds_open(a.p.dataset, &dso, &err);
         if (!g) {
             fprintf(stderr, "explore gen: %s\n", err.msg);
             return 1;
@@ -239,9 +177,7 @@ int xr_gen_main(int argc, char **argv)
     }
     int failures = 0, total = 0;
     if (!a.space) {
-        cg_config cfg;
-        cfg_default(&cfg);
-        if ((a.config && cfg_parse(&cfg, a.config, &err)) || gen_one(&a, &cfg, g, a.out, stdout, &err)) {
+        if (gen_one(&a, &cfg, g, a.out, stdout, &err)) {
             fprintf(stderr, "explore gen: %s\n", err.msg);
             hg_free(g);
             return 1;

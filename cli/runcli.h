@@ -7,7 +7,5 @@
 
 int xr_run_main(int argc, char **argv);
 int xr_gen_main(int argc, char **argv);
-/* "IN,OUT" (or one number for both). */
-int xr_parse_dims(const char *s, int *in, int *out, rg_err *err);
 
 #endif

@@ -64,7 +64,4 @@ char *ds_cache_path(const char *name, const char *dir, const ds_options *opt);
  * later ds_open without it refuses the cached graph all the same). */
 hg_graph *ds_open(const char *spec, const ds_options *opt, rg_err *err);
 
-/* `explore datasets ...` */
-int ds_cli_main(int argc, char **argv);
-
 #endif

@@ -11,24 +11,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static const char BENCH_HELP[] =
-    "usage: explore datasets bench [--data-dir DIR] [--phase parse|cache|synth-mag] [--repeat N]\n\n"
-    "  parse      parse time of mutag and fb15k237 from the data dir (best of N)\n"
-    "  cache      binary cache write and load time of the same, and the speed-up over parsing\n"
-    "  synth-mag  synth:mag generate and preprocess time, peak RSS against the edge arrays\n"
-    "             (src + dst + etype, 12 B/edge), cache write and load time\n"
-    "Without --phase all three run in this process (peak RSS is then the largest of them;\n"
-    "datasets/bench.sh runs each phase in its own process). N defaults to 3.\n"
-    "Output: one tab-separated row per measurement: dataset, measure, value, unit, note.\n";
-
 static const char *const REAL_SETS[] = {"mutag", "fb15k237"};
 #define REAL_SET_COUNT ((int)(sizeof REAL_SETS / sizeof REAL_SETS[0]))
-
-typedef struct bench_opts {
-    const char *data_dir;
-    const char *phase;
-    int repeat;
-} bench_opts;
 
 static void row(const char *dataset, const char *measure, double value, const char *unit, const char *note)
 {
@@ -53,7 +37,7 @@ static void rss_row(const char *phase)
 static double mb(double bytes) { return bytes / (1 << 20); }
 
 /* The dataset's folder under the data dir, or NULL (reported as a skip row) when absent. */
-static char *dataset_dir(const bench_opts *o, const char *name, const char *measure)
+static char *dataset_dir(const dsbench_options *o, const char *name, const char *measure)
 {
     ds_options opt = {.data_dir = o->data_dir, .no_cache = 1, .quiet = 1};
     const ds_entry *e = ds_find(name);
@@ -68,7 +52,7 @@ static char *dataset_dir(const bench_opts *o, const char *name, const char *meas
 }
 
 /* Parses `repeat` times with the registry's loader; returns the last graph and the best time. */
-static hg_graph *parse_best(const bench_opts *o, const char *name, const char *dir, double *best)
+static hg_graph *parse_best(const dsbench_options *o, const char *name, const char *dir, double *best)
 {
     const ds_entry *e = ds_find(name);
     hg_graph *g = NULL;
@@ -88,7 +72,7 @@ static hg_graph *parse_best(const bench_opts *o, const char *name, const char *d
     return g;
 }
 
-static int phase_parse(const bench_opts *o)
+static int phase_parse(const dsbench_options *o)
 {
     for (int i = 0; i < REAL_SET_COUNT; i++) {
         char *dir = dataset_dir(o, REAL_SETS[i], "parse");
@@ -133,7 +117,7 @@ static uint32_t graph_digest(const hg_graph *g)
 /* Writes g to dir/bench.hgc and frees it (so a load's memory is its own), then loads the
  * file `repeat` times, checking it reads back the same; rows for both, with the speed-up
  * over parse_s when that is known (> 0). */
-static int cache_rows(const bench_opts *o, const char *label, const char *dir, hg_graph *g, double parse_s)
+static int cache_rows(const dsbench_options *o, const char *label, const char *dir, hg_graph *g, double parse_s)
 {
     char *path = rg_xasprintf("%s/bench.hgc", dir);
     rg_err err;
@@ -173,7 +157,7 @@ static int cache_rows(const bench_opts *o, const char *label, const char *dir, h
     return rc;
 }
 
-static int phase_cache(const bench_opts *o)
+static int phase_cache(const dsbench_options *o)
 {
     char *tmp = bench_tmpdir();
     if (!tmp) return 1;
@@ -193,7 +177,7 @@ static int phase_cache(const bench_opts *o)
     return rc;
 }
 
-static int phase_synth_mag(const bench_opts *o)
+static int phase_synth_mag(const dsbench_options *o)
 {
     rg_err err;
     int add_reverse;
@@ -223,42 +207,12 @@ static int phase_synth_mag(const bench_opts *o)
     return rc;
 }
 
-static int parse_args(int argc, char **argv, bench_opts *o)
+int dsbench_run(const dsbench_options *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(BENCH_HELP, stdout);
-            return 1;
-        }
-        int has_value = i + 1 < argc;
-        if (!strcmp(a, "--data-dir") && has_value) o->data_dir = argv[++i];
-        else if (!strcmp(a, "--phase") && has_value) o->phase = argv[++i];
-        else if (!strcmp(a, "--repeat") && has_value) o->repeat = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "explore datasets bench: unknown or incomplete option '%s'\n%s", a, BENCH_HELP);
-            return -1;
-        }
-    }
-    if (o->repeat < 1 || o->repeat > 100) {
-        fprintf(stderr, "explore datasets bench: --repeat takes 1 to 100\n");
-        return -1;
-    }
-    if (o->phase && strcmp(o->phase, "parse") && strcmp(o->phase, "cache") && strcmp(o->phase, "synth-mag")) {
-        fprintf(stderr, "explore datasets bench: unknown phase '%s' (parse, cache, synth-mag)\n", o->phase);
-        return -1;
-    }
-    return 0;
-}
-
-int dsbench_main(int argc, char **argv)
-{
-    bench_opts o = {.repeat = 3};
-    int parsed = parse_args(argc, argv, &o);
-    if (parsed != 0) return parsed > 0 ? 0 : 2;
-    int all = !o.phase, rc = 0;
-    if (all || !strcmp(o.phase, "parse")) rc |= phase_parse(&o);
-    if (rc == 0 && (all || !strcmp(o.phase, "cache"))) rc |= phase_cache(&o);
-    if (rc == 0 && (all || !strcmp(o.phase, "synth-mag"))) rc |= phase_synth_mag(&o);
+    RG_ASSERT(o->repeat >= 1);
+    int all = !o->phase, rc = 0;
+    if (all || !strcmp(o->phase, "parse")) rc |= phase_parse(o);
+    if (rc == 0 && (all || !strcmp(o->phase, "cache"))) rc |= phase_cache(o);
+    if (rc == 0 && (all || !strcmp(o->phase, "synth-mag"))) rc |= phase_synth_mag(o);
     return rc ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* Sweep plans (`explore sweep --plan FILE [--shard I/N]`): a matrix of models x datasets x
  * tasks x dims x heads, split round-robin across shards (processes, GPUs, Slurm array tasks). */
 #include "explorer/plan.h"
-#include "explorer/costmodel.h"
+#include "codegen/pipeline.h"
+#include "common/opts.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -28,20 +29,17 @@ static int parse_int(const char *text, int lo, int hi, int *out)
     return 0;
 }
 
-/* "IN,OUT", "INxOUT" or "N". */
-static int parse_dims(const char *text, int out[2])
-{
-    char a[32], *sep;
-    snprintf(a, sizeof a, "%s", text);
-    sep = strpbrk(a, ",x");
-    if (sep) *sep = 0;
-    return parse_int(a, 1, 65536, &out[0]) || parse_int(sep ? sep + 1 : a, 1, 65536, &out[1]) ? -1 : 0;
-}
-
 typedef struct where {
     const char *path;
     int line;
 } where;
+
+/* "file:line: " before a message of a shared value parser. */
+static int prefix_where(rg_err *err, where at)
+{
+    rg_err_prefix(err, "%s:%d", at.path, at.line);
+    return -1;
+}
 
 static int add_value(xp_plan *p, const char *key, const char *v, where at, rg_err *err)
 {
@@ -51,17 +49,15 @@ static int add_value(xp_plan *p, const char *key, const char *v, where at, rg_er
         if (strlen(v) >= sizeof list[0]) return rg_errf(err, "%s:%d: '%.40s...' is too long", at.path, at.line, v);
         snprintf(list[(*n)++], sizeof list[0], "%s", v);
     } else if (!strcmp(key, "tasks")) {
-        const char *t = !strcmp(v, "infer") || !strcmp(v, "inference") ? "infer"
-                        : !strcmp(v, "train") || !strcmp(v, "training") ? "train" : NULL;
-        if (!t) return rg_errf(err, "%s:%d: task must be infer or train (got '%s')", at.path, at.line, v);
+        const char *t;
+        if (pl_parse_task(v, &t, err)) return prefix_where(err, at);
         snprintf(p->tasks[p->ntasks++], sizeof p->tasks[0], "%s", t);
     } else if (!strcmp(key, "dims")) {
-        if (parse_dims(v, p->dims[p->ndims]))
-            return rg_errf(err, "%s:%d: dims must be IN,OUT or N (got '%s')", at.path, at.line, v);
+        if (ro_parse_dims(v, &p->dims[p->ndims][0], &p->dims[p->ndims][1], err)) return prefix_where(err, at);
         p->ndims++;
     } else {
-        if (parse_int(v, 1, 1024, &p->heads[p->nheads]))
-            return rg_errf(err, "%s:%d: heads must be a positive number (got '%s')", at.path, at.line, v);
+        if (parse_int(v, 1, RO_MAX_HEADS, &p->heads[p->nheads]))
+            return rg_errf(err, "%s:%d: heads must be 1 to %d (got '%s')", at.path, at.line, RO_MAX_HEADS, v);
         p->nheads++;
     }
     return 0;
@@ -107,6 +103,19 @@ static int parse_line(xp_plan *p, char *line, where at, rg_err *err)
     return 0;
 }
 
+/* Every job of the matrix must be a problem the commands accept: each heads value divides each
+ * output dim. */
+static int check_matrix(const xp_plan *p, rg_err *err)
+{
+    for (int h = 0; h < p->nheads; h++)
+        for (int d = 0; d < p->ndims; d++)
+            if (ro_check_heads(p->heads[h], p->dims[d][1], err)) {
+                rg_err_prefix(err, "%s: heads %d with dims %d,%d", p->path, p->heads[h], p->dims[d][0], p->dims[d][1]);
+                return -1;
+            }
+    return 0;
+}
+
 int xp_load(const char *path, xp_plan *p, rg_err *err)
 {
     memset(p, 0, sizeof *p);
@@ -128,7 +137,7 @@ int xp_load(const char *path, xp_plan *p, rg_err *err)
     if (!p->ntasks) snprintf(p->tasks[p->ntasks++], sizeof p->tasks[0], "infer");
     if (!p->ndims) p->dims[0][0] = p->dims[0][1] = 64, p->ndims = 1;
     if (!p->nheads) p->heads[p->nheads++] = 1;
-    return 0;
+    return check_matrix(p, err);
 }
 
 int xp_count(const xp_plan *p) { return p->nmodels * p->ndatasets * p->ntasks * p->ndims * p->nheads; }
@@ -187,105 +196,4 @@ int xp_env_shard(int *index, int *count, rg_err *err)
     *index = i - lo;
     *count = n;
     return 1;
-}
-
-/* ---------------------------------------------------------------- command ---- */
-
-static int resolve_shard(const xs_cli *c, int *si, int *sn, rg_err *err)
-{
-    *si = 0;
-    *sn = 1;
-    if (c->shard) return xp_parse_shard(c->shard, si, sn, err);
-    int e = xp_env_shard(si, sn, err);
-    if (e > 0) fprintf(stderr, "explore sweep: shard %d/%d from SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT\n", *si, *sn);
-    return e < 0 ? -1 : 0;
-}
-
-static void print_failure(const char *what, const rg_err *err)
-{
-    if (!strncmp(err->msg, "no CUDA device:", 15)) fprintf(stderr, "%s\n", err->msg);
-    else fprintf(stderr, "explore sweep: %s: %s\n", what, err->msg);
-}
-
-static char *join_args(int argc, char **argv)
-{
-    rg_str s = {0};
-    rg_str_puts(&s, "explore");
-    for (int i = 0; i < argc; i++) {
-        rg_str_putc(&s, ' ');
-        rg_str_puts(&s, argv[i]);
-    }
-    return s.s;
-}
-
-/* Runs this shard's jobs in one session (one run); a job that cannot be prepared is reported
- * and the others go on. */
-static int run_shard(xs_cli *c, const xp_plan *plan, int si, int sn, int *failed, rg_err *err)
-{
-    xs_session *s = xs_open(&c->opt, err);
-    if (!s) return -1;
-    int total = xp_count(plan), mine = 0;
-    for (int k = 0; k < total; k++) mine += xp_shard_owns(k, si, sn);
-    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d runs %d of them into %s\n", plan->path, total, si, sn,
-            mine, c->opt.db);
-    for (int k = 0, nth = 0; k < total && !xs_interrupted(s); k++) {
-        if (!xp_shard_owns(k, si, sn)) continue;
-        xb_problem p;
-        xp_job(plan, k, &p);
-        p.data_dir = c->problem.data_dir;
-        p.mem_limit = c->problem.mem_limit;
-        fprintf(stderr, "== job %d (%d of %d in this shard): %s on %s, %s, dims %d,%d, heads %d ==\n", k, ++nth,
-                mine, p.model, p.dataset, p.task, p.dim_in, p.dim_out, p.heads);
-        xs_summary sum;
-        rg_err jerr;
-        if (xs_problem(s, &p, &sum, &jerr)) {
-            char *what = rg_xasprintf("job %d (%s on %s, %s)", k, p.model, p.dataset, p.task);
-            print_failure(what, &jerr);
-            free(what);
-            (*failed)++;
-        }
-    }
-    int interrupted = xs_interrupted(s);
-    if (xs_close(s, err)) return -1;
-    return interrupted;
-}
-
-int xp_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
-{
-    xs_cli c;
-    int rc = xs_parse_cli("explore sweep", argc, argv, 1, &c);
-    if (rc) return rc == 1 ? 0 : rc;
-    if (!c.plan) {
-        fputs("explore sweep: --plan FILE is required (explore sweep --help)\n", stderr);
-        return 2;
-    }
-    xp_plan *plan = rg_xmalloc(sizeof *plan);
-    rg_err err;
-    int si, sn;
-    if (xp_load(c.plan, plan, &err) || resolve_shard(&c, &si, &sn, &err)) {
-        fprintf(stderr, "explore sweep: %s\n", err.msg);
-        free(plan);
-        return 2;
-    }
-    cm_model model;
-    int attached = xs_attach_cost_model(&c, &model, &err);
-    if (attached < 0) {
-        fprintf(stderr, "explore sweep: %s\n", err.msg);
-        free(plan);
-        return 2;
-    }
-    char *db = NULL, *line = join_args(argc, argv);
-    if (sn > 1 && !c.have_db) c.opt.db = db = rg_xasprintf("results/results.shard-%d-of-%d.db", si, sn);
-    c.opt.gpu_backend = gpu_backend;
-    c.opt.command_line = line;
-    int failed = 0;
-    rc = run_shard(&c, plan, si, sn, &failed, &err);
-    if (attached) cm_model_free(&model);
-    if (rc < 0) print_failure("stopped", &err);
-    else fprintf(stderr, "explore sweep: shard %d/%d: %d job%s failed%s\n", si, sn, failed, failed == 1 ? "" : "s",
-                 rc > 0 ? " (interrupted)" : "");
-    free(db);
-    free(line);
-    free(plan);
-    return rc > 0 ? 130 : rc < 0 || failed ? 1 : 0;
 }

@@ -18,7 +18,8 @@ typedef struct xp_plan {
 } xp_plan;
 
 /* Reads `key: values` lines (# comments): models, datasets (required), tasks (infer, train;
- * default infer), dims (IN,OUT or N; default 64,64), heads (default 1). Errors say file:line. */
+ * default infer), dims (IN,OUT or N; default 64,64), heads (default 1), with the limits of the
+ * command line (common/opts.h), each heads dividing each output dim. Errors say file:line. */
 int xp_load(const char *path, xp_plan *plan, rg_err *err);
 int xp_count(const xp_plan *plan);
 /* Job k of the matrix (models outermost, heads innermost) as a problem. */
@@ -30,9 +31,5 @@ int xp_parse_shard(const char *text, int *index, int *count, rg_err *err);
 /* From SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN when set) and SLURM_ARRAY_TASK_COUNT:
  * 1 when set, 0 when not, -1 when set but inconsistent (err says why). */
 int xp_env_shard(int *index, int *count, rg_err *err);
-
-/* `explore sweep --plan FILE [--shard I/N] [sweep options]`: 0, 1 if a job failed, 2 bad usage,
- * 130 interrupted. */
-int xp_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend);
 
 #endif

@@ -1,10 +1,9 @@
 /* The sweep driver (`explore --model M ...`): enumerates the design space, measures each variant
  * in a worker process, records every outcome, resumes, shows progress and reports the best. */
 #include "explorer/sweep.h"
-#include "explorer/costmodel.h"
+#include "common/git.h"
 #include "common/json.h"
-#include "datasets/dataset.h"
-#include "runtime/memplan.h"
+#include "common/opts.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define DEFAULT_BEST_DIR "results/best"
 
 /* ---------------------------------------------------------------- signals ---- */
 
@@ -47,7 +44,7 @@ void xs_options_default(xs_options *o)
     memset(o, 0, sizeof *o);
     o->space = "default";
     o->db = RS_DEFAULT_DB;
-    o->best_dir = DEFAULT_BEST_DIR;
+    o->best_dir = XS_DEFAULT_BEST_DIR;
     o->measure.warmup = 3;
     o->measure.repeats = 10;
     o->measure.tolerance = 0;   /* the backend's own, per task */
@@ -71,8 +68,7 @@ static xb_backend *make_backend(const char *spec, void *ctx, rg_err *err)
     return o->gpu_backend(err);
 }
 
-/* A misspelt backend fails here, before any worker starts. */
-static int check_backend_spec(const char *spec, rg_err *err)
+int xs_check_backend(const char *spec, rg_err *err)
 {
     if (!spec || !strcmp(spec, "gpu")) return 0;
     if (!is_sim(spec)) return rg_errf(err, "--backend must be gpu or sim[:KEY=VAL,...] (got '%s')", spec);
@@ -88,10 +84,10 @@ static int check_problem(const xb_problem *p, rg_err *err)
     if (!p->dataset[0]) return rg_errf(err, "no dataset given");
     if (strcmp(p->task, "infer") && strcmp(p->task, "train"))
         return rg_errf(err, "task must be infer or train (got '%s')", p->task);
-    if (p->dim_in < 1 || p->dim_out < 1 || p->dim_in > 65536 || p->dim_out > 65536)
-        return rg_errf(err, "dims must be positive (got %d,%d)", p->dim_in, p->dim_out);
-    if (p->heads < 1 || p->heads > 1024) return rg_errf(err, "heads must be at least 1 (got %d)", p->heads);
-    return 0;
+    /* the limits every command applies to its options (common/opts.h) */
+    if (p->dim_in < 1 || p->dim_out < 1 || p->dim_in > RO_MAX_DIM || p->dim_out > RO_MAX_DIM)
+        return rg_errf(err, "dims must be 1 to %d (got %d,%d)", RO_MAX_DIM, p->dim_in, p->dim_out);
+    return ro_check_heads(p->heads, p->dim_out, err);
 }
 
 /* ---------------------------------------------------------------- names ---- */
@@ -148,21 +144,8 @@ char *xs_best_path(const char *best_dir, const char *gpu_name, const xb_problem 
         snprintf(dims, sizeof dims, "-%dx%d", p->dim_in, p->dim_out);
         if (p->heads != 1) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "h%d", p->heads);
     }
-    return rg_xasprintf("%s/%s/%s-%s-%s%s.json", best_dir ? best_dir : DEFAULT_BEST_DIR, gpu, model, dataset, task,
+    return rg_xasprintf("%s/%s/%s-%s-%s%s.json", best_dir ? best_dir : XS_DEFAULT_BEST_DIR, gpu, model, dataset, task,
                         dims);
-}
-
-static void detect_commit(char *out, size_t cap)
-{
-    snprintf(out, cap, "unknown");
-    FILE *f = popen("git rev-parse HEAD 2>/dev/null", "r");
-    if (!f) return;
-    char line[128] = "";
-    if (fgets(line, sizeof line, f)) {
-        size_t n = strspn(line, "0123456789abcdef");
-        if (n >= 7 && (line[n] == '\n' || line[n] == 0)) snprintf(out, cap, "%.*s", (int)n, line);
-    }
-    pclose(f);
 }
 
 /* ---------------------------------------------------------------- session ---- */
@@ -183,15 +166,15 @@ struct xs_session {
 xs_session *xs_open(const xs_options *o, rg_err *err)
 {
     RG_ASSERT(!g_session_open);
-    if (check_backend_spec(o->backend, err)) return NULL;
+    if (xs_check_backend(o->backend, err)) return NULL;
     xs_session *s = rg_xcalloc(1, sizeof *s);
     s->o = *o;
     if (!s->o.space) s->o.space = "default";
     if (!s->o.db) s->o.db = RS_DEFAULT_DB;
-    if (!s->o.best_dir) s->o.best_dir = DEFAULT_BEST_DIR;
+    if (!s->o.best_dir) s->o.best_dir = XS_DEFAULT_BEST_DIR;
     if (!s->o.out) s->o.out = stdout;
     if (o->commit) snprintf(s->commit, sizeof s->commit, "%s", o->commit);
-    else detect_commit(s->commit, sizeof s->commit);
+    else git_head_commit(s->commit, sizeof s->commit);
     s->store = rs_open(s->o.db, err);
     if (!s->store) {
         free(s);
@@ -802,353 +785,4 @@ int xs_sweep(const xs_options *o, const xb_problem *p, xs_summary *sum, rg_err *
     rg_err cerr;
     if (xs_close(s, rc ? &cerr : err) && !rc) rc = -1;
     return rc;
-}
-
-/* ---------------------------------------------------------------- command line ---- */
-
-enum { FOR_ANY, FOR_PROBLEM, FOR_PLAN };
-
-typedef struct cli_def {
-    const char *name, *arg;     /* arg NULL: a flag */
-    int where;
-    const char *help;
-} cli_def;
-
-static const cli_def CLI[] = {
-    {"model", "M", FOR_PROBLEM, "rgcn, rgat, hgt or a .rgnn file (required)"},
-    {"dataset", "D", FOR_PROBLEM, "registry name, synth:..., or a dataset folder (default: aifb when the\n"
-                                  "                      data dir has it, else synth:aifb)"},
-    {"task", "T", FOR_PROBLEM, "infer (default) or train"},
-    {"dims", "IN,OUT", FOR_PROBLEM, "feature sizes (default 64,64)"},
-    {"heads", "H", FOR_PROBLEM, "attention heads (default 1)"},
-    {"plan", "FILE", FOR_PLAN, "the matrix to sweep (required)"},
-    {"shard", "I/N", FOR_PLAN, "run the jobs k with k % N == I (0 <= I < N); default from\n"
-                               "                      SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, else 0/1"},
-    {"space", "S", FOR_ANY, "default, full, or a file of 'key: values' lines (default: default)"},
-    {"budget", "N", FOR_ANY, "measure at most N variants per problem (default: all)"},
-    {"db", "PATH", FOR_ANY, "results database (default " RS_DEFAULT_DB ")"},
-    {"data-dir", "DIR", FOR_ANY, "dataset directory (default $RGNN_DATA, else datasets/data)"},
-    {"mem-limit", "BYTES", FOR_ANY, "device memory cap, e.g. 24GB; variants above it are recorded as oom"},
-    {"repeats", "N", FOR_ANY, "timed runs per variant (default 10)"},
-    {"warmup", "N", FOR_ANY, "untimed runs before them (default 3)"},
-    {"metrics", NULL, FOR_ANY, "collect CUPTI counters (DRAM bytes, SM throughput, IPC, occupancy, L2)"},
-    {"timeout", "S", FOR_ANY, "seconds a variant may take before its worker is killed (default 60)"},
-    {"slow-factor", "X", FOR_ANY, "a variant whose validation run is over X times the best so far is timed\n"
-                                  "                      once, without warm-up (default 4; 0: time every variant fully)"},
-    {"no-resume", NULL, FOR_ANY, "measure again what the database has for this device, dataset and commit"},
-    {"cost-model", "FILE", FOR_ANY, "rank the variants with this fitted model first (explore fit), so that\n"
-                                    "                      --budget keeps the most promising (default: results/costmodel.txt if present)"},
-    {"no-cost-model", NULL, FOR_ANY, "enumeration order even when a cost model exists"},
-    {"tolerance", "X", FOR_ANY, "relative L2 error allowed against the reference (default: the\n"
-                                "                      backend's, 1e-5 for infer and 1e-4 for train)"},
-    {"compile-threads", "N", FOR_ANY, "parallel NVRTC compiles (default: the CPU count)"},
-    {"best-dir", "DIR", FOR_ANY, "where the chosen config is written (default " DEFAULT_BEST_DIR ")"},
-    {"commit", "C", FOR_ANY, "commit to record (default: git rev-parse HEAD, else 'unknown')"},
-    {"no-progress", NULL, FOR_ANY, "no progress output on stderr"},
-    {"backend", "B", FOR_ANY, "gpu (default), or sim[:...] to test without a GPU (see below)"},
-};
-#define NCLI (sizeof CLI / sizeof CLI[0])
-
-void xs_print_options(FILE *f)
-{
-    for (size_t i = 0; i < NCLI; i++) {
-        if (CLI[i].where != FOR_ANY) continue;
-        char lhs[40];
-        snprintf(lhs, sizeof lhs, "--%s%s%s", CLI[i].name, CLI[i].arg ? " " : "", CLI[i].arg ? CLI[i].arg : "");
-        fprintf(f, "  %-20s%s\n", lhs, CLI[i].help);
-    }
-}
-
-static void print_some(FILE *f, int where)
-{
-    for (size_t i = 0; i < NCLI; i++) {
-        if (CLI[i].where != where) continue;
-        char lhs[40];
-        snprintf(lhs, sizeof lhs, "--%s %s", CLI[i].name, CLI[i].arg);
-        fprintf(f, "  %-20s%s\n", lhs, CLI[i].help);
-    }
-}
-
-static void print_help(FILE *f, int plan_mode)
-{
-    if (plan_mode) {
-        fprintf(f, "usage: explore sweep --plan FILE [--shard I/N] [sweep options]\n\n"
-                   "Sweeps every job of the plan's matrix (models x datasets x tasks x dims x heads). The\n"
-                   "plan file has 'key: values' lines (# comments): models, datasets, tasks (default\n"
-                   "infer), dims (IN,OUT pairs or N for N,N; default 64,64), heads (default 1).\n"
-                   "Shards split the jobs round-robin, one process per GPU or per Slurm array task;\n"
-                   "with N > 1 and no --db each shard writes results/results.shard-I-of-N.db, and\n"
-                   "`explore merge --into results/results.db results/results.shard-*.db` combines them.\n\n");
-        print_some(f, FOR_PLAN);
-    } else {
-        fprintf(f, "usage: explore --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H]\n"
-                   "               [sweep options]\n\n"
-                   "Measures every variant of the design space for one problem: each in a worker process\n"
-                   "(a crash or hang is recorded as runtime_fault or timeout and the worker restarted),\n"
-                   "each outcome recorded in the results database at once. Variants already measured\n"
-                   "for the same device, dataset, commit and config are skipped (resume). Prints the\n"
-                   "top configs and the U/C/R/C+R comparison, and writes the chosen config to\n"
-                   "results/best/<gpu>/<model>-<dataset>-<task>.json.\n\n");
-        print_some(f, FOR_PROBLEM);
-    }
-    fprintf(f, "sweep options:\n");
-    xs_print_options(f);
-    fprintf(f, "\n%s", xb_sim_help());
-}
-
-static int bad(const char *cmd, const char *fmt, const char *a, const char *b)
-{
-    fprintf(stderr, "%s: ", cmd);
-    fprintf(stderr, fmt, a, b);
-    fputc('\n', stderr);
-    return 2;
-}
-
-static int parse_long(const char *text, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (!*text || *end || errno || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_real(const char *text, double lo, double hi, double *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (!*text || *end || errno || !(v >= lo && v <= hi)) return -1;
-    *out = v;
-    return 0;
-}
-
-/* "IN,OUT" or "N" (square). */
-static int parse_dims(const char *text, int *in, int *out)
-{
-    long a, b;
-    const char *comma = strchr(text, ',');
-    char first[32];
-    snprintf(first, sizeof first, "%.*s", comma ? (int)(comma - text) : (int)strlen(text), text);
-    if (parse_long(first, 1, 65536, &a) || parse_long(comma ? comma + 1 : first, 1, 65536, &b)) return -1;
-    *in = (int)a;
-    *out = (int)b;
-    return 0;
-}
-
-static int apply_value(const char *cmd, const cli_def *d, const char *v, xs_cli *c)
-{
-    const char *n = d->name;
-    long x;
-    double r;
-    xs_options *o = &c->opt;
-    xb_problem *p = &c->problem;
-    if (!strcmp(n, "cost-model")) {
-        c->cost_model = v;
-        return 0;
-    }
-    if (!strcmp(n, "model") || !strcmp(n, "dataset")) {
-        char *dst = n[0] == 'm' ? p->model : p->dataset;
-        if (!*v || strlen(v) >= sizeof p->model) return bad(cmd, "--%s: '%s' is empty or too long", n, v);
-        snprintf(dst, sizeof p->model, "%s", v);
-        if (n[0] == 'd') c->have_dataset = 1;
-    } else if (!strcmp(n, "task")) {
-        const char *t = !strcmp(v, "infer") || !strcmp(v, "inference") ? "infer"
-                        : !strcmp(v, "train") || !strcmp(v, "training") ? "train" : NULL;
-        if (!t) return bad(cmd, "--task must be infer or train (got '%s')%s", v, "");
-        snprintf(p->task, sizeof p->task, "%s", t);
-    } else if (!strcmp(n, "dims")) {
-        if (parse_dims(v, &p->dim_in, &p->dim_out)) return bad(cmd, "--dims must be IN,OUT or N (got '%s')%s", v, "");
-    } else if (!strcmp(n, "heads")) {
-        if (parse_long(v, 1, 1024, &x)) return bad(cmd, "--heads must be a positive number (got '%s')%s", v, "");
-        p->heads = (int)x;
-    } else if (!strcmp(n, "plan")) c->plan = v;
-    else if (!strcmp(n, "shard")) c->shard = v;
-    else if (!strcmp(n, "space")) o->space = v;
-    else if (!strcmp(n, "budget")) {
-        if (parse_long(v, 1, 100000000, &x)) return bad(cmd, "--budget must be a positive number (got '%s')%s", v, "");
-        o->budget = (int)x;
-    } else if (!strcmp(n, "db")) {
-        o->db = v;
-        c->have_db = 1;
-    }
-    else if (!strcmp(n, "data-dir")) p->data_dir = v;
-    else if (!strcmp(n, "mem-limit")) {
-        rg_err err;
-        if (mp_parse_bytes(v, &p->mem_limit, &err)) return bad(cmd, "--mem-limit: %s%s", err.msg, "");
-    } else if (!strcmp(n, "repeats") || !strcmp(n, "warmup") || !strcmp(n, "compile-threads")) {
-        long lo = n[0] == 'w' ? 0 : 1;
-        if (parse_long(v, lo, 100000, &x)) return bad(cmd, "--%s must be a number >= %s", n, lo ? "1" : "0");
-        if (n[0] == 'r') o->measure.repeats = (int)x;
-        else if (n[0] == 'w') o->measure.warmup = (int)x;
-        else o->measure.compile_threads = (int)x;
-    } else if (!strcmp(n, "timeout")) {
-        if (parse_real(v, 0.001, 1e7, &r)) return bad(cmd, "--timeout must be a positive number of seconds (got '%s')%s", v, "");
-        o->timeout_s = r;
-    } else if (!strcmp(n, "slow-factor")) {
-        if (parse_real(v, 0, 1e6, &r) || (r > 0 && r < 1))
-            return bad(cmd, "--slow-factor must be 0 (off) or a number >= 1 (got '%s')%s", v, "");
-        o->slow_factor = r;
-    } else if (!strcmp(n, "tolerance")) {
-        if (parse_real(v, 1e-12, 1e6, &r)) return bad(cmd, "--tolerance must be a positive number (got '%s')%s", v, "");
-        o->measure.tolerance = r;
-    } else if (!strcmp(n, "best-dir")) o->best_dir = v;
-    else if (!strcmp(n, "commit")) o->commit = v;
-    else if (!strcmp(n, "backend")) o->backend = v;
-    else RG_DIE("option --%s has no handler", n);
-    return 0;
-}
-
-static void apply_flag(const cli_def *d, xs_cli *c)
-{
-    if (!strcmp(d->name, "metrics")) c->opt.measure.metrics = 1;
-    else if (!strcmp(d->name, "no-resume")) c->opt.no_resume = 1;
-    else if (!strcmp(d->name, "no-progress")) c->opt.progress = XS_PROGRESS_OFF;
-    else if (!strcmp(d->name, "no-cost-model")) c->no_cost_model = 1;
-    else RG_DIE("flag --%s has no handler", d->name);
-}
-
-static const cli_def *find_def(const char *arg, size_t len)
-{
-    for (size_t i = 0; i < NCLI; i++)
-        if (strlen(CLI[i].name) == len && !strncmp(arg, CLI[i].name, len)) return &CLI[i];
-    return NULL;
-}
-
-static int unknown_option(const char *cmd, const char *arg)
-{
-    const char *name = arg + strspn(arg, "-");
-    const char *best = NULL;
-    int best_d = 3;
-    for (size_t i = 0; i < NCLI; i++) {
-        int d = rg_edit_distance(name, CLI[i].name);
-        if (d < best_d) best_d = d, best = CLI[i].name;
-    }
-    if (best) fprintf(stderr, "%s: unknown option '%s' (did you mean --%s?)\n", cmd, arg, best);
-    else fprintf(stderr, "%s: unknown option '%s' (see %s --help)\n", cmd, arg, cmd);
-    return 2;
-}
-
-int xs_parse_cli(const char *cmd, int argc, char **argv, int plan_mode, xs_cli *c)
-{
-    memset(c, 0, sizeof *c);
-    xs_options_default(&c->opt);
-    snprintf(c->problem.task, sizeof c->problem.task, "infer");
-    c->problem.dim_in = c->problem.dim_out = 64;
-    c->problem.heads = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            print_help(stdout, plan_mode);
-            return 1;
-        }
-        if (strncmp(a, "--", 2)) return bad(cmd, "unexpected argument '%s' (see %s --help)", a, cmd);
-        const char *eq = strchr(a, '=');
-        size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        const cli_def *d = find_def(a + 2, len);
-        if (!d) return unknown_option(cmd, a);
-        if (d->where == (plan_mode ? FOR_PROBLEM : FOR_PLAN))
-            return bad(cmd, plan_mode ? "--%s is not for a plan sweep: the plan file gives the problems%s"
-                                      : "--%s only goes with `explore sweep --plan FILE`%s", d->name, "");
-        if (!d->arg) {
-            if (eq) return bad(cmd, "--%s takes no value%s", d->name, "");
-            apply_flag(d, c);
-            continue;
-        }
-        const char *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
-        if (!v) return bad(cmd, "--%s needs a value%s", d->name, "");
-        int rc = apply_value(cmd, d, v, c);
-        if (rc) return rc;
-    }
-    rg_err err;
-    if (check_backend_spec(c->opt.backend, &err)) return bad(cmd, "%s%s", err.msg, "");
-    return 0;
-}
-
-/* aifb when the data dir has it (no download needed), else the synthetic graph with its sizes. */
-static void choose_default_dataset(xb_problem *p)
-{
-    const ds_entry *e = ds_find("aifb");
-    ds_options dopt = {.data_dir = p->data_dir};
-    char *dir = e ? ds_entry_dir(e, &dopt) : NULL;
-    char *missing = dir ? ds_missing_files(e, dir) : rg_xstrdup("aifb");
-    if (!missing) {
-        snprintf(p->dataset, sizeof p->dataset, "aifb");
-        fprintf(stderr, "explore: no --dataset given: using aifb from %s\n", dir);
-    } else {
-        snprintf(p->dataset, sizeof p->dataset, "synth:aifb");
-        fprintf(stderr, "explore: no --dataset given: using synth:aifb, a synthetic graph with aifb's sizes "
-                        "(aifb itself is not in %s; --data-dir DIR points elsewhere)\n", ds_data_dir(&dopt));
-    }
-    free(missing);
-    free(dir);
-}
-
-static char *join_args(int argc, char **argv)
-{
-    rg_str s = {0};
-    rg_str_puts(&s, "explore");
-    for (int i = 1; i < argc; i++) {
-        rg_str_putc(&s, ' ');
-        rg_str_puts(&s, argv[i]);
-    }
-    return s.s;
-}
-
-/* "no CUDA device: ..." stays the first thing on its line, as everywhere else. */
-static void print_failure(const char *cmd, const rg_err *err)
-{
-    if (!strncmp(err->msg, "no CUDA device:", 15)) fprintf(stderr, "%s\n", err->msg);
-    else fprintf(stderr, "%s: %s\n", cmd, err->msg);
-}
-
-#define XS_DEFAULT_COST_MODEL "results/costmodel.txt"
-
-int xs_attach_cost_model(xs_cli *c, cm_model *model, rg_err *err)
-{
-    const char *path = c->cost_model;
-    if (c->no_cost_model) return 0;
-    if (!path) {
-        if (!rg_file_exists(XS_DEFAULT_COST_MODEL)) return 0;
-        path = XS_DEFAULT_COST_MODEL;
-    }
-    if (cm_load(path, model, err)) {
-        rg_err_prefix(err, "cost model %s (--no-cost-model to sweep without it)", path);
-        return -1;
-    }
-    c->opt.order = cm_sweep_order;
-    c->opt.order_ctx = model;
-    fprintf(stderr, "explore: ordering the variants with the cost model %s\n", path);
-    return 1;
-}
-
-int xs_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
-{
-    xs_cli c;
-    int rc = xs_parse_cli("explore", argc, argv, 0, &c);
-    if (rc) return rc == 1 ? 0 : rc;
-    if (!c.problem.model[0]) {
-        fprintf(stderr, "explore: --model is required (rgcn, rgat, hgt or a .rgnn file); explore --help lists "
-                        "the commands and options\n");
-        return 2;
-    }
-    if (!c.have_dataset) choose_default_dataset(&c.problem);
-    c.opt.gpu_backend = gpu_backend;
-    rg_err err;
-    cm_model model;
-    int attached = xs_attach_cost_model(&c, &model, &err);
-    if (attached < 0) {
-        fprintf(stderr, "explore: %s\n", err.msg);
-        return 2;
-    }
-    char *line = join_args(argc, argv);
-    c.opt.command_line = line;
-    xs_summary sum;
-    rc = xs_sweep(&c.opt, &c.problem, &sum, &err);
-    if (attached) cm_model_free(&model);
-    free(line);
-    if (rc) print_failure("explore", &err);
-    if (sum.interrupted) return 130;
-    return rc ? 1 : 0;
 }

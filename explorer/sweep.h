@@ -76,28 +76,11 @@ uint64_t xs_variant_hash(const cg_config *c, const xb_problem *p);
  * path; the dims suffix only when they differ from 64x64 with one head (caller frees). */
 char *xs_best_path(const char *best_dir, const char *gpu_name, const xb_problem *p);
 
-/* ---- Command line ---- */
-typedef struct xs_cli {
-    xs_options opt;
-    xb_problem problem;
-    int have_dataset, have_db;    /* --dataset, --db given */
-    const char *plan, *shard;     /* explore sweep only */
-    const char *cost_model;       /* --cost-model FILE */
-    int no_cost_model;            /* --no-cost-model */
-} xs_cli;
-/* Parses the sweep options (plan_mode: `explore sweep`, which takes --plan and --shard instead
- * of a problem). 0; 1 after printing the help; 2 after saying what is wrong on stderr. */
-int xs_parse_cli(const char *cmd, int argc, char **argv, int plan_mode, xs_cli *cli);
-/* Orders the sweep with a fitted cost model (explore fit): the one given with --cost-model, else
- * results/costmodel.txt when it exists, unless --no-cost-model. *model must be freed with
- * cm_model_free when 1 is returned. 0: none attached; 1: attached; -1: a file given or found
- * could not be read (err says why). */
-struct cm_model;
-int xs_attach_cost_model(xs_cli *c, struct cm_model *model, rg_err *err);
-/* The options shared by `explore` and `explore sweep`, for help texts. */
-void xs_print_options(FILE *f);
-/* `explore [--model M ...]`: exit 0, 1 on failure, 2 on bad usage, 130 when interrupted. */
-int xs_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend);
+/* Where best-config JSON files go unless told otherwise. */
+#define XS_DEFAULT_BEST_DIR "results/best"
+/* NULL or "gpu", or "sim[:KEY=VAL,...]" that the simulator accepts: a misspelt backend fails here,
+ * before any worker starts. */
+int xs_check_backend(const char *spec, rg_err *err);
 
 /* ---- The simulated backend (measure/simbackend.c), for tests and --backend sim ---- */
 xb_backend *xb_sim_backend(const char *spec, rg_err *err);

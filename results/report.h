@@ -31,7 +31,4 @@ const char *rp_figure_title(int i);
  * gnuplot is an error, with a message naming it. */
 int rp_build(const rp_options *o, rp_summary *out, rg_err *err);
 
-/* explore report [--db PATH] --out DIR [--gpu NAME] [--plots DIR] [--quiet] */
-int rp_cli_main(int argc, char **argv);
-
 #endif

@@ -218,9 +218,4 @@ int rs_compare(rs_store *s, int64_t base_run, int64_t head_run, double threshold
                rs_comparison *out, rg_err *err);
 void rs_comparison_free(rs_comparison *c);
 
-/* ---- CLI (results/rscli.c) ---- */
-int rs_cli_export(int argc, char **argv);
-int rs_cli_merge(int argc, char **argv);
-int rs_cli_compare(int argc, char **argv);
-
 #endif

@@ -2,6 +2,7 @@
  * valid image, readings checked against the store), skips, missing columns and tables, CLI errors. */
 #include "tests/testutil.h"
 #include "results/report.h"
+#include "cli/rpcli.h"
 #include "results/store.h"
 
 #include <ftw.h>

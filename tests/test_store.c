@@ -2,6 +2,7 @@
  * writer processes, a writer killed mid-sweep, merge, CSV/JSON export and compare. */
 #include "tests/testutil.h"
 #include "results/store.h"
+#include "cli/rscli.h"
 
 #include <ftw.h>
 #include <math.h>

@@ -3,6 +3,8 @@
 #include "tests/testutil.h"
 #include "explorer/plan.h"
 #include "explorer/sweep.h"
+#include "cli/rscli.h"
+#include "cli/sweepcli.h"
 #include "explorer/costmodel.h"
 #include "runtime/rt.h"
 
@@ -609,7 +611,7 @@ static void test_plan_parsing(void **state)
     assert_non_null(strstr(err.msg, "bad.plan:5: unknown key 'dataset2'"));
     char *bad2 = tu_write_file(f->dir, "bad2.plan", "models: rgat\ndatasets: aifb\ntasks: infer fly\n");
     assert_int_equal(xp_load(bad2, plan, &err), -1);
-    assert_non_null(strstr(err.msg, "bad2.plan:3: task must be infer or train (got 'fly')"));
+    assert_non_null(strstr(err.msg, "bad2.plan:3: unknown task 'fly' (expected infer or train)"));
     char *good = tu_write_file(f->dir, "good.plan", "model: rgat, hgt\ndatasets: aifb mutag\ntasks: infer train\n"
                                                     "dims: 32 64,64 128x64\n");
     assert_int_equal(xp_load(good, plan, &err), 0);
@@ -690,7 +692,7 @@ static void test_three_shards_cover_the_plan_once(void **state)
         snprintf(shard, sizeof shard, "%d/3", s);
         char *argv[] = {"sweep", "--plan", plan, "--shard", shard, "--db", dbs[s], "--space", f->space,
                         "--backend", "sim", "--best-dir", f->best, "--commit", "nightly", "--repeats", "2", NULL};
-        assert_int_equal(quietly(xp_cli_main, 17, argv), 0);
+        assert_int_equal(quietly(sc_plan_main, 17, argv), 0);
         /* round-robin: 8 jobs each, every job complete */
         assert_int_equal(tu_sql_int(dbs[s], "SELECT count(*) FROM measurements"), (JOBS / 3) * POINTS);
         assert_int_equal(tu_sql_int(dbs[s], "SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
@@ -723,11 +725,11 @@ static void test_three_shards_cover_the_plan_once(void **state)
 static void test_cli(void **state)
 {
     fixture *f = *state;
-    xs_cli c;
+    sc_cli c;
     char *ok[] = {"explore", "--model", "hgt", "--dataset=mutag", "--task", "training", "--dims", "32,128",
                   "--heads", "4", "--budget", "7", "--mem-limit", "24GB", "--timeout", "2.5", "--metrics",
                   "--no-resume", "--backend", "sim:fail=oom@3,hang@4,seed=2", NULL};
-    assert_int_equal(xs_parse_cli("explore", 20, ok, 0, &c), 0);
+    assert_int_equal(sc_parse_cli("explore", 20, ok, 0, &c), 0);
     assert_string_equal(c.problem.model, "hgt");
     assert_string_equal(c.problem.dataset, "mutag");
     assert_string_equal(c.problem.task, "train");
@@ -749,19 +751,19 @@ static void test_cli(void **state)
         fflush(stderr);
         int saved = dup(2), null = open("/dev/null", O_WRONLY);
         dup2(null, 2);
-        int rc = xs_parse_cli("explore", 3, bad[k], 0, &c);
+        int rc = sc_parse_cli("explore", 3, bad[k], 0, &c);
         dup2(saved, 2);
         close(saved), close(null);
         if (rc != 2) fail_msg("'%s %s' was accepted", bad[k][1], bad[k][2]);
     }
     char *plan_only[] = {"sweep", "--model", "rgat"};
-    assert_int_equal(quietly(xp_cli_main, 3, plan_only), 2);
+    assert_int_equal(quietly(sc_plan_main, 3, plan_only), 2);
     char *no_model[] = {"explore", "--db", f->db};
-    assert_int_equal(quietly(xs_cli_main, 3, no_model), 2);
+    assert_int_equal(quietly(sc_sweep_main, 3, no_model), 2);
     /* the whole command: a sweep through the CLI, then resumed */
     char *run[] = {"explore", "--model", "rgat", "--dataset", (char *)DATASET, "--space", f->space, "--db", f->db,
                    "--best-dir", f->best, "--backend", "sim", "--commit", "cli", "--budget", "5", NULL};
-    assert_int_equal(quietly(xs_cli_main, 17, run), 0);
+    assert_int_equal(quietly(sc_sweep_main, 17, run), 0);
     assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements"), 5 + INVALID);
     char *cmd = q_text(f->db, "SELECT command_line FROM runs");
     assert_non_null(strstr(cmd, "explore --model rgat"));
@@ -840,7 +842,7 @@ static void test_cost_model_orders_the_budget(void **state)
     char *run[] = {"explore", "--model", "rgat", "--dataset", (char *)held_out, "--space", f->space, "--db",
                    budget_db, "--best-dir", f->best, "--backend", "sim", "--budget", "5", "--cost-model",
                    model_path, NULL};
-    assert_int_equal(quietly(xs_cli_main, 17, run), 0);
+    assert_int_equal(quietly(sc_sweep_main, 17, run), 0);
     assert_int_equal(tu_sql_int(budget_db, "SELECT count(*) FROM measurements WHERE status = 'ok'"), 5);
     char *sql = rg_xasprintf("SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id"
                              " WHERE m.status = 'ok' AND v.hash = '%s'", best);
@@ -848,7 +850,7 @@ static void test_cost_model_orders_the_budget(void **state)
     /* a model file that cannot be read stops before anything is measured */
     char *missing[] = {"explore", "--model", "rgat", "--dataset", (char *)held_out, "--space", f->space, "--db",
                        budget_db, "--backend", "sim", "--cost-model", "/nonexistent/costmodel.txt", NULL};
-    assert_int_equal(quietly(xs_cli_main, 13, missing), 2);
+    assert_int_equal(quietly(sc_sweep_main, 13, missing), 2);
     free(sql);
     free(best);
     free(full_db);
