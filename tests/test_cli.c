@@ -178,6 +178,7 @@ static const bad_input BAD[] = {
     {"--dims 0,0", 0},
     {"--dims 5000,5000", 0},
     {"--config tile=banana", 1},
+    {"--config tile=16,tile=32", 1},
 };
 
 static void test_every_command_rejects_the_same_bad_input(void **state)
