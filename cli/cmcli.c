@@ -200,7 +200,7 @@ int cm_cli_fit(int argc, char **argv)
         return 0;
     }
     fit_args a;
-    rg_err err = {{0}};
+    rg_err err = {0};
     if (parse_fit(argc, argv, &a, &err)) {
         fprintf(stderr, "explore fit: %s\n", err.msg);
         return 2;
@@ -540,7 +540,7 @@ int cm_cli_pick(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
         return 0;
     }
     pick_args a;
-    rg_err err = {{0}};
+    rg_err err = {0};
     if (parse_pick(argc, argv, &a, &err)) {
         fprintf(stderr, "explore pick: %s\n", err.msg);
         return 2;

@@ -48,15 +48,6 @@ typedef struct gpu_ctx {
     double **alt_val;
 } gpu_ctx;
 
-void xb_result_init(xb_result *r)
-{
-    memset(r, 0, sizeof *r);
-    r->status = RS_OK;
-    r->validation_error = r->median_ms = r->min_ms = r->max_ms = r->stddev_ms = NAN;
-    r->gemm_ms = r->traversal_ms = r->other_ms = r->fwd_ms = r->bwd_ms = NAN;
-    r->peak_mem_bytes = -1;
-}
-
 static void free_alternatives(gpu_ctx *c)
 {
     for (int i = 0; c->alt_val && i < c->nalt * c->nalt_vars; i++) free(c->alt_val[i]);
@@ -468,7 +459,11 @@ static void collect_metrics(gpu_ctx *c, const cg_variant *var, const kx_compiled
     size_t used = strlen(r->evidence);
     if (rc) {
         snprintf(r->evidence + used, sizeof r->evidence - used, "; metrics not collected: %s", e.msg);
-        if (strstr(e.msg, "IllegalAddress") || strstr(e.msg, "illegal memory")) r->status = RS_RUNTIME_FAULT;
+        if (e.code == RG_ERR_FAULT) {
+            r->status = RS_RUNTIME_FAULT;
+            r->err_class = e.code;
+            r->cuda_error = e.cuda;
+        }
         return;
     }
     int *order = rg_xmalloc((size_t)(var->plan.nkernels ? var->plan.nkernels : 1) * sizeof *order);
@@ -489,23 +484,11 @@ static void collect_metrics(gpu_ctx *c, const cg_variant *var, const kx_compiled
     kmet_free(&m);
 }
 
-static int fail(xb_result *r, rs_status st, const rg_err *e)
+/* A failure while loading, preparing, running or timing: a sticky fault (the CUDA context
+ * is unusable) or an OOM by the error's class, any other a launch error. */
+static int fail_run(xb_result *r, const rg_err *e)
 {
-    r->status = st;
-    snprintf(r->evidence, sizeof r->evidence, "%s", e->msg);
-    return 0;
-}
-
-/* A fault during execution leaves the CUDA context unusable: launch errors that are not
- * sticky are told apart by the error name. */
-static rs_status classify_launch_error(const char *msg)
-{
-    static const char *sticky[] = {"IllegalAddress", "illegal memory", "MisalignedAddress", "LaunchFailure",
-                                   "illegal instruction", "IllegalInstruction", "HardwareStackError",
-                                   "unspecified launch failure"};
-    for (size_t i = 0; i < sizeof sticky / sizeof *sticky; i++)
-        if (strstr(msg, sticky[i])) return RS_RUNTIME_FAULT;
-    return RS_LAUNCH_ERROR;
+    return xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e);
 }
 
 /* Test hook: RGNN_INJECT_FAULT=<substring of the config string> makes the matching variants'
@@ -537,13 +520,13 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     rg_err e;
     cg_variant var;
     double t0 = rg_now();
-    if (cg_build(ir, lp, cfg, &var, &e)) return fail(r, RS_INVALID, &e);
+    if (cg_build(ir, lp, cfg, &var, &e)) return xb_result_fail(r, RS_INVALID, &e);
     maybe_inject_fault(cfg, &var);
     cg_counts_fill(ir, &var, c->g, &r->flops, &r->bytes, &r->atomics, &r->launches);
     kx_compiled comp;
     if (kx_compile(&var.plan, c->dev.sm, opt->compile_threads > 0 ? opt->compile_threads : 8, &comp, &e)) {
         cg_variant_free(&var);
-        return fail(r, RS_COMPILE_ERROR, &e);
+        return xb_result_fail(r, RS_COMPILE_ERROR, &e);
     }
     r->compile_s = comp.compile_wall_s;
     r->build_s = rg_now() - t0 - r->compile_s;
@@ -552,12 +535,12 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     const double **vals = NULL;
     int rc = 0;
     if (kx_load(&comp, &e)) {
-        fail(r, classify_launch_error(e.msg), &e);
+        fail_run(r, &e);
         goto done_compiled;
     }
     mp_status ms = kx_alloc(ir, &var, &c->kg, c->prob.mem_limit, &bufs, &e);
     if (ms != MP_OK) {
-        fail(r, ms == MP_OOM ? RS_OOM : RS_LAUNCH_ERROR, &e);
+        xb_result_fail(r, ms == MP_OOM ? RS_OOM : RS_LAUNCH_ERROR, &e);
         kx_buffers_free(&bufs);
         goto done_compiled;
     }
@@ -565,17 +548,17 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     vals = input_values(c, ir, &e);
     if (!vals) {
         rc = -1;
-        fail(r, RS_INVALID, &e);
+        xb_result_fail(r, RS_INVALID, &e);
         goto done_buffers;
     }
     if (kx_prepare(ir, &var, &bufs, vals, c->stage, &e)) {
-        fail(r, classify_launch_error(e.msg), &e);
+        fail_run(r, &e);
         goto done_buffers;
     }
     r->setup_s = rg_now() - t0;
     t0 = rg_now();
     if (kx_launch_all(&var, &comp, &bufs, &c->kg, &e)) {
-        fail(r, classify_launch_error(e.msg), &e);
+        fail_run(r, &e);
         goto done_buffers;
     }
     double t_run = rg_now();
@@ -585,7 +568,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     double run_ms = 1e3 * (t_run - t0);
     double tol = opt->tolerance > 0 ? opt->tolerance : (pl_is_train(c->pl.task) ? 1e-4 : 1e-5);
     if (isnan(r->validation_error) && e.msg[0] && !strstr(report, "=")) {
-        fail(r, RS_LAUNCH_ERROR, &e);
+        xb_result_fail(r, RS_LAUNCH_ERROR, &e);
         goto done_buffers;
     }
     if (!(r->validation_error < tol)) {
@@ -607,7 +590,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     }
     kx_timing t;
     if (kx_time(&var, &comp, &bufs, &c->kg, warmup, repeats, &t, &e)) {
-        fail(r, classify_launch_error(e.msg), &e);
+        fail_run(r, &e);
         goto done_buffers;
     }
     fill_timing(r, &t);
@@ -630,10 +613,10 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
     if (!c->g) return rg_errf(err, "measure before prepare");
     if (gpu_prepare_reference(b, err)) return -1;
     rg_err e;
-    if (cfg_validate(cfg, &e)) return fail(r, RS_INVALID, &e);
+    if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
     ir_program *ir = NULL;
     lw_program *lp = NULL;
-    if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return fail(r, RS_INVALID, &e);
+    if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);
     measure_variant(c, ir, lp, cfg, opt, r);
     lw_free(lp);
     ir_free(ir);

@@ -268,7 +268,7 @@ static void test_weight_products(void **state)
 
 static void expect_ad_error(ir_program *p, const char *needle)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     if (ad_append_backward(p, &err) == 0) fail_msg("expected an error containing '%s'", needle);
     if (!strstr(err.msg, needle)) fail_msg("error '%s' lacks '%s'", err.msg, needle);
 }

@@ -570,7 +570,7 @@ static void test_comparisons_and_poison(void **state)
 
 static void expect_ref_error(ir_program *p, const hg_graph *g, const char *needle)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     ref_exec *x = ref_new(p, g, NULL, &err);
     if (x) fail_msg("expected an error containing '%s'", needle);
     if (!strstr(err.msg, needle)) fail_msg("error '%s' lacks '%s'", err.msg, needle);
