@@ -4,6 +4,7 @@
 #include "baselines/blkernels.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
+#include "measure/validate.h"
 #include "runtime/memplan.h"
 #include "runtime/prof.h"
 #include "runtime/rt.h"
@@ -710,7 +711,7 @@ static int validate(run_ctx *c, const layer_impl *L, const sizes *s, double tol,
         const bl_problem *p = c->p;
         int64_t n = ref_count(p->ref, p->prog->output);
         RG_ASSERT(n == s->N * s->M);
-        r->validation_error = ref_compare_f32(ref_values(p->ref, p->prog->output), got, n);
+        r->validation_error = xv_compare_f32(ref_values(p->ref, p->prog->output), got, n);
         if (!(r->validation_error < tol)) {
             r->status = RS_WRONG_ANSWER;
             snprintf(r->evidence, sizeof r->evidence, "relative L2 error %.3g of %s above %.0e",
@@ -770,7 +771,7 @@ int bl_run(bl_problem *p, bl_style style, const bl_options *opt, xb_result *r, r
         ctx_free(&c);
         return 0;
     }
-    double tol = opt && opt->tolerance > 0 ? opt->tolerance : 1e-5;
+    double tol = xv_tolerance(opt ? opt->tolerance : 0, 0);   /* inference only */
     t0 = rg_now();
     int vrc = validate(&c, L, &s, tol, r);
     r->validate_s = rg_now() - t0;
