@@ -4,6 +4,7 @@
 #include "baselines/blkernels.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
+#include "measure/validate.h"
 #include "runtime/memplan.h"
 #include "runtime/prof.h"
 #include "runtime/rt.h"
@@ -152,10 +153,12 @@ static void ctx_free(run_ctx *c)
     if (c->mod) krt_module_unload(c->mod);
 }
 
+/* cuBLAS failures are classified like CUDA ones: out of workspace memory is an OOM. */
 static int blas_check(run_ctx *c, cublasStatus_t st, const char *what)
 {
     if (st == CUBLAS_STATUS_SUCCESS) return 0;
-    return rg_errf(c->err, "%s: %s (%s)", what, cublasGetStatusString(st), cublasGetStatusName(st));
+    rg_errf(c->err, "%s: %s (%s)", what, cublasGetStatusString(st), cublasGetStatusName(st));
+    return rg_err_classify(c->err, st == CUBLAS_STATUS_ALLOC_FAILED ? RG_ERR_OOM : RG_ERR_LAUNCH, 0);
 }
 
 /* A device tensor of the layer, through the planner (so the limit and the peak count it). */
@@ -562,21 +565,11 @@ static const layer_impl *layer_of(const char *model)
 
 /* ------------------------------------------------------------ measurement ---- */
 
-static void set_status(xb_result *r, rs_status st, const char *msg)
+/* Faults during execution leave the context unusable, other launch errors do not; out of
+ * memory (CUDA or cuBLAS) is an OOM result. By the error's class, not its text. */
+static void fail_run(xb_result *r, const rg_err *e)
 {
-    r->status = st;
-    snprintf(r->evidence, sizeof r->evidence, "%s", msg);
-}
-
-/* Faults during execution leave the context unusable; other launch errors do not. */
-static rs_status launch_status(const char *msg)
-{
-    static const char *sticky[] = {"IllegalAddress", "illegal memory", "MisalignedAddress", "LaunchFailure",
-                                   "illegal instruction", "IllegalInstruction", "unspecified launch failure"};
-    for (size_t i = 0; i < sizeof sticky / sizeof *sticky; i++)
-        if (strstr(msg, sticky[i])) return RS_RUNTIME_FAULT;
-    if (strstr(msg, "ALLOC_FAILED") || strstr(msg, "MemoryAllocation")) return RS_OOM;
-    return RS_LAUNCH_ERROR;
+    xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -655,7 +648,10 @@ static int time_layer(run_ctx *c, const layer_impl *L, const sizes *s, int warmu
         t->wall_ns[rep] = (rg_now() - t0) * 1e9;
         if (t->cupti) {
             kprof_records rec = {0};
-            if (kprof_stop(&rec, &perr) && !rc) rc = rg_errf(c->err, "%s", perr.msg);
+            if (kprof_stop(&rec, &perr) && !rc) {
+                *c->err = perr;   /* with its class: a fault shows at the profiler's sync */
+                rc = -1;
+            }
             if (!rc) add_records(t, rep, &rec);
             kprof_records_free(&rec);
         }
@@ -715,7 +711,7 @@ static int validate(run_ctx *c, const layer_impl *L, const sizes *s, double tol,
         const bl_problem *p = c->p;
         int64_t n = ref_count(p->ref, p->prog->output);
         RG_ASSERT(n == s->N * s->M);
-        r->validation_error = ref_compare_f32(ref_values(p->ref, p->prog->output), got, n);
+        r->validation_error = xv_compare_f32(ref_values(p->ref, p->prog->output), got, n);
         if (!(r->validation_error < tol)) {
             r->status = RS_WRONG_ANSWER;
             snprintf(r->evidence, sizeof r->evidence, "relative L2 error %.3g of %s above %.0e",
@@ -729,8 +725,9 @@ static int validate(run_ctx *c, const layer_impl *L, const sizes *s, double tol,
     return rc;
 }
 
-/* Device, kernels and cuBLAS: failures here are the harness's, not the layer's. */
-static int ctx_open(run_ctx *c, rg_err *err)
+/* Device, kernels and cuBLAS: failures here are the harness's, not the layer's.
+ * *compile_s: seconds in NVRTC (0 when the kernels came from the cubin cache). */
+static int ctx_open(run_ctx *c, double *compile_s, rg_err *err)
 {
     krt_device dev;
     if (krt_init(0, &dev, err)) return -1;
@@ -739,6 +736,7 @@ static int ctx_open(run_ctx *c, rg_err *err)
         krt_cubin_free(&cubin);
         return -1;
     }
+    *compile_s = cubin.compile_s;
     int rc = krt_module_load(&cubin, &c->mod, err);
     krt_cubin_free(&cubin);
     for (int i = 0; i < BLK_COUNT && !rc; i++) rc = krt_get_kernel(c->mod, blk_kernel_name((blk_id)i), &c->k[i], err);
@@ -756,31 +754,38 @@ int bl_run(bl_problem *p, bl_style style, const bl_options *opt, xb_result *r, r
     const layer_impl *L = layer_of(p->model);
     RG_ASSERT(L && style >= 0 && style < BL_STYLE_COUNT);
     run_ctx c = {.p = p, .style = style};
-    if (ctx_open(&c, err)) {
+    if (ctx_open(&c, &r->compile_s, err)) {
         ctx_free(&c);
         return -1;
     }
-    rg_err e = {{0}};
+    rg_err e = {0};
     c.err = &e;
     c.plan = mp_new(mp_cuda_allocator(), opt ? opt->mem_limit : 0);
     sizes s = sizes_of(p);
+    double t0 = rg_now();
     mp_status ms = L->setup(&c, &s);
+    r->setup_s = rg_now() - t0;
     r->peak_mem_bytes = (int64_t)mp_peak_bytes(c.plan);
     if (ms != MP_OK) {
-        set_status(r, ms == MP_OOM ? RS_OOM : RS_LAUNCH_ERROR, e.msg);
+        xb_result_fail(r, ms == MP_OOM ? RS_OOM : RS_LAUNCH_ERROR, &e);
         ctx_free(&c);
         return 0;
     }
-    double tol = opt && opt->tolerance > 0 ? opt->tolerance : 1e-5;
-    if (validate(&c, L, &s, tol, r)) {
-        set_status(r, launch_status(e.msg), e.msg);
+    double tol = xv_tolerance(opt ? opt->tolerance : 0, 0);   /* inference only */
+    t0 = rg_now();
+    int vrc = validate(&c, L, &s, tol, r);
+    r->validate_s = rg_now() - t0;
+    if (vrc) {
+        fail_run(r, &e);
     } else if (r->status == RS_OK && !(opt && opt->validate_only)) {
         int warmup = !opt || opt->warmup == 0 ? 3 : opt->warmup > 0 ? opt->warmup : 0;
         int repeats = opt && opt->repeats > 0 ? opt->repeats : 10;
         timing t;
         char note[1024] = "";
-        if (time_layer(&c, L, &s, warmup, repeats, &t, note, sizeof note)) set_status(r, launch_status(e.msg), e.msg);
+        t0 = rg_now();
+        if (time_layer(&c, L, &s, warmup, repeats, &t, note, sizeof note)) fail_run(r, &e);
         else fill_result(r, &t);
+        r->time_s = rg_now() - t0;
         size_t used = strlen(r->evidence);
         if (r->status == RS_OK) snprintf(r->evidence + used, sizeof r->evidence - used, "%s", note);
         timing_free(&t);

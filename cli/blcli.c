@@ -9,6 +9,7 @@
 #include "datasets/dataset.h"
 #include "cli/problem.h"
 #include "common/git.h"
+#include "measure/rows.h"
 #include "runtime/memplan.h"
 #include "runtime/rt.h"
 #include "results/store.h"
@@ -183,20 +184,8 @@ static int record_result(bl_session *ss, const char *model, bl_style style, cons
     rs_measurement m;
     rs_measurement_init(&m);
     m.run_id = ss->run_id, m.dataset_id = ss->dataset_id, m.variant_id = var, m.device_key = ss->device_key;
-    m.system = bl_system_name(style), m.layer = bl_layer_name(model), m.status = r->status;
-    m.evidence = r->evidence[0] ? r->evidence : NULL;
-    m.validation_error = r->validation_error;
-    m.median_ms = r->median_ms, m.min_ms = r->min_ms, m.max_ms = r->max_ms, m.stddev_ms = r->stddev_ms;
-    m.repeats = r->repeats, m.peak_mem_bytes = r->peak_mem_bytes;
-    m.gemm_ms = r->gemm_ms, m.traversal_ms = r->traversal_ms, m.other_ms = r->other_ms;
-    rs_kernel_time kt[XB_MAX_KERNELS];
-    rs_metric mt[XB_MAX_METRICS];
-    for (int i = 0; i < r->nkernels; i++)
-        kt[i] = (rs_kernel_time){r->kernels[i].name, r->kernels[i].category, r->kernels[i].median_ns,
-                                 r->kernels[i].spread_ns};
-    for (int i = 0; i < r->nmetrics; i++)
-        mt[i] = (rs_metric){r->metrics[i].kernel, r->metrics[i].name, r->metrics[i].unit, r->metrics[i].value};
-    return rs_record(ss->store, &m, kt, (size_t)r->nkernels, mt, (size_t)r->nmetrics, err) < 0 ? -1 : 0;
+    m.system = bl_system_name(style), m.layer = bl_layer_name(model);
+    return xrow_record(ss->store, &m, r, err) < 0 ? -1 : 0;
 }
 
 static void print_result(const char *model, bl_style style, const xb_result *r)

@@ -157,7 +157,7 @@ int cm_cli_fit(int argc, char **argv)
     fit_args a;
     int parsed = parse_fit(argc, argv, &a);
     if (parsed >= 0) return parsed;
-    rg_err err = {{0}};
+    rg_err err = {0};
     cm_filter f = {.model = a.p.model, .task = a.p.task, .device = a.device};
     cm_set s;
     if (cm_set_load(a.p.db, &f, &s, &err)) {
@@ -458,7 +458,7 @@ int cm_cli_pick(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
     pick_args a;
     int parsed = parse_pick(argc, argv, &a);
     if (parsed >= 0) return parsed;
-    rg_err err = {{0}};
+    rg_err err = {0};
     cm_model m;
     if (cm_load(a.cm, &m, &err)) {
         fprintf(stderr, "explore pick: %s\n", err.msg);

@@ -19,7 +19,7 @@
 #endif
 
 #define SCATTER_CHUNK 8192   /* rows per scatter chunk: bounds the temporary buffer */
-#define MAX_THREADS 64
+#define MAX_THREADS REF_MAX_THREADS
 
 /* ------------------------------------------------------------------ executor state */
 
@@ -167,7 +167,7 @@ static double *alloc_values(int64_t n)
 
 /* ------------------------------------------------------------------ threads */
 
-typedef void (*range_fn)(void *arg, int tid, int64_t lo, int64_t hi);
+typedef ref_range_fn range_fn;
 
 typedef struct prange {
     range_fn fn;
@@ -183,7 +183,7 @@ static void *prange_main(void *arg)
     return NULL;
 }
 
-static int default_threads(void)
+int ref_default_threads(void)
 {
     const char *env = getenv("RGNN_REF_THREADS");
     long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
@@ -191,8 +191,7 @@ static int default_threads(void)
     return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
 
-/* Splits [0, n) into nthreads contiguous ranges and runs fn on each (tid 0 on the caller). */
-static void parallel_for(int nthreads, int64_t n, range_fn fn, void *arg)
+void ref_parallel_for(int nthreads, int64_t n, range_fn fn, void *arg)
 {
     if (nthreads > n) nthreads = n > 0 ? (int)n : 1;
     if (nthreads <= 1 || n < 64) {
@@ -1195,7 +1194,7 @@ static void run_scatter(stmt_run *sr)
     if (!batched(sr->pl)) {
         owner_lists(sr);
         if (sr->own_ptr) {
-            parallel_for(sr->pl->x->nthreads, sr->pl->nrows, rows_owner, sr);
+            ref_parallel_for(sr->pl->x->nthreads, sr->pl->nrows, rows_owner, sr);
             return;
         }
     }
@@ -1204,7 +1203,7 @@ static void run_scatter(stmt_run *sr)
     sr->tgt = rg_xmalloc((size_t)SCATTER_CHUNK * sizeof *sr->tgt);
     for (sr->chunk_lo = 0; sr->chunk_lo < pl->nrows; sr->chunk_lo += SCATTER_CHUNK) {
         int64_t n = pl->nrows - sr->chunk_lo < SCATTER_CHUNK ? pl->nrows - sr->chunk_lo : SCATTER_CHUNK;
-        parallel_for(pl->x->nthreads, n, chunk_compute, sr);
+        ref_parallel_for(pl->x->nthreads, n, chunk_compute, sr);
         /* every thread scans the whole chunk for the targets it owns */
         parallel_threads(pl->x->nthreads, chunk_scatter, sr);
     }
@@ -1240,8 +1239,8 @@ static void run_wacc(stmt_run *sr)
         sr->priv[t] = alloc_values(count);
         memset(sr->priv[t], 0, (size_t)count * sizeof(double));
     }
-    parallel_for(nt, pl->nrows, rows_wacc, sr);
-    parallel_for(nt, count, reduce_priv, sr);
+    ref_parallel_for(nt, pl->nrows, rows_wacc, sr);
+    ref_parallel_for(nt, count, reduce_priv, sr);
     for (int t = 0; t < nt; t++) free(sr->priv[t]);
     free(sr->priv);
     sr->priv = NULL;
@@ -1251,7 +1250,7 @@ static void run_stmt(splan *pl)
 {
     stmt_run sr = {.pl = pl};
     switch (pl->mode) {
-    case OUT_DIRECT: parallel_for(pl->x->nthreads, pl->nrows, rows_direct, &sr); break;
+    case OUT_DIRECT: ref_parallel_for(pl->x->nthreads, pl->nrows, rows_direct, &sr); break;
     case OUT_SCATTER: run_scatter(&sr); break;
     case OUT_WACC: run_wacc(&sr); break;
     case OUT_SERIAL: run_serial(pl); break;
@@ -1369,7 +1368,7 @@ ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt
     x->g = g;
     x->seed = opt && opt->seed ? opt->seed : 1;
     x->nthreads = opt && opt->nthreads > 0 ? (opt->nthreads > MAX_THREADS ? MAX_THREADS : opt->nthreads)
-                                           : default_threads();
+                                           : ref_default_threads();
     x->node_ntype = rg_xmalloc(((size_t)g->num_nodes + 1) * sizeof *x->node_ntype);
     for (int32_t t = 0; t < g->num_ntypes; t++)
         for (int32_t n = g->ntype_ptr[t]; n < g->ntype_ptr[t + 1]; n++) x->node_ntype[n] = t;
@@ -1598,69 +1597,7 @@ double ref_loss(ref_exec *x)
 
 int ref_nthreads(const ref_exec *x) { return x->nthreads; }
 
-/* ------------------------------------------------------------------ comparisons */
-
-/* Relative L2 distance, summed in parallel ranges: validation compares arrays of 1e8
- * elements once per variant, and one thread made that most of a large graph's sweep. */
-typedef struct l2_job {
-    const double *ref;
-    const double *x64;
-    const float *x32;
-    double num[MAX_THREADS], den[MAX_THREADS];
-} l2_job;
-
-static void l2_range(void *arg, int tid, int64_t lo, int64_t hi)
-{
-    l2_job *j = arg;
-    double num = 0, den = 0;
-    for (int64_t i = lo; i < hi; i++) {
-        double d = (j->x64 ? j->x64[i] : (double)j->x32[i]) - j->ref[i];
-        num += d * d;
-        den += j->ref[i] * j->ref[i];
-    }
-    j->num[tid] = num;
-    j->den[tid] = den;
-}
-
-#define L2_SERIAL_BELOW (1 << 20)
-
-static double rel_l2(l2_job *j, int64_t n)
-{
-    int nt = n < L2_SERIAL_BELOW ? 1 : default_threads();
-    memset(j->num, 0, sizeof j->num);
-    memset(j->den, 0, sizeof j->den);
-    parallel_for(nt, n, l2_range, j);
-    double num = 0, den = 0;
-    for (int t = 0; t < nt; t++) {
-        num += j->num[t];
-        den += j->den[t];
-    }
-    if (isnan(num) || isnan(den)) return NAN;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-double ref_rel_l2(const double *ref, const double *x, int64_t n)
-{
-    l2_job j = {.ref = ref, .x64 = x};
-    return rel_l2(&j, n);
-}
-
-double ref_nmse(const double *ref, const double *x, int64_t n)
-{
-    double r = ref_rel_l2(ref, x, n);
-    return r * r;
-}
-
-double ref_compare_f32(const double *ref, const float *x, int64_t n)
-{
-    l2_job j = {.ref = ref, .x32 = x};
-    return rel_l2(&j, n);
-}
-
-void ref_poison_f32(float *x, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++) x[i] = NAN;
-}
+/* ------------------------------------------------------------------ conversion */
 
 void ref_to_f32(ref_exec *x, int var, float *out)
 {

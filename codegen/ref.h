@@ -58,7 +58,7 @@
  * as legitimate as ours (the float32 computation really is on that side). A near-kink
  * row is a (gradient statement, iteration row) whose selector has some element with
  * |x| < rel x RMS(selector variable, over all its values). ref_set_flips makes later
- * runs take the other branch there, so a validator can try both (measure/gpu_backend.c).
+ * runs take the other branch there, so a validator can try both (measure/validate.c).
  */
 
 typedef struct ref_options {
@@ -107,16 +107,15 @@ int ref_find_kinks(ref_exec *x, double rel, ref_kink *out, int max);
  * to keep it ref_find_kinks's). The list is copied; n = 0 clears it. Not while running. */
 void ref_set_flips(ref_exec *x, const ref_kink *k, int n, double rel);
 
-/* ---- comparing against the reference ---- */
-/* ||x - ref||_2 / ||ref||_2; the absolute ||x - ref||_2 when ref is all zero; NaN if any
- * value is NaN, so `err < tol` fails on poisoned (never written) outputs. */
-double ref_rel_l2(const double *ref, const double *x, int64_t n);
-/* Normalized mean squared error ||x - ref||^2 / ||ref||^2 (the square of ref_rel_l2). */
-double ref_nmse(const double *ref, const double *x, int64_t n);
-/* ref_rel_l2 of a float32 result (e.g. copied back from the GPU) against the reference. */
-double ref_compare_f32(const double *ref, const float *x, int64_t n);
-/* Fills a float32 output buffer with NaN before a GPU run, so unwritten values fail. */
-void ref_poison_f32(float *x, int64_t n);
+/* ---- threads ---- */
+/* The reference's thread count: $RGNN_REF_THREADS, else the online CPUs; at most REF_MAX_THREADS. */
+#define REF_MAX_THREADS 64
+int ref_default_threads(void);
+/* Splits [0, n) into nthreads contiguous ranges and runs fn on each, tid 0 on the caller
+ * (measure/validate.c sums its comparisons of large arrays with it too). */
+typedef void (*ref_range_fn)(void *arg, int tid, int64_t lo, int64_t hi);
+void ref_parallel_for(int nthreads, int64_t n, ref_range_fn fn, void *arg);
+
 /* Converts a variable's values to float32 (inputs and weights to upload to a device). */
 void ref_to_f32(ref_exec *x, int var, float *out);
 

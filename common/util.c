@@ -69,8 +69,28 @@ int rg_errf(rg_err *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        err->code = RG_ERR_OTHER;
+        err->cuda = 0;
     }
     return -1;
+}
+
+int rg_err_classify(rg_err *err, rg_err_class code, int cuda)
+{
+    RG_ASSERT(code >= RG_ERR_OTHER && code < RG_ERR__COUNT);
+    if (err) {
+        err->code = code;
+        err->cuda = cuda;
+    }
+    return -1;
+}
+
+const char *rg_err_class_name(rg_err_class c)
+{
+    static const char *names[RG_ERR__COUNT] = {"other", "compile", "launch", "fault", "wrong_answer",
+                                               "timeout", "oom", "no_device"};
+    RG_ASSERT(c >= RG_ERR_OTHER && c < RG_ERR__COUNT);
+    return names[c];
 }
 
 void rg_err_prefix(rg_err *err, const char *fmt, ...)

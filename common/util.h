@@ -21,16 +21,38 @@ void *rg_xrealloc(void *p, size_t n);
 char *rg_xstrdup(const char *s);
 char *rg_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The class of a failure, for callers that must tell failures apart without reading the
+ * message (the measurement layer turns it into a stored status). */
+typedef enum rg_err_class {
+    RG_ERR_OTHER = 0,     /* bad input, files, anything not classified below */
+    RG_ERR_COMPILE,       /* a kernel did not compile */
+    RG_ERR_LAUNCH,        /* a launch or runtime call failed; the device is still usable */
+    RG_ERR_FAULT,         /* a fault during execution: sticky, the process must restart */
+    RG_ERR_WRONG_ANSWER,  /* results disagree with the reference */
+    RG_ERR_TIMEOUT,
+    RG_ERR_OOM,           /* device memory exhausted (or over the memory limit) */
+    RG_ERR_NO_DEVICE,     /* no usable CUDA device */
+    RG_ERR__COUNT
+} rg_err_class;
+
 /* A recoverable error: a one-line message for the user (bad input, missing file,
- * compile failure...). Functions that can fail take an rg_err* and return -1/NULL. */
+ * compile failure...). Functions that can fail take an rg_err* and return -1/NULL.
+ * Zero-initialise with `= {0}`. */
 typedef struct rg_err {
     char msg[2048];
+    rg_err_class code;    /* RG_ERR_OTHER unless the failing call classified it */
+    int cuda;             /* the cudaError_t behind it, 0 when none */
 } rg_err;
 
-/* Formats into err (if non-NULL) and returns -1, so callers can `return rg_errf(...)`. */
+/* Formats into err (if non-NULL) and returns -1, so callers can `return rg_errf(...)`.
+ * The class is reset to RG_ERR_OTHER: a new message is a new error. */
 int rg_errf(rg_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prepends "prefix: " to an existing message. */
+/* Prepends "prefix: " to an existing message (the class and CUDA error stay). */
 void rg_err_prefix(rg_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Classifies err (if non-NULL) after its message was written; returns -1. */
+int rg_err_classify(rg_err *err, rg_err_class code, int cuda);
+/* "other", "compile", "launch", "fault", "wrong_answer", "timeout", "oom", "no_device". */
+const char *rg_err_class_name(rg_err_class c);
 
 double rg_now(void);            /* monotonic seconds */
 long rg_peak_rss_kb(void);      /* peak resident set size of this process (VmHWM) */

@@ -4,6 +4,7 @@
 #include "common/git.h"
 #include "common/json.h"
 #include "common/opts.h"
+#include "measure/rows.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -385,13 +386,6 @@ static int plan_work(job *j, rg_err *err)
     return 0;
 }
 
-static void add_metric(rs_metric *m, size_t *n, const char *name, const char *unit, double v)
-{
-    if (!isfinite(v)) return;
-    m[*n] = (rs_metric){.kernel = "", .name = name, .unit = unit, .value = v};
-    (*n)++;
-}
-
 /* One transaction per outcome: a kill between two records loses nothing already recorded. */
 static int record(job *j, int i, const xb_result *r, rg_err *err)
 {
@@ -402,41 +396,7 @@ static int record(job *j, int i, const xb_result *r, rg_err *err)
     m.variant_id = j->variant_id[i];
     m.device_key = j->s->device_key;
     m.commit = j->s->commit;
-    m.status = r->status;
-    m.evidence = r->evidence[0] ? r->evidence : NULL;
-    m.validation_error = r->validation_error;
-    m.median_ms = r->median_ms;
-    m.min_ms = r->min_ms;
-    m.max_ms = r->max_ms;
-    m.stddev_ms = r->stddev_ms;
-    m.repeats = r->repeats;
-    m.peak_mem_bytes = r->peak_mem_bytes;
-    m.gemm_ms = r->gemm_ms;
-    m.traversal_ms = r->traversal_ms;
-    m.other_ms = r->other_ms;
-    rs_kernel_time k[XB_MAX_KERNELS];
-    int nk = r->nkernels < XB_MAX_KERNELS ? r->nkernels : XB_MAX_KERNELS;
-    for (int x = 0; x < nk; x++)
-        k[x] = (rs_kernel_time){.kernel = r->kernels[x].name, .category = r->kernels[x].category,
-                                .median_ns = r->kernels[x].median_ns, .spread_ns = r->kernels[x].spread_ns};
-    rs_metric mt[XB_MAX_METRICS + 16]; /* + the fixed metrics added below */
-    size_t nm = 0;
-    for (int x = 0; x < r->nmetrics && x < XB_MAX_METRICS; x++)
-        mt[nm++] = (rs_metric){.kernel = r->metrics[x].kernel, .name = r->metrics[x].name,
-                               .unit = r->metrics[x].unit, .value = r->metrics[x].value};
-    /* what the store has no column for: forward/backward split, compile time, IR counts */
-    add_metric(mt, &nm, "fwd_ms", "ms", r->fwd_ms);
-    add_metric(mt, &nm, "bwd_ms", "ms", r->bwd_ms);
-    if (r->compile_s > 0) add_metric(mt, &nm, "compile_s", "s", r->compile_s);
-    if (r->build_s > 0) add_metric(mt, &nm, "build_s", "s", r->build_s);
-    if (r->setup_s > 0) add_metric(mt, &nm, "setup_s", "s", r->setup_s);
-    if (r->validate_s > 0) add_metric(mt, &nm, "validate_s", "s", r->validate_s);
-    if (r->time_s > 0) add_metric(mt, &nm, "time_s", "s", r->time_s);
-    if (r->flops > 0) add_metric(mt, &nm, "flops", "flop", r->flops);
-    if (r->bytes > 0) add_metric(mt, &nm, "bytes", "byte", r->bytes);
-    if (r->atomics > 0) add_metric(mt, &nm, "atomics", "op", r->atomics);
-    if (r->launches > 0) add_metric(mt, &nm, "launches", "", r->launches);
-    if (rs_record(j->s->store, &m, k, (size_t)nk, mt, nm, err) < 0) return -1;
+    if (xrow_record(j->s->store, &m, r, err) < 0) return -1;
     j->sum->recorded++;
     j->sum->count[r->status]++;
     return 0;

@@ -45,6 +45,8 @@ typedef struct xb_metric {
 
 typedef struct xb_result {
     rs_status status;
+    rg_err_class err_class; /* the class of the error behind a failed status (RG_ERR_OTHER: none) */
+    int cuda_error;         /* the cudaError_t behind it, 0 when none */
     char evidence[4096];    /* compile log, error, or the validation report */
     double validation_error;
     double median_ms, min_ms, max_ms, stddev_ms;
@@ -63,7 +65,16 @@ typedef struct xb_result {
     int launches;
 } xb_result;
 
+/* ---- CPU-side helpers of every backend (measure/backend.c) ---- */
+
+/* An empty result: status ok, every time NaN, peak memory -1, nothing else set. */
 void xb_result_init(xb_result *r);
+/* The stored status of a failure of this class: a fault, an OOM, a compile error... by the
+ * error's code, never its text; `otherwise` for launch errors and unclassified ones. */
+rs_status xb_status_of(const rg_err *e, rs_status otherwise);
+/* Records a failed variant: status st, the error's class and CUDA error, its message as the
+ * evidence. Returns 0 (the backend itself is fine). */
+int xb_result_fail(xb_result *r, rs_status st, const rg_err *e);
 
 typedef struct xb_backend xb_backend;
 struct xb_backend {

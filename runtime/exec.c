@@ -201,6 +201,7 @@ int kx_compile(const kp_plan *plan, int sm, int threads, kx_compiled *out, rg_er
     for (int i = 0; i < out->n; i++) out->cache_hits += out->cubins[i].from_cache;
     if (job.failed_at >= 0) {
         rg_errf(err, "compile error in %s: %s", plan->kernels[job.failed_at].name, job.err.msg);
+        rg_err_classify(err, job.err.code, job.err.cuda);
         kx_compiled_free(out);
         return -1;
     }

@@ -134,7 +134,7 @@ mp_status mp_alloc(mp_plan *p, int id, rg_err *err)
         return over_limit(p, t, err);
     void *ptr = NULL;
     if (t->bytes > 0) {
-        rg_err aerr = {{0}};
+        rg_err aerr = {0};
         mp_status s = p->allocator.alloc(p->allocator.ctx, t->bytes, &ptr, &aerr);
         if (s != MP_OK) {
             char need[32], used[32];

@@ -35,8 +35,22 @@ static int is_sticky(cudaError_t e)
     }
 }
 
-/* "<what>: <cudaErrorName>: <description>", and clears the non-sticky last error so one
- * failed call does not poison the next krt_sync. */
+/* The class of a CUDA error: callers decide a variant's status by it, not by the text. */
+static rg_err_class cuda_class(cudaError_t e)
+{
+    if (is_sticky(e)) return RG_ERR_FAULT;
+    switch (e) {
+    case cudaErrorMemoryAllocation: return RG_ERR_OOM;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorInvalidDevice: return RG_ERR_NO_DEVICE;
+    default: return RG_ERR_LAUNCH;
+    }
+}
+
+/* "<what>: <cudaErrorName>: <description>", classified with e, and clears the non-sticky
+ * last error so one failed call does not poison the next krt_sync. */
 __attribute__((format(printf, 3, 4)))
 static int cuda_fail(rg_err *err, cudaError_t e, const char *fmt, ...)
 {
@@ -46,8 +60,9 @@ static int cuda_fail(rg_err *err, cudaError_t e, const char *fmt, ...)
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     (void)cudaGetLastError();
-    return rg_errf(err, "%s: %s: %s%s", what, cudaGetErrorName(e), cudaGetErrorString(e),
-                   is_sticky(e) ? " (sticky fault: the process must restart to use the GPU)" : "");
+    rg_errf(err, "%s: %s: %s%s", what, cudaGetErrorName(e), cudaGetErrorString(e),
+            is_sticky(e) ? " (sticky fault: the process must restart to use the GPU)" : "");
+    return rg_err_classify(err, cuda_class(e), (int)e);
 }
 
 /* ---- Device -------------------------------------------------------------------------- */
@@ -75,8 +90,8 @@ int krt_have_device(void)
 int krt_require_device(rg_err *err)
 {
     if (krt_have_device()) return 0;
-    return rg_errf(err, "no CUDA device: %s (%s)", cudaGetErrorString(probe_error),
-                   cudaGetErrorName(probe_error));
+    rg_errf(err, "no CUDA device: %s (%s)", cudaGetErrorString(probe_error), cudaGetErrorName(probe_error));
+    return rg_err_classify(err, RG_ERR_NO_DEVICE, (int)probe_error);
 }
 
 int krt_gpu_required(void)
@@ -103,8 +118,10 @@ static int device_attr(enum cudaDeviceAttr attr, int device)
 int krt_init(int device, krt_device *out, rg_err *err)
 {
     if (krt_require_device(err)) return -1;
-    if (device < 0 || device >= probe_count)
-        return rg_errf(err, "CUDA device %d does not exist (%d present)", device, probe_count);
+    if (device < 0 || device >= probe_count) {
+        rg_errf(err, "CUDA device %d does not exist (%d present)", device, probe_count);
+        return rg_err_classify(err, RG_ERR_NO_DEVICE, (int)cudaErrorInvalidDevice);
+    }
     cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess) e = cudaFree(NULL);   /* creates the primary context now */
     if (e != cudaSuccess) return cuda_fail(err, e, "cannot initialise CUDA device %d", device);
@@ -185,7 +202,7 @@ static int unsupported_arch(int sm, rg_err *err)
     rg_errf(err, "NVRTC %d.%d cannot compile for sm_%d (supported:%s)", major, minor, sm,
             list.s ? list.s : " none");
     rg_str_free(&list);
-    return -1;
+    return rg_err_classify(err, RG_ERR_COMPILE, 0);
 }
 
 /* The full NVRTC option list for (src, sm); the strings live in `arch` and src. */
@@ -467,8 +484,10 @@ static int nvrtc_compile(const krt_source *src, const char **opts, int nopts, in
     const char *name = src->name ? src->name : "kernel.cu";
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, src->code, name, 0, NULL, NULL);
-    if (r != NVRTC_SUCCESS)
-        return rg_errf(err, "NVRTC cannot create program %s: %s", name, nvrtcGetErrorString(r));
+    if (r != NVRTC_SUCCESS) {
+        rg_errf(err, "NVRTC cannot create program %s: %s", name, nvrtcGetErrorString(r));
+        return rg_err_classify(err, RG_ERR_COMPILE, 0);
+    }
     double t0 = rg_now();
     r = nvrtcCompileProgram(prog, nopts, opts);
     out->compile_s = rg_now() - t0;
@@ -479,7 +498,7 @@ static int nvrtc_compile(const krt_source *src, const char **opts, int nopts, in
         rg_errf(err, "NVRTC failed to compile %s for sm_%d (%s): %s", name, sm,
                 nvrtcGetErrorString(r), flat);
         nvrtcDestroyProgram(&prog);
-        return -1;
+        return rg_err_classify(err, RG_ERR_COMPILE, 0);
     }
     size_t size = 0;
     r = nvrtcGetCUBINSize(prog, &size);
@@ -493,8 +512,8 @@ static int nvrtc_compile(const krt_source *src, const char **opts, int nopts, in
         free(out->data);
         out->data = NULL;
         out->size = 0;
-        return rg_errf(err, "NVRTC produced no cubin for %s (sm_%d): %s", name, sm,
-                       nvrtcGetErrorString(r));
+        rg_errf(err, "NVRTC produced no cubin for %s (sm_%d): %s", name, sm, nvrtcGetErrorString(r));
+        return rg_err_classify(err, RG_ERR_COMPILE, 0);
     }
     return 0;
 }

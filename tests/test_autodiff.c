@@ -6,6 +6,7 @@
 #include "codegen/autodiff.h"
 #include "codegen/model.h"
 #include "codegen/ref.h"
+#include "measure/validate.h"
 #include "datasets/loaders.h"
 
 #include <math.h>
@@ -190,7 +191,7 @@ static void test_attention_in_place(void **state)
     assert_int_equal(p->output, out);
     ref_exec *x1 = ref_new(p, g, NULL, &err);
     assert_int_equal(ref_run_forward(x1, &err), 0);
-    assert_true(ref_rel_l2(want, ref_values(x1, out), n) < 1e-15);
+    assert_true(xv_rel_l2(want, ref_values(x1, out), n) < 1e-15);
     ref_free(x1);
     free(want);
     ir_free(p);
@@ -268,7 +269,7 @@ static void test_weight_products(void **state)
 
 static void expect_ad_error(ir_program *p, const char *needle)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     if (ad_append_backward(p, &err) == 0) fail_msg("expected an error containing '%s'", needle);
     if (!strstr(err.msg, needle)) fail_msg("error '%s' lacks '%s'", err.msg, needle);
 }
@@ -360,7 +361,7 @@ static void models_gradients_on(hg_graph *g, int samples)
                     const char *of = base->vars[base->vars[v].grad_of].name;
                     int pv = ir_find_var(p, of);
                     assert_true(pv >= 0 && p->vars[pv].grad >= 0);
-                    double rel = ref_rel_l2(ref_values(xb, v), ref_values(x, p->vars[pv].grad), ref_count(x, pv));
+                    double rel = xv_rel_l2(ref_values(xb, v), ref_values(x, p->vars[pv].grad), ref_count(x, pv));
                     if (!(rel < 1e-10))
                         fail_msg("%s cfg %d heads %d: d_%s differs from the unoptimized one by %.3g", MODELS[m], cfg,
                                  dims[di].heads, of, rel);

@@ -108,7 +108,7 @@ static void test_aliases(void **state)
 static void expect_parse_error(const char *kv, const char *want)
 {
     cg_config c;
-    rg_err err = {{0}};
+    rg_err err = {0};
     cfg_default(&c);
     if (cfg_parse(&c, kv, &err) == 0) fail_msg("'%s' parsed", kv);
     if (!strstr(err.msg, want)) fail_msg("'%s': error \"%s\" lacks \"%s\"", kv, err.msg, want);

@@ -111,7 +111,7 @@ static void test_write_is_atomic(void **state)
 
 static void expect_read_error(const char *path, const char *part)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = gcache_read(path, &err);
     if (g) fail_msg("%s was accepted", path);
     if (!strstr(err.msg, part)) fail_msg("message '%s' lacks '%s'", err.msg, part);

@@ -58,7 +58,7 @@ static void test_openke_fixture_with_maps(void **state)
 {
     (void)state;
     char *d = openke_fixture(1);
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = kg_load_openke(d, "fx", &err);
     assert_non_null(g);
     assert_string_equal(g->name, "fx");
@@ -90,7 +90,7 @@ static void test_openke_without_maps_and_gz(void **state)
     unlink(plain);
     free(plain);
     write_gz(d, "train2id.txt.gz", "3\n0 2 1\n1 2 0\n0 3 1\n");
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = kg_load_openke(d, NULL, &err);
     assert_non_null(g);
     assert_int_equal(g->num_nodes, 5);   /* max id + 1 */
@@ -108,7 +108,7 @@ static void expect_openke_error(const char *file, const char *text, const char *
 {
     char *d = openke_fixture(1);
     free(tu_write_file(d, file, text));
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_null(kg_load_openke(d, "bad", &err));
     if (!strstr(err.msg, want1) || (want2 && !strstr(err.msg, want2)))
         fail_msg("unexpected message: %s", err.msg);
@@ -139,7 +139,7 @@ static void test_openke_missing_split(void **state)
     char *p = rg_xasprintf("%s/valid2id.txt", d);
     unlink(p);
     free(p);
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_null(kg_load_openke(d, "x", &err));
     assert_non_null(strstr(err.msg, "missing valid2id.txt"));
     assert_non_null(strstr(err.msg, d));
@@ -159,7 +159,7 @@ static void test_truncated_gz_is_an_error(void **state)
     rg_str_free(&text);
     char *plain = rg_xasprintf("%s/train2id.txt", d), *gzp = rg_xasprintf("%s/train2id.txt.gz", d);
     unlink(plain);
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = kg_load_openke(d, "whole", &err);
     assert_non_null(g);   /* the complete file loads */
     assert_int_equal(g->num_edges, 2 * (20000 + 2));
@@ -183,7 +183,7 @@ static void test_fb15k237(void **state)
 {
     (void)state;
     TU_REQUIRE_DATASET(dir, "fb15k237");
-    rg_err err = {{0}};
+    rg_err err = {0};
     double t0 = rg_now();
     hg_graph *g = kg_load_openke(dir, "fb15k237", &err);
     double secs = rg_now() - t0;
@@ -220,7 +220,7 @@ static void test_kge_first_seen_order(void **state)
 {
     (void)state;
     char *d = kge_fixture();
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = kg_load_kge(d, "kge", &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(g->num_nodes, 4);   /* a=0 b=1 c=2 "d e"=3 */
@@ -246,7 +246,7 @@ static void test_kge_with_dicts(void **state)
     char *d = kge_fixture();
     free(tu_write_file(d, "entities.dict", "4\t/m/a\n0\t/m/b\n1\t/m/c\n2\t/m/d e\n3\t/m/unused\n"));
     free(tu_write_file(d, "relations.dict", "1\t/r/x\n0\t/r/y\n"));
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = kg_load_kge(d, "kge", &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(g->num_nodes, 5);
@@ -272,7 +272,7 @@ static void test_kge_bad_lines(void **state)
     (void)state;
     char *d = kge_fixture();
     free(tu_write_file(d, "valid.txt", "/m/a /r/x /m/b\n"));
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_null(kg_load_kge(d, "kge", &err));
     assert_non_null(strstr(err.msg, "valid.txt:1: expected 'head<TAB>relation<TAB>tail', got '/m/a /r/x /m/b'"));
     free(tu_write_file(d, "valid.txt", "/m/a\t\t/m/b\n"));

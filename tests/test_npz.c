@@ -33,7 +33,7 @@ static void expect_npy_error(int major, const char *dict, size_t data_bytes, con
     size_t n;
     unsigned char *b = make_npy(major, dict, data_bytes, &n);
     npy_array a;
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_int_equal(npy_parse(b, n, &a, "x.npy", &err), -1);
     if (!strstr(err.msg, want)) fail_msg("for %s: unexpected message: %s", dict, err.msg);
 }
@@ -56,7 +56,7 @@ static void test_npy_headers(void **state)
 
     size_t n;
     npy_array a;
-    rg_err err = {{0}};
+    rg_err err = {0};
     unsigned char *b = make_npy(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (2L, 3L), }", 48, &n);
     assert_int_equal(npy_parse(b, n, &a, "x.npy", &err), 0);
     assert_int_equal(a.kind, NPY_I8);
@@ -146,7 +146,7 @@ static void test_mag_sub_fixture(void **state)
 {
     (void)state;
     char *d = mag_sub_fixture();
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = npy_load_mag_sub(d, NULL, &err);
     if (!g) fail_msg("%s", err.msg);
     assert_string_equal(g->name, "mag_0.1");
@@ -195,7 +195,7 @@ static void test_mag_sub_implausible_id(void **state)
 {
     (void)state;
     char *d = mag_sub_fixture();
-    rg_err err = {{0}};
+    rg_err err = {0};
     write_npy_coo(d, "has", "<i4", 2, 2, (int64_t[]){0, 536885537, 2, 2});
     assert_null(npy_load_mag_sub(d, "m", &err));
     assert_non_null(strstr(err.msg, "has_coo_2.npy: edge 1 has an implausible id (536885537 -> 2) for a file of 2 "
@@ -210,7 +210,7 @@ static void test_mag_sub_real(void **state)
 {
     (void)state;
     TU_REQUIRE_DATASET(dir, "mag_0.1");
-    rg_err err = {{0}};
+    rg_err err = {0};
     double t0 = rg_now();
     hg_graph *g = npy_load_mag_sub(dir, "mag_0.1", &err);
     double secs = rg_now() - t0;
@@ -294,7 +294,7 @@ static void test_npz_round_trip(void **state)
     (void)state;
     hg_graph *g = sample_graph();
     char *d = tu_tmpdir(), *path = rg_xasprintf("%s/g.npz", d);
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_int_equal(npz_export_graph(g, path, &err), 0);
     assert_int_equal(other_files(d, "g.npz"), 0);
     hg_graph *h = npz_import_graph(path, &err);
@@ -329,7 +329,7 @@ static void test_npz_real_graph(void **state)
 {
     (void)state;
     TU_REQUIRE_DATASET(dir, "mag_0.1");
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = npy_load_mag_sub(dir, "mag_0.1", &err);
     assert_non_null(g);
     char *d = tu_tmpdir(), *path = rg_xasprintf("%s/mag.npz", d);
@@ -365,7 +365,7 @@ static void test_npz_bad_files(void **state)
     (void)state;
     hg_graph *g = sample_graph();
     char *d = tu_tmpdir(), *path = rg_xasprintf("%s/g.npz", d);
-    rg_err err = {{0}};
+    rg_err err = {0};
     /* the first member, src.npy, starts at 0: its deflate data at 30 + 7 */
     assert_int_equal(npz_export_graph(g, path, &err), 0);
     flip_byte(path, 30 + 7 + 5);
@@ -517,7 +517,7 @@ static const char NUMPY_WRITE[] =
 
 static void check_numpy_written(const char *path)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = npz_import_graph(path, &err);
     if (!g) fail_msg("%s", err.msg);
     assert_string_equal(g->name, "py");
@@ -547,7 +547,7 @@ static void test_numpy_compat(void **state)
     char *rd = tu_write_file(d, "read.py", NUMPY_READ), *wr = tu_write_file(d, "write.py", NUMPY_WRITE);
     char *path = rg_xasprintf("%s/g.npz", d);
     hg_graph *g = sample_graph();
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_int_equal(npz_export_graph(g, path, &err), 0);
     char *cmd = rg_xasprintf("%s %s %s", py, rd, path);
     char *got = run_capture(cmd), *want = expected_summary(g);

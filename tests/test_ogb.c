@@ -73,7 +73,7 @@ static void test_hetero_fixture(void **state)
 {
     (void)state;
     char *d = mag_fixture();
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = ogb_load_hetero(d, "mini-mag", &err);
     if (!g) fail_msg("%s", err.msg);
     check_mag_fixture(g);
@@ -106,7 +106,7 @@ static void expect_hetero_error(const char *rel, const char *text, const char *w
         assert_int_equal(unlink(p), 0);
         free(p);
     }
-    rg_err err = {{0}};
+    rg_err err = {0};
     assert_null(ogb_load_hetero(d, "bad", &err));
     if (!strstr(err.msg, want1) || (want2 && !strstr(err.msg, want2))) fail_msg("unexpected message: %s", err.msg);
     tu_rm_tree(d);
@@ -137,7 +137,7 @@ static void test_hetero_truncated_and_missing_root(void **state)
     for (int i = 0; i < 30000; i++) rg_str_printf(&text, "%d,%d\n", i % 4, (i * 3) % 4);
     write_gz(d, REL "paper___cites___paper/edge.csv.gz", text.s);
     rg_str_free(&text);
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = ogb_load_hetero(d, "big", &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(g->num_edges, 7 + 30000);
@@ -177,7 +177,7 @@ static void test_wikikg2_fixture(void **state)
 {
     (void)state;
     char *d = wiki_fixture();
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = ogb_load_wikikg2(d, "mini-wiki", &err);
     if (!g) fail_msg("%s", err.msg);
     assert_int_equal(g->num_ntypes, 1);
@@ -197,7 +197,7 @@ static void test_wikikg2_bad_input(void **state)
 {
     (void)state;
     char *d = wiki_fixture();
-    rg_err err = {{0}};
+    rg_err err = {0};
     write_gz(d, "raw/edge_reltype.csv.gz", "0\n2\n0\n");
     assert_null(ogb_load_wikikg2(d, "w", &err));
     assert_non_null(strstr(err.msg, "differ in length"));

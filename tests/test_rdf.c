@@ -41,7 +41,7 @@ static int32_t edges_named(const hg_graph *g, const char *rel)
 
 static hg_graph *load_ok(loader_fn load, const char *dir)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = load(dir, "fixture", &err);
     if (!g) fail_msg("loader failed: %s", err.msg);
     assert_int_equal(hg_validate(g, &err), 0);

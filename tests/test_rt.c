@@ -117,6 +117,7 @@ static void test_syntax_error_carries_log(void **state)
     assert_non_null(strstr(err.msg, "NVRTC failed to compile broken.cu for sm_90"));
     assert_non_null(strstr(err.msg, "undefined_name"));   /* from the program log */
     assert_null(strchr(err.msg, '\n'));
+    assert_int_equal(err.code, RG_ERR_COMPILE);
     assert_non_null(c.log);
     assert_non_null(strstr(c.log, "error"));
     assert_null(c.data);
@@ -328,6 +329,7 @@ static void test_unsupported_arch(void **state)
     assert_int_equal(krt_compile(&src, 12, &c, &err), -1);
     assert_non_null(strstr(err.msg, "cannot compile for sm_12"));
     assert_non_null(strstr(err.msg, " 90"));
+    assert_int_equal(err.code, RG_ERR_COMPILE);
     assert_false(krt_arch_supported(12));
     assert_true(krt_arch_supported(90));
     krt_cubin_free(&c);
@@ -397,6 +399,9 @@ static void expect_no_device(const rg_err *err)
 {
     assert_int_equal(strncmp(err->msg, "no CUDA device: ", 16), 0);
     assert_null(strchr(err->msg, '\n'));
+    /* classified, with the CUDA error the probe got, so callers need not read the text */
+    assert_int_equal(err->code, RG_ERR_NO_DEVICE);
+    assert_int_not_equal(err->cuda, 0);
 }
 
 static void test_init_without_device(void **state)
@@ -608,6 +613,8 @@ static void test_out_of_bounds_fault_is_reported(void **state)
     assert_int_equal(rc, -1);
     assert_non_null(strstr(err.msg, "cudaErrorIllegalAddress"));
     assert_non_null(strstr(err.msg, "sticky"));
+    assert_int_equal(err.code, RG_ERR_FAULT);
+    assert_int_equal(err.cuda, 700);   /* cudaErrorIllegalAddress */
 }
 
 int main(void)

@@ -102,7 +102,7 @@ static void test_custom_spec(void **state)
 
 static void expect_error(const char *spec, const char *part)
 {
-    rg_err err = {{0}};
+    rg_err err = {0};
     hg_graph *g = synth_generate(spec, &err);
     if (g) fail_msg("'%s' was accepted", spec);
     if (!strstr(err.msg, part)) fail_msg("'%s': message '%s' lacks '%s'", spec, err.msg, part);
