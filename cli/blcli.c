@@ -180,7 +180,7 @@ int blcli_compare_main(int argc, char **argv)
         fprintf(stderr, "explore compare-baselines: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) {
         fprintf(stderr, "explore compare-baselines: %s\n", err.msg);
         return EXIT_FAIL;

@@ -53,7 +53,7 @@ static void dims_text(const cm_problem *p, char *out, size_t cap)
 typedef struct fit_args {
     const char *db, *out, *model, *task, *device;
     cm_fit_options opt;
-    int no_eval, no_store, verbose;
+    int no_eval, store_predictions, verbose;
 } fit_args;
 
 static void usage_fit(FILE *f)
@@ -61,16 +61,17 @@ static void usage_fit(FILE *f)
     fprintf(f,
             "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
             "                   [--top K | --top-frac F] [--lambda L] [--weight-tau T]\n"
-            "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--no-store] [--verbose]\n"
+            "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--store-predictions] [--verbose]\n"
             "Fits the cost models on the ok measurements of the results store (one section per model and\n"
             "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
             "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
             "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
             "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
             "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
-            "the Spearman rank correlation of predicted and measured times. Each measured config's\n"
-            "leave-one-dataset-out prediction is stored back as its metric predicted_ms (replacing the\n"
-            "previous fit's), which `explore report` draws against the measured times.\n"
+            "the Spearman rank correlation of predicted and measured times. The results database is only\n"
+            "read, unless --store-predictions: then each measured config's leave-one-dataset-out\n"
+            "prediction is stored back as its metric predicted_ms (replacing the previous fit's), which\n"
+            "`explore report` draws against the measured times.\n"
             "  --db       results database (default %s)\n"
             "  --out      model file (default %s)\n"
             "  --device   device key, when the database holds several devices\n"
@@ -81,7 +82,8 @@ static void usage_fit(FILE *f)
             "             learns the order of the fast configs (default %g; 0: every row alike)\n"
             "  --bw, --peak  device constants of the analytic model (default H100: %.3g B/s, %.3g FLOP/s)\n"
             "  --no-eval  only fit and write the model (nothing is stored)\n"
-            "  --no-store evaluate, but leave the results database unchanged\n"
+            "  --store-predictions  write the predictions into the results database (default: leave it\n"
+            "             unchanged; --no-store, the old spelling of that default, is still accepted)\n"
             "  --verbose  also print the picked, oracle and fixed configs of every row\n",
             RS_DEFAULT_DB, CM_DEFAULT_FILE, CM_WEIGHT_TAU, CM_DEFAULT_BW, CM_DEFAULT_PEAK);
 }
@@ -95,7 +97,8 @@ static int parse_fit(int argc, char **argv, fit_args *a, rg_err *err)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "--no-eval")) { a->no_eval = 1; continue; }
-        if (!strcmp(o, "--no-store")) { a->no_store = 1; continue; }
+        if (!strcmp(o, "--no-store")) { a->store_predictions = 0; continue; }
+        if (!strcmp(o, "--store-predictions")) { a->store_predictions = 1; continue; }
         if (!strcmp(o, "--verbose") || !strcmp(o, "-v")) { a->verbose = 1; continue; }
         if (!v) return rg_errf(err, "%s needs a value (see --help)", o);
         if (!strcmp(o, "--db")) a->db = v;
@@ -225,7 +228,7 @@ int cm_cli_fit(int argc, char **argv)
         } else {
             print_eval(&s, &e, a.verbose);
             /* a store we cannot write (read-only copy) still gets its model written below */
-            if (!a.no_store && store_predictions(&a, &s, &e, &err)) {
+            if (a.store_predictions && store_predictions(&a, &s, &e, &err)) {
                 fprintf(stderr, "explore fit: predictions not stored: %s\n", err.msg);
                 err.msg[0] = 0;
                 store_failed = 1;
@@ -363,7 +366,7 @@ static void lookup_store(const char *db, const char *device, const xb_problem *p
     k->chosen_ms = NAN;
     if (!rg_file_exists(db)) return;
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) {
         fprintf(stderr, "explore pick: no oracle lookup: %s\n", err.msg);
         return;
@@ -406,7 +409,7 @@ static xb_backend *make_backend(const pick_args *a, xs_gpu_backend_fn gpu_backen
 
 /* Measures the first K configs of the order; returns the index of the fastest ok one, or -1. */
 static int measure_top(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, const cg_config *cfgs,
-                       const int *order, const double *pred, int k, double *meas, rg_err *err)
+                       const int *order, const double *pred, int k, double *meas, char *device, size_t cap, rg_err *err)
 {
     xb_backend *b = make_backend(a, gpu_backend, err);
     if (!b) return -2;
@@ -421,6 +424,7 @@ static int measure_top(const pick_args *a, xs_gpu_backend_fn gpu_backend, const 
     char *dev = rs_device_key(gpu, sm);
     if (strcmp(dev, m->device))
         fprintf(stderr, "explore pick: note: measuring on '%s', the cost model was fitted on '%s'\n", dev, m->device);
+    snprintf(device, cap, "%s", dev);
     free(dev);
     xb_options opt = {.warmup = a->warmup, .repeats = a->repeats};
     xb_result *r = rg_xmalloc(sizeof *r);
@@ -469,10 +473,12 @@ static void print_ranking(const pick_args *a, const cm_model *m, const hg_graph 
     }
 }
 
-static void print_choice(const pick_args *a, const cm_model *m, const cg_config *cfg, double pred, double meas)
+/* device: where meas was measured (the oracle must be of the same device and backend: a
+ * simulated time against a real GPU's oracle is no gap), or the model's device. */
+static void print_choice(const pick_args *a, const char *device, const cg_config *cfg, double pred, double meas)
 {
     known k;
-    lookup_store(a->db, m->device, &a->prob, cfg, &k);
+    lookup_store(a->db, device, &a->prob, cfg, &k);
     if (!isfinite(meas)) meas = k.chosen_ms;
     char *cs = cfg_to_string(cfg);
     printf("\nchosen: %s\n  predicted %.4f ms", cs, pred);
@@ -483,7 +489,7 @@ static void print_choice(const pick_args *a, const cm_model *m, const cg_config 
                k.oracle_cfg);
         if (isfinite(meas)) printf("  gap to the oracle: %.3fx\n", meas / k.oracle_ms);
     } else {
-        printf("  no oracle for this problem in %s on '%s'\n", a->db, m->device);
+        printf("  no oracle for this problem in %s on '%s'\n", a->db, device);
     }
     free(cs);
 }
@@ -503,6 +509,7 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
     int *order = rg_xmalloc((size_t)(n ? n : 1) * sizeof *order);
     double *pred = rg_xmalloc((size_t)(n ? n : 1) * sizeof *pred), *meas = rg_xmalloc((size_t)(n ? n : 1) * sizeof *meas);
     for (int i = 0; i < n; i++) meas[i] = NAN;
+    char measured_on[256] = "";
     if (n == 0) {
         rg_errf(err, "space '%s' has no valid config", a->space);
         rc = 1;
@@ -519,11 +526,11 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
         int chosen = order[0];
         if (a->measure_top) {
             int k = a->measure_top < n ? a->measure_top : n;
-            chosen = measure_top(a, gpu_backend, m, cfgs, order, pred, k, meas, err);
+            chosen = measure_top(a, gpu_backend, m, cfgs, order, pred, k, meas, measured_on, sizeof measured_on, err);
             if (chosen == -1) rg_errf(err, "none of the %d measured configs ran successfully", k);
             if (chosen < 0) rc = 1;
         }
-        if (rc == 0) print_choice(a, m, &cfgs[chosen], pred[chosen], meas[chosen]);
+        if (rc == 0) print_choice(a, measured_on[0] ? measured_on : m->device, &cfgs[chosen], pred[chosen], meas[chosen]);
     }
     free(order);
     free(pred);

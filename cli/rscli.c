@@ -142,7 +142,7 @@ int rs_cli_export(int argc, char **argv)
         return EXIT_USAGE;
     }
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) return fail("export", &err);
     int64_t rows = 0;
     rc = run ? rs_resolve_run(s, run, &f.run_id, &err) : 0;
@@ -205,17 +205,20 @@ int rs_cli_merge(int argc, char **argv)
 static const char COMPARE_HELP[] =
     "usage: explore compare [--db PATH] [--base RUN] [--head RUN] [--threshold 0.05] [--all]\n"
     "\n"
-    "Compares the best time per (system, model, dataset, task, dims, heads) of two runs\n"
-    "and lists regressions (head slower than base by more than the threshold), problems\n"
-    "that failed in head although they worked in base, and improvements.\n"
+    "Compares the best time per (system, model, dataset, task, dims, heads) of two runs or\n"
+    "run groups and lists regressions (head slower than base by more than the threshold),\n"
+    "problems that failed in head although they worked in base, and improvements. A group\n"
+    "is the runs of one plan and night (all shards, merged or not; explore sweep --group).\n"
     "\n"
     "options:\n"
     "  --db PATH        results database (default " RS_DEFAULT_DB ")\n"
-    "  --base RUN       run id, uuid prefix, 'latest' or 'previous' (default previous)\n"
+    "  --base RUN       'previous' (default) or 'latest' group, group:NAME, a run id or a\n"
+    "                   run uuid prefix\n"
     "  --head RUN       same (default latest)\n"
     "  --threshold T    relative change that counts, as a fraction or percent: 0.05, 5%\n"
     "  --all            also list unchanged, missing and new problems\n"
-    "exit status: 0 none, 1 regressions or failures found (or an error), 2 bad usage\n";
+    "exit status: 0 none, 1 regressions or failures found, no problem in common, or an\n"
+    "error, 2 bad usage\n";
 
 static int parse_threshold(const char *text, double *out)
 {
@@ -231,9 +234,25 @@ static int parse_threshold(const char *text, double *out)
 
 static void print_run(const char *label, const rs_run_row *r)
 {
-    printf("%s: run %lld (%.8s, %s, commit %.12s, %s sm_%d, %s, %lld measurements)\n", label, (long long)r->id,
-           r->uuid, r->started_at, r->commit[0] ? r->commit : "?", r->gpu_name[0] ? r->gpu_name : "?", r->sm,
-           r->status, (long long)r->measurements);
+    printf("%s: run %lld (%.8s, %s, commit %.12s, %s sm_%d, %s, %lld measurements, group %s)\n", label,
+           (long long)r->id, r->uuid, r->started_at, r->commit[0] ? r->commit : "?", r->gpu_name[0] ? r->gpu_name : "?",
+           r->sm, r->status, (long long)r->measurements, r->group);
+}
+
+/* A group side: how many runs (shards) and measurements it has. */
+static int print_selection(rs_store *s, const char *label, const rs_selection *sel, rg_err *err)
+{
+    if (sel->run_id) {
+        rs_run_row r;
+        if (rs_get_run(s, sel->run_id, &r, err)) return -1;
+        print_run(label, &r);
+        return 0;
+    }
+    int64_t runs, meas;
+    if (rs_selection_summary(s, sel, &runs, &meas, err)) return -1;
+    printf("%s: group %s (%lld run%s, %lld measurements)\n", label, sel->group, (long long)runs, runs == 1 ? "" : "s",
+           (long long)meas);
+    return 0;
 }
 
 static void print_ms(double v)
@@ -263,22 +282,29 @@ static void print_comparison(const rs_comparison *c, int all)
            c->count[RS_CMP_SAME], c->count[RS_CMP_MISSING], c->count[RS_CMP_NEW]);
 }
 
+static int same_selection(const rs_selection *a, const rs_selection *b)
+{
+    return a->run_id == b->run_id && (a->run_id || !strcmp(a->group, b->group));
+}
+
 static int run_compare(rs_store *s, const char *base_spec, const char *head_spec, double threshold, int all, rg_err *err)
 {
-    int64_t base, head;
-    rs_run_row rb, rh;
-    if (rs_resolve_run(s, base_spec, &base, err) || rs_resolve_run(s, head_spec, &head, err) ||
-        rs_get_run(s, base, &rb, err) || rs_get_run(s, head, &rh, err))
-        return -1;
+    rs_selection base, head;
+    if (rs_resolve_selection(s, base_spec, &base, err) || rs_resolve_selection(s, head_spec, &head, err)) return -1;
     rs_comparison c;
-    if (rs_compare(s, base, head, threshold, &c, err)) return -1;
-    print_run("base", &rb);
-    print_run("head", &rh);
-    printf("threshold %.3g%%%s\n", threshold * 100, base == head ? " (base and head are the same run)" : "");
+    if (rs_compare_selections(s, &base, &head, threshold, &c, err)) return -1;
+    if (print_selection(s, "base", &base, err) || print_selection(s, "head", &head, err)) {
+        rs_comparison_free(&c);
+        return -1;
+    }
+    int same = same_selection(&base, &head);
+    printf("threshold %.3g%%%s\n", threshold * 100, same ? " (base and head are the same)" : "");
     print_comparison(&c, all);
-    int bad = c.count[RS_CMP_REGRESSION] + c.count[RS_CMP_FAILED];
+    int bad = c.count[RS_CMP_REGRESSION] + c.count[RS_CMP_FAILED], common = rs_comparison_common(&c);
     rs_comparison_free(&c);
-    return bad ? 1 : 0;
+    /* nothing in common is no evidence of "no regression": a nightly check must not pass on it */
+    if (!common) fprintf(stderr, "explore compare: base and head have no problem in common: nothing was compared\n");
+    return bad || !common ? 1 : 0;
 }
 
 int rs_cli_compare(int argc, char **argv)
@@ -297,7 +323,7 @@ int rs_cli_compare(int argc, char **argv)
         return EXIT_USAGE;
     }
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) return fail("compare", &err);
     rc = run_compare(s, base, head, threshold, all, &err);
     rs_close(s);

@@ -5,8 +5,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- parsing ---- */
 
@@ -153,6 +155,22 @@ void xp_job(const xp_plan *p, int k, xb_problem *out)
     out->heads = p->heads[h];
 }
 
+/* ---------------------------------------------------------------- groups ---- */
+
+void xp_default_group(const xp_plan *p, time_t now, char *out, size_t cap)
+{
+    /* the matrix, not the file's text or path: comments or a copy elsewhere change nothing */
+    size_t from = offsetof(xp_plan, nmodels);
+    uint64_t h = rg_fnv1a64((const char *)p + from, sizeof *p - from, RG_FNV_SEED);
+    /* a night runs from noon to noon: shards started either side of midnight stay together */
+    time_t evening = now - 12 * 3600;
+    struct tm tm;
+    char night[16] = "unknown";
+    if (localtime_r(&evening, &tm)) strftime(night, sizeof night, "%Y-%m-%d", &tm);
+    const char *slash = strrchr(p->path, '/'), *base = slash ? slash + 1 : p->path;
+    snprintf(out, cap, "%.64s-%08llx-%s", base, (unsigned long long)(h & 0xffffffffu), night);
+}
+
 /* ---------------------------------------------------------------- shards ---- */
 
 int xp_shard_owns(int job, int index, int count) { return count > 0 && job % count == index; }
@@ -226,8 +244,8 @@ static int run_shard(xs_cli *c, const xp_plan *plan, int si, int sn, int *failed
     if (!s) return -1;
     int total = xp_count(plan), mine = 0;
     for (int k = 0; k < total; k++) mine += xp_shard_owns(k, si, sn);
-    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d runs %d of them into %s\n", plan->path, total, si, sn,
-            mine, c->opt.db);
+    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d runs %d of them into %s (group %s)\n", plan->path, total,
+            si, sn, mine, c->opt.db, c->opt.group ? c->opt.group : "-");
     for (int k = 0, nth = 0; k < total && !xs_interrupted(s); k++) {
         if (!xp_shard_owns(k, si, sn)) continue;
         xb_problem p;
@@ -276,6 +294,11 @@ int xp_cli_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
     }
     char *db = NULL, *line = join_args(argc, argv);
     if (sn > 1 && !c.have_db) c.opt.db = db = rg_xasprintf("results/results.shard-%d-of-%d.db", si, sn);
+    char group[RS_GROUP_MAX];
+    if (!c.opt.group) {
+        xp_default_group(plan, time(NULL), group, sizeof group);
+        c.opt.group = group;
+    }
     c.opt.gpu_backend = gpu_backend;
     c.opt.command_line = line;
     int failed = 0;

@@ -793,11 +793,16 @@ static void test_cli_fit_and_pick(void **state)
     for (size_t i = 0; i < nrows; i++) ids[i] = rows[i].id, ones[i] = 1;
     assert_int_equal(rs_set_metric(st, "predicted_ms", "ms", NULL, ids, ones, nrows, &err), 0);
     assert_true((int64_t)nrows > NDS * NCFG);
+    size_t nrows_all = nrows;
     rs_rows_free(rows, nrows);
     rs_close(st);
     free(ids);
     free(ones);
-    char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
+    /* by default a fit only reads the store: fitting the committed store leaves the checkout clean */
+    char *plain[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
+    assert_int_equal(run_cli(cm_cli_fit, plain), 0);
+    assert_int_equal(tu_sql_int(db, count_pred), (int64_t)nrows_all);
+    char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", "--store-predictions", NULL};
     assert_int_equal(run_cli(cm_cli_fit, fit), 0);
     /* one out-of-dataset prediction per newest ok measurement (the stale ones of the rows the fit
      * leaves out are gone), replaced (not added) by a refit */
