@@ -162,7 +162,7 @@ static const char MERGE_HELP[] =
     "Copies every run, measurement, kernel time and metric of each SRC into DB (created\n"
     "if missing), remapping ids. Runs and measurements already in DB (same uuid) are\n"
     "skipped, so merging the same file twice adds nothing. Each SRC is merged in one\n"
-    "transaction and opened read-only.\n";
+    "transaction and opened read-only. Runs keep their group (explore compare).\n";
 
 int rs_cli_merge(int argc, char **argv)
 {
