@@ -98,7 +98,7 @@ int blcli_compare_main(int argc, char **argv)
     f.model = p.model, f.task = p.task, f.dataset = p.dataset;
     const char *db = p.db;
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) {
         fprintf(stderr, "explore compare-baselines: %s\n", err.msg);
         return EXIT_FAIL;

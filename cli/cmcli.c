@@ -22,22 +22,23 @@ typedef struct fit_args {
     cp_problem p;            /* --db, and --model/--task as filters */
     const char *out, *device;
     cm_fit_options opt;
-    int no_eval, no_store, verbose;
+    int no_eval, store_predictions, no_store, verbose;
 } fit_args;
 
 static const char FIT_USAGE[] =
     "usage: explore fit [--db PATH] [--out FILE] [--model M] [--task infer|train] [--device KEY]\n"
     "                   [--top K | --top-frac F] [--lambda L] [--weight-tau T]\n"
-    "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--no-store] [--verbose]\n"
+    "                   [--bw BYTES_PER_S] [--peak FLOPS] [--no-eval] [--store-predictions] [--verbose]\n"
     "Fits the cost models on the ok measurements of the results store (one section per model and\n"
     "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
     "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
     "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
     "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
     "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
-    "the Spearman rank correlation of predicted and measured times. Each measured config's\n"
-    "leave-one-dataset-out prediction is stored back as its metric predicted_ms (replacing the\n"
-    "previous fit's), which `explore report` draws against the measured times.\n";
+    "the Spearman rank correlation of predicted and measured times. The results database is only\n"
+    "read, unless --store-predictions: then each measured config's leave-one-dataset-out\n"
+    "prediction is stored back as its metric predicted_ms (replacing the previous fit's), which\n"
+    "`explore report` draws against the measured times.\n";
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -68,7 +69,10 @@ static int parse_fit(int argc, char **argv, fit_args *a)
     ro_add(&c, (ro_opt){.name = "bw", .arg = "BYTES_PER_S", .kind = RO_REAL, .dst = &a->opt.bw, .help = "device bandwidth of the analytic model (default H100: " STR(CM_DEFAULT_BW) " B/s)", .lo = 1e6, .hi = 1e16});
     ro_add(&c, (ro_opt){.name = "peak", .arg = "FLOPS", .kind = RO_REAL, .dst = &a->opt.peak, .help = "device FLOP/s of the analytic model (default H100: " STR(CM_DEFAULT_PEAK) ")", .lo = 1e6, .hi = 1e18});
     ro_add(&c, (ro_opt){.name = "no-eval", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_eval, .help = "only fit and write the model (nothing is stored)"});
-    ro_add(&c, (ro_opt){.name = "no-store", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_store, .help = "evaluate, but leave the results database unchanged"});
+    ro_add(&c, (ro_opt){.name = "store-predictions", .arg = NULL, .kind = RO_FLAG, .dst = &a->store_predictions,
+                        .help = "write the predictions into the results database (default: leave it unchanged)"});
+    ro_add(&c, (ro_opt){.name = "no-store", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_store,
+                        .help = "the old spelling of the default (the database is left unchanged)"});
     ro_add(&c, (ro_opt){.name = "verbose", .arg = NULL, .kind = RO_FLAG, .dst = &a->verbose, .help = "also print the picked, oracle and fixed configs of every row"});
     int rc = ro_parse(&c, argc, argv);
     return rc ? ro_exit(rc) : -1;
@@ -178,7 +182,7 @@ int cm_cli_fit(int argc, char **argv)
         } else {
             print_eval(&s, &e, a.verbose);
             /* a store we cannot write (read-only copy) still gets its model written below */
-            if (!a.no_store && store_predictions(&a, &s, &e, &err)) {
+            if (a.store_predictions && store_predictions(&a, &s, &e, &err)) {
                 fprintf(stderr, "explore fit: predictions not stored: %s\n", err.msg);
                 err.msg[0] = 0;
                 store_failed = 1;
@@ -283,7 +287,7 @@ static void lookup_store(const char *db, const char *device, const xb_problem *p
     k->chosen_ms = NAN;
     if (!rg_file_exists(db)) return;
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) {
         fprintf(stderr, "explore pick: no oracle lookup: %s\n", err.msg);
         return;
@@ -326,7 +330,7 @@ static xb_backend *make_backend(const pick_args *a, xs_gpu_backend_fn gpu_backen
 
 /* Measures the first K configs of the order; returns the index of the fastest ok one, or -1. */
 static int measure_top(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, const cg_config *cfgs,
-                       const int *order, const double *pred, int k, double *meas, rg_err *err)
+                       const int *order, const double *pred, int k, double *meas, char *device, size_t cap, rg_err *err)
 {
     xb_backend *b = make_backend(a, gpu_backend, err);
     if (!b) return -2;
@@ -341,6 +345,7 @@ static int measure_top(const pick_args *a, xs_gpu_backend_fn gpu_backend, const 
     char *dev = rs_device_key(gpu, sm);
     if (strcmp(dev, m->device))
         fprintf(stderr, "explore pick: note: measuring on '%s', the cost model was fitted on '%s'\n", dev, m->device);
+    snprintf(device, cap, "%s", dev);
     free(dev);
     xb_options opt = {.warmup = a->p.warmup, .repeats = a->p.repeats};
     xb_result *r = rg_xmalloc(sizeof *r);
@@ -389,10 +394,12 @@ static void print_ranking(const pick_args *a, const cm_model *m, const hg_graph 
     }
 }
 
-static void print_choice(const pick_args *a, const cm_model *m, const cg_config *cfg, double pred, double meas)
+/* device: where meas was measured (the oracle must be of the same device and backend: a
+ * simulated time against a real GPU's oracle is no gap), or the model's device. */
+static void print_choice(const pick_args *a, const char *device, const cg_config *cfg, double pred, double meas)
 {
     known k;
-    lookup_store(a->p.db, m->device, &a->prob, cfg, &k);
+    lookup_store(a->p.db, device, &a->prob, cfg, &k);
     if (!isfinite(meas)) meas = k.chosen_ms;
     char *cs = cfg_to_string(cfg);
     printf("\nchosen: %s\n  predicted %.4f ms", cs, pred);
@@ -403,7 +410,7 @@ static void print_choice(const pick_args *a, const cm_model *m, const cg_config 
                k.oracle_cfg);
         if (isfinite(meas)) printf("  gap to the oracle: %.3fx\n", meas / k.oracle_ms);
     } else {
-        printf("  no oracle for this problem in %s on '%s'\n", a->p.db, m->device);
+        printf("  no oracle for this problem in %s on '%s'\n", a->p.db, device);
     }
     free(cs);
 }
@@ -423,6 +430,7 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
     int *order = rg_xmalloc((size_t)(n ? n : 1) * sizeof *order);
     double *pred = rg_xmalloc((size_t)(n ? n : 1) * sizeof *pred), *meas = rg_xmalloc((size_t)(n ? n : 1) * sizeof *meas);
     for (int i = 0; i < n; i++) meas[i] = NAN;
+    char measured_on[256] = "";
     if (n == 0) {
         rg_errf(err, "space '%s' has no valid config", a->space);
         rc = 1;
@@ -439,11 +447,11 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
         int chosen = order[0];
         if (a->measure_top) {
             int k = a->measure_top < n ? a->measure_top : n;
-            chosen = measure_top(a, gpu_backend, m, cfgs, order, pred, k, meas, err);
+            chosen = measure_top(a, gpu_backend, m, cfgs, order, pred, k, meas, measured_on, sizeof measured_on, err);
             if (chosen == -1) rg_errf(err, "none of the %d measured configs ran successfully", k);
             if (chosen < 0) rc = 1;
         }
-        if (rc == 0) print_choice(a, m, &cfgs[chosen], pred[chosen], meas[chosen]);
+        if (rc == 0) print_choice(a, measured_on[0] ? measured_on : m->device, &cfgs[chosen], pred[chosen], meas[chosen]);
     }
     free(order);
     free(pred);

@@ -84,7 +84,7 @@ int rs_cli_export(int argc, char **argv)
         return ro_bad(c.name, "--format csv|json is required");
     }
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) return fail("export", &err);
     int64_t rows = 0;
     rc = run ? rs_resolve_run(s, run, &f.run_id, &err) : 0;
@@ -104,7 +104,7 @@ static const char MERGE_USAGE[] =
     "Copies every run, measurement, kernel time and metric of each SRC into DB (created\n"
     "if missing), remapping ids. Runs and measurements already in DB (same uuid) are\n"
     "skipped, so merging the same file twice adds nothing. Each SRC is merged in one\n"
-    "transaction and opened read-only.\n"
+    "transaction and opened read-only. Runs keep their group (explore compare).\n"
     "\n";
 
 int rs_cli_merge(int argc, char **argv)
@@ -149,12 +149,14 @@ int rs_cli_merge(int argc, char **argv)
 static const char COMPARE_USAGE[] =
     "usage: explore compare [--db PATH] [--base RUN] [--head RUN] [--threshold 0.05] [--all]\n"
     "\n"
-    "Compares the best time per (system, model, dataset, task, dims, heads) of two runs\n"
-    "and lists regressions (head slower than base by more than the threshold), problems\n"
-    "that failed in head although they worked in base, and improvements.\n"
+    "Compares the best time per (system, model, dataset, task, dims, heads) of two runs or\n"
+    "run groups and lists regressions (head slower than base by more than the threshold),\n"
+    "problems that failed in head although they worked in base, and improvements. A group\n"
+    "is the runs of one plan and night (all shards, merged or not; explore sweep --group).\n"
     "\n";
 
-static const char COMPARE_EPILOG[] = "exit status: 0 none, 1 regressions or failures found (or an error), 2 bad usage\n";
+static const char COMPARE_EPILOG[] = "exit status: 0 none, 1 regressions or failures found, no problem in common, or an\n"
+                                     "error, 2 bad usage\n";
 
 static int parse_threshold(const char *text, double *out)
 {
@@ -170,9 +172,25 @@ static int parse_threshold(const char *text, double *out)
 
 static void print_run(const char *label, const rs_run_row *r)
 {
-    printf("%s: run %lld (%.8s, %s, commit %.12s, %s sm_%d, %s, %lld measurements)\n", label, (long long)r->id,
-           r->uuid, r->started_at, r->commit[0] ? r->commit : "?", r->gpu_name[0] ? r->gpu_name : "?", r->sm,
-           r->status, (long long)r->measurements);
+    printf("%s: run %lld (%.8s, %s, commit %.12s, %s sm_%d, %s, %lld measurements, group %s)\n", label,
+           (long long)r->id, r->uuid, r->started_at, r->commit[0] ? r->commit : "?", r->gpu_name[0] ? r->gpu_name : "?",
+           r->sm, r->status, (long long)r->measurements, r->group);
+}
+
+/* A group side: how many runs (shards) and measurements it has. */
+static int print_selection(rs_store *s, const char *label, const rs_selection *sel, rg_err *err)
+{
+    if (sel->run_id) {
+        rs_run_row r;
+        if (rs_get_run(s, sel->run_id, &r, err)) return -1;
+        print_run(label, &r);
+        return 0;
+    }
+    int64_t runs, meas;
+    if (rs_selection_summary(s, sel, &runs, &meas, err)) return -1;
+    printf("%s: group %s (%lld run%s, %lld measurements)\n", label, sel->group, (long long)runs, runs == 1 ? "" : "s",
+           (long long)meas);
+    return 0;
 }
 
 static void print_ms(double v)
@@ -202,22 +220,29 @@ static void print_comparison(const rs_comparison *c, int all)
            c->count[RS_CMP_SAME], c->count[RS_CMP_MISSING], c->count[RS_CMP_NEW]);
 }
 
+static int same_selection(const rs_selection *a, const rs_selection *b)
+{
+    return a->run_id == b->run_id && (a->run_id || !strcmp(a->group, b->group));
+}
+
 static int run_compare(rs_store *s, const char *base_spec, const char *head_spec, double threshold, int all, rg_err *err)
 {
-    int64_t base, head;
-    rs_run_row rb, rh;
-    if (rs_resolve_run(s, base_spec, &base, err) || rs_resolve_run(s, head_spec, &head, err) ||
-        rs_get_run(s, base, &rb, err) || rs_get_run(s, head, &rh, err))
-        return -1;
+    rs_selection base, head;
+    if (rs_resolve_selection(s, base_spec, &base, err) || rs_resolve_selection(s, head_spec, &head, err)) return -1;
     rs_comparison c;
-    if (rs_compare(s, base, head, threshold, &c, err)) return -1;
-    print_run("base", &rb);
-    print_run("head", &rh);
-    printf("threshold %.3g%%%s\n", threshold * 100, base == head ? " (base and head are the same run)" : "");
+    if (rs_compare_selections(s, &base, &head, threshold, &c, err)) return -1;
+    if (print_selection(s, "base", &base, err) || print_selection(s, "head", &head, err)) {
+        rs_comparison_free(&c);
+        return -1;
+    }
+    int same = same_selection(&base, &head);
+    printf("threshold %.3g%%%s\n", threshold * 100, same ? " (base and head are the same)" : "");
     print_comparison(&c, all);
-    int bad = c.count[RS_CMP_REGRESSION] + c.count[RS_CMP_FAILED];
+    int bad = c.count[RS_CMP_REGRESSION] + c.count[RS_CMP_FAILED], common = rs_comparison_common(&c);
     rs_comparison_free(&c);
-    return bad ? 1 : 0;
+    /* nothing in common is no evidence of "no regression": a nightly check must not pass on it */
+    if (!common) fprintf(stderr, "explore compare: base and head have no problem in common: nothing was compared\n");
+    return bad || !common ? 1 : 0;
 }
 
 int rs_cli_compare(int argc, char **argv)
@@ -229,7 +254,7 @@ int rs_cli_compare(int argc, char **argv)
     ro_cmd c;
     ro_init(&c, "explore compare", COMPARE_USAGE, COMPARE_EPILOG);
     cp_add_options(&c, &p, CP_DB);
-    ro_add(&c, (ro_opt){.name = "base", .arg = "RUN", .kind = RO_STR, .dst = &base, .help = "run id, uuid prefix, 'latest' or 'previous' (default previous)"});
+    ro_add(&c, (ro_opt){.name = "base", .arg = "RUN", .kind = RO_STR, .dst = &base, .help = "'previous' (default) or 'latest' group, group:NAME, a run id or a run uuid prefix"});
     ro_add(&c, (ro_opt){.name = "head", .arg = "RUN", .kind = RO_STR, .dst = &head, .help = "same (default latest)"});
     ro_add(&c, (ro_opt){.name = "threshold", .arg = "T", .kind = RO_STR, .dst = &thr, .help = "relative change that counts, as a fraction or percent: 0.05, 5%"});
     ro_add(&c, (ro_opt){.name = "all", .arg = NULL, .kind = RO_FLAG, .dst = &all, .help = "also list unchanged, missing and new problems"});
@@ -240,7 +265,7 @@ int rs_cli_compare(int argc, char **argv)
     if (parse_threshold(thr, &threshold))
         return ro_bad(c.name, "bad --threshold '%s' (a non-negative fraction like 0.05, or 5%%)", thr);
     rg_err err;
-    rs_store *s = rs_open_existing(db, &err);
+    rs_store *s = rs_open_read(db, &err);
     if (!s) return fail("compare", &err);
     rc = run_compare(s, base, head, threshold, all, &err);
     rs_close(s);

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SC_DEFAULT_COST_MODEL "results/costmodel.txt"
 
@@ -35,6 +36,13 @@ static const char PLAN_USAGE[] =
     "`explore merge --into results/results.db results/results.shard-*.db` combines them.\n\n";
 
 /* The options of both forms, after the problem's or the plan's own. */
+static int parse_group(const char *value, void *dst, rg_err *err)
+{
+    if (rs_check_group(value, err)) return -1;
+    *(const char **)dst = value;
+    return 0;
+}
+
 static void add_sweep_options(ro_cmd *r, sc_cli *c, cp_problem *p)
 {
     xs_options *o = &c->opt;
@@ -64,6 +72,9 @@ static void add_sweep_options(ro_cmd *r, sc_cli *c, cp_problem *p)
                        .help = "parallel NVRTC compiles (default: the CPU count)", .lo = 1, .hi = 100000});
     ro_add(r, (ro_opt){.name = "best-dir", .arg = "DIR", .kind = RO_STR, .dst = &o->best_dir,
                        .help = "where the chosen config is written (default " XS_DEFAULT_BEST_DIR ")"});
+    ro_add(r, (ro_opt){.name = "group", .arg = "G", .kind = RO_FN, .dst = &o->group, .fn = parse_group,
+                       .help = "the run's group, what explore compare's latest/previous compare (default:\n"
+                               "a plan sweep: the plan and the night; else the run alone)"});
     ro_add(r, (ro_opt){.name = "commit", .arg = "C", .kind = RO_STR, .dst = &o->commit, .help = "commit to record (default: git rev-parse HEAD, else 'unknown')"});
     ro_add(r, (ro_opt){.name = "no-progress", .arg = NULL, .kind = RO_FLAG, .dst = &c->no_progress, .help = "no progress output on stderr"});
     ro_add(r, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &o->backend, .help = "gpu (default), or sim[:...] to test without a GPU (see below)"});
@@ -216,8 +227,8 @@ static int run_shard(sc_cli *c, const xp_plan *plan, int si, int sn, int *failed
     if (!s) return -1;
     int total = xp_count(plan), mine = 0;
     for (int k = 0; k < total; k++) mine += xp_shard_owns(k, si, sn);
-    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d runs %d of them into %s\n", plan->path, total, si, sn,
-            mine, c->opt.db);
+    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d runs %d of them into %s (group %s)\n", plan->path, total, si, sn,
+            mine, c->opt.db, c->opt.group ? c->opt.group : "-");
     for (int k = 0, nth = 0; k < total && !xs_interrupted(s); k++) {
         if (!xp_shard_owns(k, si, sn)) continue;
         xb_problem p;
@@ -259,6 +270,11 @@ int sc_plan_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
     }
     char *db = NULL, *line = cp_command_line(argc, argv);
     if (sn > 1 && !c.have_db) c.opt.db = db = rg_xasprintf("results/results.shard-%d-of-%d.db", si, sn);
+    char group[RS_GROUP_MAX];
+    if (!c.opt.group) {
+        xp_default_group(plan, time(NULL), group, sizeof group);
+        c.opt.group = group;
+    }
     c.opt.gpu_backend = gpu_backend;
     c.opt.command_line = line;
     int failed = 0;

@@ -313,17 +313,11 @@ int cm_set_load(const char *db_path, const cm_filter *f, cm_set *out, rg_err *er
     memset(out, 0, sizeof *out);
     cm_filter none = {0};
     if (!f) f = &none;
-    /* rs_open_existing refuses what is not one of our stores (or of another schema version) */
-    rs_store *check = rs_open_existing(db_path, err);
-    if (!check) return -1;
-    rs_close(check);
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        rg_errf(err, "%s: cannot open: %s", db_path, db ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
-        return -1;
-    }
-    sqlite3_busy_timeout(db, 10000);
+    /* the store's reader refuses what is not one of our stores, or a damaged one, and never
+     * writes (a store in a read-only folder is read as it is) */
+    rs_store *reader = rs_open_read(db_path, err);
+    if (!reader) return -1;
+    sqlite3 *db = rs_detach(reader);
     pending *rows = NULL;
     int n = 0, rc = -1;
     if (choose_device(db, db_path, f->device, out->device, sizeof out->device, err) ||

@@ -6,8 +6,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- parsing ---- */
 
@@ -160,6 +162,22 @@ void xp_job(const xp_plan *p, int k, xb_problem *out)
     out->dim_in = p->dims[d][0];
     out->dim_out = p->dims[d][1];
     out->heads = p->heads[h];
+}
+
+/* ---------------------------------------------------------------- groups ---- */
+
+void xp_default_group(const xp_plan *p, time_t now, char *out, size_t cap)
+{
+    /* the matrix, not the file's text or path: comments or a copy elsewhere change nothing */
+    size_t from = offsetof(xp_plan, nmodels);
+    uint64_t h = rg_fnv1a64((const char *)p + from, sizeof *p - from, RG_FNV_SEED);
+    /* a night runs from noon to noon: shards started either side of midnight stay together */
+    time_t evening = now - 12 * 3600;
+    struct tm tm;
+    char night[16] = "unknown";
+    if (localtime_r(&evening, &tm)) strftime(night, sizeof night, "%Y-%m-%d", &tm);
+    const char *slash = strrchr(p->path, '/'), *base = slash ? slash + 1 : p->path;
+    snprintf(out, cap, "%.64s-%08llx-%s", base, (unsigned long long)(h & 0xffffffffu), night);
 }
 
 /* ---------------------------------------------------------------- shards ---- */

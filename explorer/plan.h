@@ -3,6 +3,7 @@
 #ifndef XP_PLAN_H
 #define XP_PLAN_H
 
+#include <time.h>
 #include "explorer/sweep.h"
 
 #define XP_MAX_VALUES 64
@@ -31,5 +32,10 @@ int xp_parse_shard(const char *text, int *index, int *count, rg_err *err);
 /* From SLURM_ARRAY_TASK_ID (minus SLURM_ARRAY_TASK_MIN when set) and SLURM_ARRAY_TASK_COUNT:
  * 1 when set, 0 when not, -1 when set but inconsistent (err says why). */
 int xp_env_shard(int *index, int *count, rg_err *err);
+
+/* The run group of a plan sweep without --group: "<plan file name>-<hash of the matrix>-<night>",
+ * the night being the date twelve hours before now (local time), so that every shard of one
+ * nightly job shares it and the next night's differs. */
+void xp_default_group(const xp_plan *plan, time_t now, char *out, size_t cap);
 
 #endif

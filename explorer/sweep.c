@@ -223,7 +223,7 @@ static int begin_run(xs_session *s, const xw_info *info, rg_err *err)
     }
     rs_run_info ri = {.commit = s->commit, .gpu_name = info->gpu_name, .sm = info->sm,
                       .driver_version = info->driver, .cuda_version = info->cuda, .cupti_version = info->cupti,
-                      .command_line = s->o.command_line};
+                      .command_line = s->o.command_line, .group = s->o.group};
     int64_t id = rs_begin_run(s->store, &ri, err);
     if (id < 0) return -1;
     s->run_id = id;
@@ -386,6 +386,21 @@ static int plan_work(job *j, rg_err *err)
     return 0;
 }
 
+/* Takes point i for this run, so that concurrent sweeps of the store measure it once: 1 when
+ * it is ours to measure or record, 0 when another sweep measured it meanwhile or is measuring
+ * it now (counted as skipped), -1 on error. */
+static int claim(job *j, int i, rg_err *err)
+{
+    rs_claim_key k = {.run_id = j->s->run_id, .variant_id = j->variant_id[i], .dataset_id = j->dataset_id,
+                      .device_key = j->s->device_key, .commit = j->s->commit};
+    int c = rs_claim(j->s->store, &k, j->s->o.no_resume, err);
+    if (c < 0) return -1;
+    if (c == RS_CLAIMED) return 1;
+    j->sum->skipped++;
+    j->sum->concurrent++;
+    return 0;
+}
+
 /* One transaction per outcome: a kill between two records loses nothing already recorded. */
 static int record(job *j, int i, const xb_result *r, rg_err *err)
 {
@@ -406,6 +421,11 @@ static int record_invalid(job *j, rg_err *err)
 {
     for (int x = 0; x < j->ninvalid; x++) {
         int i = j->invalid[x];
+        int mine = claim(j, i, err);
+        if (mine <= 0) {
+            if (mine < 0) return -1;
+            continue;
+        }
         xb_result *r = rg_xmalloc(sizeof *r);
         xb_result_init(r);
         r->status = RS_INVALID;
@@ -427,6 +447,12 @@ static int measure_all(job *j, xw_worker *w, rg_err *err)
     for (int x = 0; x < j->ntodo && !rc; x++) {
         if (g_stop) break;
         int i = j->todo[x];
+        int mine = claim(j, i, err);
+        if (mine <= 0) {
+            rc = mine;
+            j->pr.total--;
+            continue;
+        }
         double t0 = rg_now();
         xb_options mo = j->s->o.measure;
         if (j->s->o.slow_factor > 0 && !isnan(j->pr.best_ms)) mo.slow_ms = j->s->o.slow_factor * j->pr.best_ms;
@@ -542,6 +568,11 @@ static void print_report(job *j, const outcome *all, int nall, const outcome *ok
     for (int st = 0; st < RS_STATUS_COUNT; st++)
         if (count[st]) fprintf(f, " %d %s", count[st], rs_status_name((rs_status)st));
     fputc('\n', f);
+    if (nall < sum->points)
+        fprintf(f, "PARTIAL: %d of %d points have no outcome yet; the ranking and the chosen config are of the "
+                   "measured part only (run the same command again to complete it)\n", sum->points - nall, sum->points);
+    if (sum->concurrent)
+        fprintf(f, "%d of the skipped variants were measured by a concurrent sweep of this store\n", sum->concurrent);
     if (nok == 0) {
         fprintf(f, "no variant ran correctly: nothing to rank\n");
         return;
@@ -598,7 +629,7 @@ static int write_atomically(const char *path, const char *text, rg_err *err)
     return rc;
 }
 
-static char *best_json(const job *j, const outcome *best, double u_ms, int nok)
+static char *best_json(const job *j, const outcome *best, double u_ms, int nok, int nall)
 {
     const xb_problem *p = j->p;
     const cg_config *c = &j->pts[best->point].cfg;
@@ -617,6 +648,11 @@ static char *best_json(const job *j, const outcome *best, double u_ms, int nok)
     rgj_kv_string(&w, "commit", j->s->commit);
     rgj_kv_string(&w, "space", j->space.name);
     rgj_kv_int(&w, "variants_ok", nok);
+    /* the best of a part of the space (an interrupted sweep, a --budget) is no final answer */
+    rgj_key(&w, "partial");
+    rgj_bool(&w, nall < j->n);
+    rgj_kv_int(&w, "points_with_outcome", nall);
+    rgj_kv_int(&w, "points", j->n);
     rgj_kv_string(&w, "hash", j->hex[best->point]);
     rgj_kv_double(&w, "median_ms", best->ms);
     rgj_kv_double(&w, "speedup_over_unoptimized", isnan(u_ms) ? NAN : u_ms / best->ms);
@@ -643,6 +679,7 @@ static int report(job *j, rg_err *err)
     for (int k = 0; k < nall; k++)
         if (all[k].status == RS_OK) ok[nok++] = all[k];
     qsort(ok, (size_t)nok, sizeof *ok, by_time);
+    j->sum->partial = nall < j->n;
     if (!j->s->o.quiet) print_report(j, all, nall, ok, nok);
     int rc = 0;
     if (nok > 0) {
@@ -652,10 +689,11 @@ static int report(job *j, rg_err *err)
         free(cfg);
         j->sum->best_ms = ok[0].ms;
         char *path = xs_best_path(j->s->o.best_dir, j->info.gpu_name, j->p);
-        char *text = best_json(j, &ok[0], u >= 0 ? ok[u].ms : NAN, nok);
+        char *text = best_json(j, &ok[0], u >= 0 ? ok[u].ms : NAN, nok, nall);
         rc = write_atomically(path, text, err);
         if (!rc) snprintf(j->sum->best_path, sizeof j->sum->best_path, "%s", path);
-        if (!rc && !j->s->o.quiet) fprintf(j->s->o.out, "\nchosen config written to %s\n", path);
+        if (!rc && !j->s->o.quiet)
+            fprintf(j->s->o.out, "\nchosen config%s written to %s\n", j->sum->partial ? " (PARTIAL)" : "", path);
         free(text);
         free(path);
     }

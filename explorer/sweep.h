@@ -31,6 +31,7 @@ typedef struct xs_options {
     int no_resume;                /* measure again what the store already has */
     const char *commit;           /* NULL: `git rev-parse HEAD`, "unknown" when that fails */
     const char *command_line;     /* recorded with the run */
+    const char *group;            /* the run's group (explore compare's unit); NULL: its own */
     xs_order_fn order;            /* NULL: enumeration order */
     void *order_ctx;
     int progress;                 /* XS_PROGRESS_*; AUTO: a bar on a terminal, lines otherwise */
@@ -45,12 +46,14 @@ void xs_options_default(xs_options *o);
 
 typedef struct xs_summary {
     int points, valid, invalid;   /* the space */
-    int skipped;                  /* already in the store (resume) */
+    int skipped;                  /* already in the store (resume), or measured by a concurrent sweep */
+    int concurrent;               /* of those, claimed by a concurrent sweep of the same store */
     int measured;                 /* variants this run sent to the backend */
     int recorded;                 /* rows this run wrote (invalid points included) */
     int count[RS_STATUS_COUNT];   /* rows this run wrote, per status */
     int restarts;                 /* worker restarts after a fault or a timeout */
     int interrupted;              /* stopped by SIGINT/SIGTERM */
+    int partial;                  /* not every point of the space has an outcome: the best is of a part */
     int64_t run_id;
     double best_ms;               /* best ok time of the problem in the store (this commit); NaN: none */
     char best_config[256];

@@ -2100,16 +2100,13 @@ static int build_tables(rp_ctx *c, rg_err *err)
     return step_end(c, st, rc, err);
 }
 
-/* Checks identity and schema version through the store's own opener, then reads through a
- * read-only connection of our own (temporary tables live in its temp schema). */
+/* The store's reader checks identity, schema and damage and never writes (a read-only folder
+ * works); its connection is ours then (temporary tables live in its temp schema). */
 static int open_store(rp_ctx *c, rg_err *err)
 {
-    rs_store *s = rs_open_existing(c->db_path, err);
+    rs_store *s = rs_open_read(c->db_path, err);
     if (!s) return -1;
-    rs_close(s);
-    if (sqlite3_open_v2(c->db_path, &c->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-        return rg_errf(err, "%s: cannot open: %s", c->db_path, c->db ? sqlite3_errmsg(c->db) : "out of memory");
-    sqlite3_busy_timeout(c->db, 60000);
+    c->db = rs_detach(s);
     return 0;
 }
 

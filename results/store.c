@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/random.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -92,14 +93,41 @@ static const char SCHEMA_V1[] =
     "CREATE INDEX kernel_times_measurement ON kernel_times(measurement_id);"
     "CREATE INDEX metrics_measurement ON metrics(measurement_id);";
 
+/* Version 2: runs know their process (pid, with host: a run whose process is gone is
+ * interrupted) and their group (the runs of one plan and night, compared together); claims
+ * make concurrent sweeps of one store measure each variant once. Older runs form a group
+ * each. */
+static const char V1_TO_V2[] =
+    "ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN group_id TEXT NOT NULL DEFAULT '';"
+    "UPDATE runs SET group_id = uuid;"
+    "CREATE INDEX runs_group ON runs(group_id, started_at);"
+    "CREATE TABLE claims ("
+    " device_key TEXT NOT NULL, git_commit TEXT NOT NULL,"
+    " variant_id INTEGER NOT NULL REFERENCES variants(id),"
+    " dataset_id INTEGER NOT NULL REFERENCES datasets(id),"
+    " system TEXT NOT NULL,"
+    " run_id INTEGER NOT NULL REFERENCES runs(id),"
+    " PRIMARY KEY (device_key, git_commit, variant_id, dataset_id, system));";
+
 /* MIGRATIONS[v] upgrades a database of version v to v + 1; append, never edit. */
-static const char *const MIGRATIONS[] = {SCHEMA_V1};
+static const char *const MIGRATIONS[] = {SCHEMA_V1, V1_TO_V2};
+
+/* The tables each version must have (an integrity check before anything is written). */
+static const char *const TABLES[] = {"runs", "datasets", "variants", "measurements", "kernel_times", "metrics",
+                                     "claims"};
+static const int TABLES_OF_VERSION[RS_SCHEMA_VERSION + 1] = {0, 6, 7};
+
+/* A version-1 store opened read-only cannot be migrated: a temporary view with the version-2
+ * columns shadows its runs table for this connection only (temp objects are found first). */
+static const char V1_READ_COMPAT[] =
+    "CREATE TEMP VIEW runs AS SELECT *, 0 AS pid, uuid AS group_id FROM main.runs;";
 _Static_assert(sizeof MIGRATIONS / sizeof MIGRATIONS[0] == RS_SCHEMA_VERSION,
                "one migration per schema version");
 
 /* Column lists shared by merge (copy) and the record/insert statements. */
 #define RUN_COLS "uuid, started_at, finished_at, git_commit, host, gpu_name, sm, driver_version, " \
-                 "cuda_version, cupti_version, command_line, status"
+                 "cuda_version, cupti_version, command_line, pid, group_id, status"
 #define DATASET_STAT_COLS "nodes, edges, node_types, edge_types, unique_pairs, compaction_ratio, " \
                           "avg_degree, density, rel_min, rel_max, rel_median, rel_skew, max_in_degree, " \
                           "in_degree_skew, updated_at"
@@ -347,6 +375,126 @@ static rs_store *open_store(const char *path, int create, int readonly, rg_err *
     return s;
 }
 
+static void this_host(char *out, size_t cap)
+{
+    if (gethostname(out, cap - 1) != 0) out[0] = 0;
+    out[cap - 1] = 0;
+}
+
+/* EPERM: the process exists but belongs to someone else. */
+static int pid_alive(int64_t pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+
+/* Names the damage, or 0: the tables this version must have, then SQLite's quick_check (b-tree
+ * structure, page and record formats, NOT NULL and CHECK constraints). */
+static int check_damage(rs_store *s, int64_t version, int readonly, rg_err *err)
+{
+    char found[512] = "";
+    sqlite3_stmt *st = NULL;
+    int missing = -1;
+    for (int i = 0; i < TABLES_OF_VERSION[version] && missing < 0; i++) {
+        if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st,
+                               NULL) != SQLITE_OK)
+            break;
+        bind_text(st, 1, TABLES[i]);
+        if (sqlite3_step(st) != SQLITE_ROW) missing = i;
+        sqlite3_finalize(st);
+        st = NULL;
+    }
+    if (missing >= 0) {
+        snprintf(found, sizeof found, "table '%s' is missing (schema version %lld)", TABLES[missing], (long long)version);
+    } else if (sqlite3_prepare_v2(s->db, "PRAGMA quick_check(3)", -1, &st, NULL) != SQLITE_OK) {
+        snprintf(found, sizeof found, "%s", sqlite3_errmsg(s->db));
+    } else {
+        int rc;
+        size_t n = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW && n + 2 < sizeof found) {
+            const char *row = (const char *)sqlite3_column_text(st, 0);
+            if (row && !strcmp(row, "ok")) break;
+            n += (size_t)snprintf(found + n, sizeof found - n, "%s%s", n ? "; " : "", row ? row : "?");
+        }
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE && !n) snprintf(found, sizeof found, "%s", sqlite3_errmsg(s->db));
+    }
+    sqlite3_finalize(st);
+    if (!found[0]) return 0;
+    return rg_errf(err, "%s: the results store is damaged: %s; %s (restore it from a copy, or merge its shards "
+                        "into a new store)", s->path, found, readonly ? "nothing was read" : "nothing was written");
+}
+
+/* Runs still 'running' on this host whose process is gone were killed: say so. Runs of other
+ * hosts are left alone, their processes cannot be checked from here. */
+static int mark_stale_runs(rs_store *s, rg_err *err)
+{
+    char host[256];
+    this_host(host, sizeof host);
+    sqlite3_stmt *q = prepare(s, "SELECT id, pid FROM runs WHERE status = 'running' AND host = ?1 AND pid > 0", err);
+    if (!q) return -1;
+    bind_text(q, 1, host);
+    int64_t *dead = NULL;
+    size_t n = 0;
+    while (sqlite3_step(q) == SQLITE_ROW)
+        if (!pid_alive(sqlite3_column_int64(q, 1))) {
+            dead = rg_xrealloc(dead, (n + 1) * sizeof *dead);
+            dead[n++] = sqlite3_column_int64(q, 0);
+        }
+    sqlite3_finalize(q);
+    sqlite3_stmt *up = n ? prepare(s, "UPDATE runs SET status = 'interrupted', finished_at = COALESCE((SELECT"
+                                      " max(recorded_at) FROM measurements WHERE run_id = runs.id), started_at)"
+                                      " WHERE id = ?1 AND status = 'running'", err) : NULL;
+    int rc = n && !up ? -1 : 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        sqlite3_reset(up);
+        sqlite3_bind_int64(up, 1, dead[i]);
+        rc = step_done(s, up, err, "marking an interrupted run");
+    }
+    sqlite3_finalize(up);
+    free(dead);
+    return rc;
+}
+
+/* A reader's URI: read-only, and immutable when the folder cannot be written (SQLite could not
+ * create the WAL index there) and no write-ahead log holds data the file lacks. */
+static char *read_uri(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? rg_xasprintf("%.*s", (int)(slash - path + (slash == path)), path) : rg_xstrdup(".");
+    char *wal = rg_xasprintf("%s-wal", path);
+    struct stat st;
+    int wal_data = stat(wal, &st) == 0 && st.st_size > 0;
+    int immutable = access(dir, W_OK) != 0 && !wal_data;
+    free(dir);
+    free(wal);
+    rg_str u = {0};
+    rg_str_puts(&u, "file:");
+    for (const char *p = path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#') rg_str_printf(&u, "%%%02X", (unsigned char)*p);
+        else rg_str_putc(&u, *p);
+    }
+    rg_str_puts(&u, immutable ? "?immutable=1" : "?mode=ro");
+    return u.s;
+}
+
+static int open_handle(rs_store *s, int readonly, rg_err *err)
+{
+    char *uri = readonly ? read_uri(s->path) : NULL;
+    int flags = readonly ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    int rc = sqlite3_open_v2(readonly ? uri : s->path, &s->db, flags, NULL);
+    free(uri);
+    if (rc != SQLITE_OK)
+        return rg_errf(err, "%s: cannot open: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, RS_BUSY_TIMEOUT_MS);
+    return 0;
+}
+
+/* Readers never write: an older schema is read through compatibility views, not migrated. */
+static int finish_read_open(rs_store *s, int64_t version, rg_err *err)
+{
+    if (version == 0) return rg_errf(err, "%s: an empty database, not a results store", s->path);
+    if (check_damage(s, version, 1, err)) return -1;
+    if (version == 1) return exec_sql(s, V1_READ_COMPAT, err);
+    return 0;
+}
+
 static rs_store *open_store_locked(const char *path, int create, int readonly, rg_err *err)
 {
     int exists = rg_file_exists(path);
@@ -358,30 +506,16 @@ static rs_store *open_store_locked(const char *path, int create, int readonly, r
     if (!exists && make_parent_dirs(path, err)) return NULL;
     rs_store *s = rg_xcalloc(1, sizeof *s);
     s->path = rg_xstrdup(path);
-    int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
-        rg_errf(err, "%s: cannot open: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        rs_close(s);
-        return NULL;
-    }
-    sqlite3_extended_result_codes(s->db, 1);
-    sqlite3_busy_timeout(s->db, RS_BUSY_TIMEOUT_MS);
     int64_t version;
-    if (check_identity(s, &version, err)) goto fail;
+    if (open_handle(s, readonly, err) || check_identity(s, &version, err)) goto fail;
     if (readonly) {
-        if (version == 0) {
-            rg_errf(err, "%s: an empty database, not a results store", path);
-            goto fail;
-        }
-        if (version != RS_SCHEMA_VERSION) {
-            rg_errf(err, "%s: results schema version %lld, expected %d (open it once with explore to upgrade it)",
-                    path, (long long)version, RS_SCHEMA_VERSION);
-            goto fail;
-        }
+        if (finish_read_open(s, version, err)) goto fail;
         return s;
     }
-    if (enable_wal(s, err) || exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err) ||
-        migrate(s, err))
+    /* a damaged store is refused before the WAL switch, the migration or any row */
+    if ((version > 0 && check_damage(s, version, 0, err)) || enable_wal(s, err) ||
+        exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", err) || migrate(s, err) ||
+        mark_stale_runs(s, err))
         goto fail;
     return s;
 fail:
@@ -391,6 +525,15 @@ fail:
 
 rs_store *rs_open(const char *path, rg_err *err) { return open_store(path, 1, 0, err); }
 rs_store *rs_open_existing(const char *path, rg_err *err) { return open_store(path, 0, 0, err); }
+rs_store *rs_open_read(const char *path, rg_err *err) { return open_store(path, 0, 1, err); }
+
+struct sqlite3 *rs_detach(rs_store *s)
+{
+    sqlite3 *db = s->db;
+    free(s->path);
+    free(s);
+    return db;
+}
 
 void rs_close(rs_store *s)
 {
@@ -442,9 +585,10 @@ int64_t rs_begin_run(rs_store *s, const rs_run_info *info, rg_err *err)
     char uuid[37], host[256] = "";
     new_uuid(uuid);
     if (info->host) snprintf(host, sizeof host, "%s", info->host);
-    else if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    else this_host(host, sizeof host);
+    if (info->group && rs_check_group(info->group, err)) return -1;
     sqlite3_stmt *st = prepare(s, "INSERT INTO runs(" RUN_COLS ") VALUES (?1, " NOW_SQL ", NULL, "
-                                  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running')", err);
+                                  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, COALESCE(?11, ?1), 'running')", err);
     if (!st) return -1;
     sqlite3_bind_text(st, 1, uuid, -1, SQLITE_TRANSIENT);
     bind_text(st, 2, info->commit ? info->commit : "");
@@ -455,9 +599,20 @@ int64_t rs_begin_run(rs_store *s, const rs_run_info *info, rg_err *err)
     bind_text(st, 7, info->cuda_version ? info->cuda_version : "");
     bind_text(st, 8, info->cupti_version ? info->cupti_version : "");
     bind_text(st, 9, info->command_line ? info->command_line : "");
+    sqlite3_bind_int64(st, 10, (int64_t)getpid());
+    bind_text(st, 11, info->group);
     int rc = step_done(s, st, err, "starting a run");
     sqlite3_finalize(st);
     return rc ? -1 : sqlite3_last_insert_rowid(s->db);
+}
+
+int rs_check_group(const char *group, rg_err *err)
+{
+    size_t n = strlen(group);
+    if (n == 0 || n >= RS_GROUP_MAX) return rg_errf(err, "a run group must have 1 to %d characters", RS_GROUP_MAX - 1);
+    for (const char *p = group; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) return rg_errf(err, "run group '%s' holds a control character", group);
+    return 0;
 }
 
 int rs_finish_run(rs_store *s, int64_t run_id, rs_run_status status, rg_err *err)
@@ -475,7 +630,7 @@ int rs_finish_run(rs_store *s, int64_t run_id, rs_run_status status, rg_err *err
 int rs_get_run(rs_store *s, int64_t run_id, rs_run_row *out, rg_err *err)
 {
     sqlite3_stmt *st = prepare(s, "SELECT id, uuid, started_at, finished_at, status, git_commit, gpu_name, sm,"
-                                  " (SELECT count(*) FROM measurements WHERE run_id = runs.id)"
+                                  " (SELECT count(*) FROM measurements WHERE run_id = runs.id), group_id, host, pid"
                                   " FROM runs WHERE id = ?1", err);
     if (!st) return -1;
     sqlite3_bind_int64(st, 1, run_id);
@@ -491,6 +646,14 @@ int rs_get_run(rs_store *s, int64_t run_id, rs_run_row *out, rg_err *err)
         col_copy(st, 6, out->gpu_name, sizeof out->gpu_name);
         out->sm = sqlite3_column_int(st, 7);
         out->measurements = sqlite3_column_int64(st, 8);
+        col_copy(st, 9, out->group, sizeof out->group);
+        col_copy(st, 10, out->host, sizeof out->host);
+        out->pid = sqlite3_column_int64(st, 11);
+        /* a reader cannot record it, but says it: a run of this host whose process is gone */
+        char host[256];
+        this_host(host, sizeof host);
+        if (!strcmp(out->status, "running") && out->pid > 0 && !strcmp(out->host, host) && !pid_alive(out->pid))
+            snprintf(out->status, sizeof out->status, "interrupted");
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_ROW) return 0;
@@ -543,6 +706,59 @@ int rs_resolve_run(rs_store *s, const char *spec, int64_t *run_id, rg_err *err)
     if (n == 0) return rg_errf(err, "%s: no run with id or uuid prefix '%s'", s->path, spec);
     if (n > 1) return rg_errf(err, "%s: uuid prefix '%s' matches several runs; give more digits", s->path, spec);
     return 0;
+}
+
+/* The k-th newest group, by the start of its first run. */
+static int nth_group(rs_store *s, int k, char *out, size_t cap, rg_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT group_id FROM runs GROUP BY group_id ORDER BY min(started_at) DESC,"
+                                  " min(id) DESC LIMIT 1 OFFSET ?1", err);
+    if (!st) return -1;
+    sqlite3_bind_int(st, 1, k);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) col_copy(st, 0, out, cap);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW) return 1;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, err, "looking up run groups");
+}
+
+int rs_resolve_selection(rs_store *s, const char *spec, rs_selection *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!strcmp(spec, "latest") || !strcmp(spec, "previous")) {
+        int latest = !strcmp(spec, "latest");
+        int found = nth_group(s, latest ? 0 : 1, out->group, sizeof out->group, err);
+        if (found < 0) return -1;
+        if (!found)
+            return rg_errf(err, "%s: %s", s->path, latest ? "no runs recorded" : "'previous' needs runs of two groups "
+                                                                              "(two nights of a plan, or two sweeps)");
+        return 0;
+    }
+    if (!strncmp(spec, "group:", 6)) {
+        snprintf(out->group, sizeof out->group, "%s", spec + 6);
+        int64_t id;
+        int n = match_runs(s, "SELECT id FROM runs WHERE group_id = ?1", out->group, &id, err);
+        if (n < 0) return -1;
+        return n ? 0 : rg_errf(err, "%s: no runs in group '%s'", s->path, out->group);
+    }
+    return rs_resolve_run(s, spec, &out->run_id, err);
+}
+
+int rs_selection_summary(rs_store *s, const rs_selection *sel, int64_t *runs, int64_t *measurements, rg_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT count(*), (SELECT count(*) FROM measurements WHERE run_id IN"
+                                  " (SELECT id FROM runs WHERE id = ?1 OR (?1 = 0 AND group_id = ?2)))"
+                                  " FROM runs WHERE id = ?1 OR (?1 = 0 AND group_id = ?2)", err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, sel->run_id);
+    bind_text(st, 2, sel->group);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *runs = sqlite3_column_int64(st, 0);
+        *measurements = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : db_fail(s, err, "counting a group's runs");
 }
 
 /* ---------------------------------------------------------------- datasets, variants ---- */
@@ -805,13 +1021,89 @@ int rs_already_measured(rs_store *s, const rs_resume_key *k, rs_status *status, 
     return found;
 }
 
+/* 1 when the run holding a claim may still measure it: running, and on this host its process
+ * is alive (another host's process cannot be checked: its claim stands until its run ends). */
+static int claim_holder_live(rs_store *s, int64_t run_id, rg_err *err)
+{
+    sqlite3_stmt *st = prepare(s, "SELECT status, host, pid FROM runs WHERE id = ?1", err);
+    if (!st) return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_step(st), live = 0;
+    if (rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "running")) {
+        char host[256];
+        this_host(host, sizeof host);
+        live = strcmp((const char *)sqlite3_column_text(st, 1), host) || pid_alive(sqlite3_column_int64(st, 2));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "reading a claim's run");
+    return live;
+}
+
+static void bind_claim_key(sqlite3_stmt *st, const rs_claim_key *k)
+{
+    bind_text(st, 1, k->device_key);
+    bind_text(st, 2, k->commit ? k->commit : "");
+    sqlite3_bind_int64(st, 3, k->variant_id);
+    sqlite3_bind_int64(st, 4, k->dataset_id);
+    bind_text(st, 5, k->system ? k->system : "generated");
+    if (sqlite3_bind_parameter_count(st) >= 6) sqlite3_bind_int64(st, 6, k->run_id);
+}
+
+/* The decision, inside the caller's write transaction. */
+static int claim_locked(rs_store *s, const rs_claim_key *k, int remeasure, rg_err *err)
+{
+    static const char *const SQL[] = {
+        "SELECT 1 FROM measurements WHERE device_key = ?1 AND git_commit = ?2 AND variant_id = ?3"
+        " AND dataset_id = ?4 AND system = ?5 LIMIT 1",
+        "SELECT run_id FROM claims WHERE device_key = ?1 AND git_commit = ?2 AND variant_id = ?3"
+        " AND dataset_id = ?4 AND system = ?5",
+        "INSERT INTO claims(device_key, git_commit, variant_id, dataset_id, system, run_id)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO UPDATE SET run_id = excluded.run_id",
+    };
+    int64_t holder = 0;
+    for (int q = 0; q < 2; q++) {
+        if (q == 0 && remeasure) continue;
+        sqlite3_stmt *st = prepare(s, SQL[q], err);
+        if (!st) return -1;
+        bind_claim_key(st, k);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && q == 1) holder = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "looking up a claim");
+        if (rc == SQLITE_ROW && q == 0) return RS_CLAIM_MEASURED;
+    }
+    if (holder && holder != k->run_id) {
+        int live = claim_holder_live(s, holder, err);
+        if (live) return live < 0 ? -1 : RS_CLAIM_HELD;
+    }
+    sqlite3_stmt *st = prepare(s, SQL[2], err);
+    if (!st) return -1;
+    bind_claim_key(st, k);
+    int rc = step_done(s, st, err, "claiming a variant");
+    sqlite3_finalize(st);
+    return rc ? -1 : RS_CLAIMED;
+}
+
+int rs_claim(rs_store *s, const rs_claim_key *k, int remeasure, rg_err *err)
+{
+    RG_ASSERT(k->run_id > 0 && k->variant_id > 0 && k->dataset_id > 0 && k->device_key);
+    if (begin_write(s, err)) return -1;
+    int rc = claim_locked(s, k, remeasure, err);
+    if (rc < 0 || commit(s, err)) {
+        rollback(s);
+        return -1;
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- queries ---- */
 
 #define FROM_MVD " FROM measurements m JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
 #define FILTER_SQL                                                                                          \
     " WHERE (?1 = 0 OR m.run_id = ?1) AND (?2 IS NULL OR v.model = ?2) AND (?3 IS NULL OR d.name = ?3)"    \
     " AND (?4 IS NULL OR v.task = ?4) AND (?5 IS NULL OR m.device_key = ?5) AND (?6 IS NULL OR m.system = ?6)" \
-    " AND (?7 IS NULL OR m.git_commit = ?7)"
+    " AND (?7 IS NULL OR m.git_commit = ?7)"                                                                 \
+    " AND (?8 IS NULL OR m.run_id IN (SELECT id FROM runs WHERE group_id = ?8))"
 
 static void bind_filter(sqlite3_stmt *st, const rs_filter *f)
 {
@@ -824,6 +1116,7 @@ static void bind_filter(sqlite3_stmt *st, const rs_filter *f)
     bind_text(st, 5, f->device_key);
     bind_text(st, 6, f->system);
     bind_text(st, 7, f->commit);
+    bind_text(st, 8, f->group);
 }
 
 static int replace_metric(rs_store *s, sqlite3_stmt *del, const char *name, const char *unit, int64_t id,
@@ -845,11 +1138,11 @@ static int replace_metric(rs_store *s, sqlite3_stmt *del, const char *name, cons
 /* Removes NAME from every measurement the scope matches (inside the caller's transaction). */
 static int clear_metric(rs_store *s, const char *name, const rs_filter *scope, rg_err *err)
 {
-    sqlite3_stmt *st = prepare(s, "DELETE FROM metrics WHERE kernel = '' AND name = ?8 AND measurement_id IN"
+    sqlite3_stmt *st = prepare(s, "DELETE FROM metrics WHERE kernel = '' AND name = ?9 AND measurement_id IN"
                                   " (SELECT m.id" FROM_MVD FILTER_SQL ")", err);
     if (!st) return -1;
     bind_filter(st, scope);
-    bind_text(st, 8, name);
+    bind_text(st, 9, name);
     int rc = step_done(s, st, err, "clearing a metric");
     sqlite3_finalize(st);
     return rc;
@@ -1202,13 +1495,21 @@ static int cmp_row_order(const void *pa, const void *pb)
     return 0;
 }
 
-int rs_compare(rs_store *s, int64_t base_run, int64_t head_run, double threshold, rs_comparison *out, rg_err *err)
+static void selection_filter(const rs_selection *sel, rs_filter *f)
+{
+    memset(f, 0, sizeof *f);
+    f->run_id = sel->run_id;
+    f->group = sel->run_id ? NULL : sel->group;
+}
+
+int rs_compare_selections(rs_store *s, const rs_selection *base_sel, const rs_selection *head_sel, double threshold,
+                          rs_comparison *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
     if (!isfinite(threshold) || threshold < 0) return rg_errf(err, "threshold must be a non-negative fraction (0.05 = 5%%)");
-    rs_run_row check;
-    if (rs_get_run(s, base_run, &check, err) || rs_get_run(s, head_run, &check, err)) return -1;
-    rs_filter fb = {.run_id = base_run}, fh = {.run_id = head_run};
+    rs_filter fb, fh;
+    selection_filter(base_sel, &fb);
+    selection_filter(head_sel, &fh);
     rs_best *base = NULL, *head = NULL;
     size_t nb = 0, nh = 0, cap = 0;
     if (query_best(s, &fb, 0, &base, &nb, err)) return -1;
@@ -1230,6 +1531,20 @@ int rs_compare(rs_store *s, int64_t base_run, int64_t head_run, double threshold
     rs_best_free(base, nb);
     rs_best_free(head, nh);
     return 0;
+}
+
+int rs_compare(rs_store *s, int64_t base_run, int64_t head_run, double threshold, rs_comparison *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    rs_run_row check;
+    if (rs_get_run(s, base_run, &check, err) || rs_get_run(s, head_run, &check, err)) return -1;
+    rs_selection b = {.run_id = base_run}, h = {.run_id = head_run};
+    return rs_compare_selections(s, &b, &h, threshold, out, err);
+}
+
+int rs_comparison_common(const rs_comparison *c)
+{
+    return c->count[RS_CMP_REGRESSION] + c->count[RS_CMP_FAILED] + c->count[RS_CMP_IMPROVEMENT] + c->count[RS_CMP_SAME];
 }
 
 void rs_comparison_free(rs_comparison *c)

@@ -9,19 +9,29 @@
 #include "datasets/hgraph.h"
 
 #define RS_DEFAULT_DB "results/results.db"
-#define RS_SCHEMA_VERSION 1
+#define RS_SCHEMA_VERSION 2
 /* PRAGMA application_id of our databases ("RGNN"), to refuse other programs' SQLite files. */
 #define RS_APPLICATION_ID 0x52474E4E
 
 typedef struct rs_store rs_store;
 
 /* ---- Opening ---- */
-/* Opens (creating directories, file and schema when missing) and migrates older schemas.
- * A file that is not an SQLite database, another program's database, or a newer schema
- * gives a one-line error, and the file is never modified. */
+/* Opens for writing (creating directories, file and schema when missing), migrates older
+ * schemas, and marks the runs of this host whose process is gone as interrupted. A file that
+ * is not an SQLite database, another program's database, a newer schema or a damaged store
+ * (a missing table, a failed PRAGMA quick_check) gives a one-line error naming the damage, and
+ * the file is never modified. */
 rs_store *rs_open(const char *path, rg_err *err);
-/* Same, but a missing file is an error (readers: export, compare, merge sources). */
+/* Same, but a missing file is an error (writers of an existing store: fit --store-predictions). */
 rs_store *rs_open_existing(const char *path, rg_err *err);
+/* For readers (export, compare, report, fit, merge sources): SQLITE_OPEN_READONLY, never
+ * writes (an older schema is read as it is, not migrated), works in a read-only folder (the
+ * store is then opened immutable unless its write-ahead log holds data), and names damage as
+ * rs_open does. */
+rs_store *rs_open_read(const char *path, rg_err *err);
+/* Frees the store but not its SQLite connection, which the caller now owns (sqlite3_close):
+ * for code that runs its own SQL on a store opened with rs_open_read. */
+struct sqlite3 *rs_detach(rs_store *s);
 void rs_close(rs_store *s);
 const char *rs_path(const rs_store *s);
 
@@ -47,9 +57,15 @@ typedef struct rs_run_info {
     int sm;                    /* compute capability as 10*major+minor, e.g. 90 */
     const char *driver_version, *cuda_version, *cupti_version;
     const char *command_line;
+    const char *group;         /* runs compared together (a plan's night); NULL: a group of its own */
 } rs_run_info;
 
-/* Inserts a run with a fresh uuid and started_at = now; returns its id, or -1. */
+#define RS_GROUP_MAX 128
+/* 0 when GROUP can name a run group (1 to RS_GROUP_MAX - 1 printable characters). */
+int rs_check_group(const char *group, rg_err *err);
+
+/* Inserts a run with a fresh uuid, started_at = now and this process's pid; returns its id,
+ * or -1. */
 int64_t rs_begin_run(rs_store *s, const rs_run_info *info, rg_err *err);
 int rs_finish_run(rs_store *s, int64_t run_id, rs_run_status status, rg_err *err);
 
@@ -59,7 +75,10 @@ typedef struct rs_run_row {
     char commit[64], gpu_name[128];
     int sm;
     int64_t measurements;
+    char group[RS_GROUP_MAX], host[256];
+    int64_t pid;               /* 0: unknown (a run of schema version 1) */
 } rs_run_row;
+/* status reads "interrupted" for a run still 'running' whose process (on this host) is gone. */
 int rs_get_run(rs_store *s, int64_t run_id, rs_run_row *out, rg_err *err);
 /* RUN spec: a numeric id, a uuid prefix (unique), "latest" or "previous" (by start time). */
 int rs_resolve_run(rs_store *s, const char *spec, int64_t *run_id, rg_err *err);
@@ -128,11 +147,26 @@ typedef struct rs_resume_key {
  * 0 when not, -1 on error. Failed attempts count too: the caller decides to retry. */
 int rs_already_measured(rs_store *s, const rs_resume_key *key, rs_status *status, rg_err *err);
 
+/* ---- Claims: concurrent sweeps of one store measure each variant once ---- */
+typedef struct rs_claim_key {
+    int64_t run_id;            /* the claiming run (rs_begin_run) */
+    int64_t variant_id, dataset_id;
+    const char *device_key, *commit;
+    const char *system;        /* NULL: "generated" */
+} rs_claim_key;
+enum { RS_CLAIMED, RS_CLAIM_MEASURED, RS_CLAIM_HELD };
+/* In one IMMEDIATE transaction: RS_CLAIM_MEASURED when the store has a measurement of this
+ * work (unless remeasure); RS_CLAIM_HELD when another run holds the claim and may still
+ * measure it (running, and on this host its process alive); else RS_CLAIMED, the work is this
+ * run's (a claim of a finished, interrupted or dead run is taken over). -1 on error. */
+int rs_claim(rs_store *s, const rs_claim_key *k, int remeasure, rg_err *err);
+
 /* ---- Queries ---- */
 /* Every field optional (NULL / 0 = any). */
 typedef struct rs_filter {
     int64_t run_id;
     const char *model, *dataset, *task, *device_key, *system, *commit;
+    const char *group;         /* the runs of this group */
 } rs_filter;
 
 /* Sets the measurement-level metric NAME of each measurement ids[i] to values[i] (a NaN value
@@ -212,10 +246,27 @@ typedef struct rs_comparison {
     size_t n;
     int count[RS_CMP_NEW + 1];
 } rs_comparison;
-/* Compares the best time per (system, model, dataset, task, dims, heads) of two runs.
+/* What a side of a comparison is: one run, or every run of a group. */
+typedef struct rs_selection {
+    int64_t run_id;                /* 0: the group */
+    char group[RS_GROUP_MAX];
+} rs_selection;
+/* "latest" / "previous": the newest / second newest group (by the start of its first run: a
+ * nightly plan's shards are one group, merged or not); "group:NAME"; else a run as
+ * rs_resolve_run takes it. */
+int rs_resolve_selection(rs_store *s, const char *spec, rs_selection *out, rg_err *err);
+int rs_selection_summary(rs_store *s, const rs_selection *sel, int64_t *runs, int64_t *measurements, rg_err *err);
+
+/* Compares the best time per (system, model, dataset, task, dims, heads) of two selections.
  * threshold 0.05: head > 1.05 x base is a regression, head < base / 1.05 an improvement. */
+int rs_compare_selections(rs_store *s, const rs_selection *base, const rs_selection *head, double threshold,
+                          rs_comparison *out, rg_err *err);
+/* The same for two runs. */
 int rs_compare(rs_store *s, int64_t base_run, int64_t head_run, double threshold,
                rs_comparison *out, rg_err *err);
+/* Problems measured on both sides (regressions, failures, improvements, unchanged): 0 means
+ * the two sides cannot be compared at all. */
+int rs_comparison_common(const rs_comparison *c);
 void rs_comparison_free(rs_comparison *c);
 
 #endif

@@ -1,6 +1,8 @@
 /* Tests of the cost models: coefficient recovery on synthetic data, robustness to outliers, the
  * model file, leave-one-dataset-out on a fixture results store, Spearman, ordering and the CLI. */
 #include "tests/testutil.h"
+#include <fcntl.h>
+#include <unistd.h>
 #include "datasets/dataset.h"
 #include "cli/cmcli.h"
 #include "explorer/costmodel.h"
@@ -773,6 +775,30 @@ static int run_cli(int (*fn)(int, char **), char **argv)
 
 static int pick_no_gpu(int argc, char **argv) { return cm_cli_pick(argc, argv, NULL); }
 
+/* What `explore pick` prints on stdout. */
+static char *pick_output(const char *dir, char **argv)
+{
+    char *path = rg_xasprintf("%s/pick.out", dir);
+    fflush(stdout);
+    int saved = dup(1), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    int rc = run_cli(pick_no_gpu, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    assert_int_equal(rc, 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *text = rg_xcalloc(1, 65536);
+    size_t n = fread(text, 1, 65535, f);
+    text[n] = 0;
+    fclose(f);
+    free(path);
+    return text;
+}
+
 static void test_cli_fit_and_pick(void **state)
 {
     (void)state;
@@ -793,11 +819,16 @@ static void test_cli_fit_and_pick(void **state)
     for (size_t i = 0; i < nrows; i++) ids[i] = rows[i].id, ones[i] = 1;
     assert_int_equal(rs_set_metric(st, "predicted_ms", "ms", NULL, ids, ones, nrows, &err), 0);
     assert_true((int64_t)nrows > NDS * NCFG);
+    size_t nrows_all = nrows;
     rs_rows_free(rows, nrows);
     rs_close(st);
     free(ids);
     free(ones);
-    char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
+    /* by default a fit only reads the store: fitting the committed store leaves the checkout clean */
+    char *plain[] = {"fit", "--db", db, "--out", model, "--top", "2", NULL};
+    assert_int_equal(run_cli(cm_cli_fit, plain), 0);
+    assert_int_equal(tu_sql_int(db, count_pred), (int64_t)nrows_all);
+    char *fit[] = {"fit", "--db", db, "--out", model, "--top", "2", "--store-predictions", NULL};
     assert_int_equal(run_cli(cm_cli_fit, fit), 0);
     /* one out-of-dataset prediction per newest ok measurement (the stale ones of the rows the fit
      * leaves out are gone), replaced (not added) by a refit */
@@ -820,6 +851,12 @@ static void test_cli_fit_and_pick(void **state)
     char *sim[] = {"pick", "--model", "rgat", "--dataset", SMALL_GRAPH, "--cm", model, "--db", db, "--show", "0",
                    "--measure-top", "3", "--backend", "sim", "--repeats", "3", NULL};
     assert_int_equal(run_cli(pick_no_gpu, sim), 0);
+    /* like with like: the oracle is looked up on the device measured on (the simulated one),
+     * never the fixture GPU's, so a simulated time is never set against a real GPU's oracle */
+    char *text = pick_output(dir, sim);
+    if (strstr(text, "gap to the oracle") || !strstr(text, "on 'Simulated GPU (sm_90)'"))
+        fail_msg("pick --backend sim compared with another device's oracle:\n%s", text);
+    free(text);
     char *no_section[] = {"pick", "--model", "hgt", "--dataset", SMALL_GRAPH, "--cm", model, NULL};
     assert_int_equal(run_cli(pick_no_gpu, no_section), 1);
     char *usage[] = {"pick", "--dataset", SMALL_GRAPH, NULL};

@@ -324,7 +324,7 @@ static void test_missing_table_fails(void **state)
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir);
     exec_sql(db, "DROP TABLE kernel_times");
-    expect_failure(db, NULL, "no table kernel_times");
+    expect_failure(db, NULL, "damaged: table 'kernel_times' is missing");
     free(db);
     tu_rm_tree(dir);
 }

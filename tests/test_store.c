@@ -711,10 +711,46 @@ static void test_compare(void **state)
     tu_rm_tree(dir);
 }
 
+/* A version-1 store (the committed H100 stores are): read as it is by a reader, which writes
+ * nothing, and migrated by a writer, each old run a group of its own. */
+static void test_version1_store_reads_and_migrates(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = rg_xasprintf("%s/v1.db", dir);
+    char *cmd = rg_xasprintf("cp tests/fixtures/report.db '%s'", db);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    assert_int_equal(tu_sql_int(db, "PRAGMA user_version"), 1);
+    rg_err err;
+    rs_store *s = rs_open_read(db, &err);
+    if (!s) fail_msg("%s", err.msg);
+    rs_row *rows;
+    size_t n;
+    assert_int_equal(rs_query_measurements(s, NULL, &rows, &n, &err), 0);
+    assert_true(n > 0);
+    rs_rows_free(rows, n);
+    rs_run_row r;
+    assert_int_equal(rs_get_run(s, 1, &r, &err), 0);
+    assert_string_equal(r.group, r.uuid);
+    rs_selection latest;
+    assert_int_equal(rs_resolve_selection(s, "latest", &latest, &err), 0);
+    rs_close(s);
+    assert_int_equal(tu_sql_int(db, "PRAGMA user_version"), 1);   /* the reader wrote nothing */
+    s = rs_open(db, &err);
+    if (!s) fail_msg("%s", err.msg);
+    rs_close(s);
+    assert_int_equal(tu_sql_int(db, "PRAGMA user_version"), RS_SCHEMA_VERSION);
+    assert_int_equal(tu_sql_int(db, "SELECT count(*) FROM runs WHERE group_id <> uuid OR pid <> 0"), 0);
+    assert_int_equal(tu_sql_int(db, "SELECT count(*) FROM claims"), 0);
+    free(db);
+    tu_rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schema_creation),
+        cmocka_unit_test(test_version1_store_reads_and_migrates),
         cmocka_unit_test(test_garbage_db_untouched),
         cmocka_unit_test(test_newer_schema_refused),
         cmocka_unit_test(test_record_and_best),

@@ -7,8 +7,14 @@
 #include "cli/sweepcli.h"
 #include "explorer/costmodel.h"
 #include "runtime/rt.h"
+#include "results/report.h"
+#include "cli/cmcli.h"
+#include "cli/rpcli.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -877,6 +883,293 @@ static void test_best_path_names(void **state)
     free(path);
 }
 
+/* ---- The store under nightly jobs ---- */
+
+/* Four sweeps of one problem on one store at once: each variant measured and stored once. */
+static void test_concurrent_sweeps_measure_each_variant_once(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    options(&o, f, "sim:slow=2");
+    problem(&p, "rgat", "infer");
+    pid_t pids[4];
+    for (int k = 0; k < 4; k++) pids[k] = fork_sweep(&o, &p);
+    for (int k = 0; k < 4; k++) {
+        int status;
+        assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'finished'"), 4);
+    assert_each_variant_once(f->db, POINTS);
+    /* the work was shared: a claim per point, each held by the run that stored the point */
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM claims c JOIN measurements m ON m.variant_id ="
+                                  " c.variant_id AND m.run_id = c.run_id"), POINTS);
+}
+
+/* A store damaged on disk: the sweep fails naming the damage and writes nothing, readers name it. */
+static void test_damaged_store_is_refused(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.budget = 4;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    /* garbage over the first page of an index: the table data still reads, the b-tree is broken */
+    int64_t page = tu_sql_int(f->db, "SELECT rootpage FROM sqlite_master WHERE name = 'measurements_report'");
+    int64_t size = tu_sql_int(f->db, "PRAGMA page_size");
+    int fd = open(f->db, O_WRONLY);
+    assert_true(fd >= 0);
+    char junk[512];
+    memset(junk, 0xa5, sizeof junk);
+    assert_int_equal(pwrite(fd, junk, sizeof junk, (off_t)((page - 1) * size)), (ssize_t)sizeof junk);
+    close(fd);
+    int64_t before = tu_sql_int(f->db, "SELECT count(*) FROM measurements");
+    struct stat st0, st1;
+    assert_int_equal(stat(f->db, &st0), 0);
+    options(&o, f, "sim");
+    rg_err err;
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    if (!strstr(err.msg, "damaged")) fail_msg("the sweep's error does not name the damage: %s", err.msg);
+    assert_int_equal(stat(f->db, &st1), 0);
+    assert_int_equal(st1.st_size, st0.st_size);
+    assert_int_equal(st1.st_mtime, st0.st_mtime);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements"), before);
+    /* readers too: the cost model's loader names the damage instead of "no usable measurements" */
+    cm_set set;
+    assert_int_equal(cm_set_load(f->db, NULL, &set, &err), -1);
+    if (!strstr(err.msg, "damaged")) fail_msg("fit's error does not name the damage: %s", err.msg);
+    /* a missing table is damage too */
+    char *copy = rg_xasprintf("%s/other.db", f->dir);
+    options(&o, f, "sim");
+    o.db = copy;
+    o.budget = 2;
+    sweep_ok(&o, &p, &sum);
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(copy, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(h, "DROP TABLE metrics", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(h);
+    assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
+    if (!strstr(err.msg, "table 'metrics' is missing")) fail_msg("unexpected error: %s", err.msg);
+    free(copy);
+}
+
+/* A budget (or an interrupt) leaves part of the space unmeasured: the chosen config says so. */
+static void test_partial_best_is_marked(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.budget = 10;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.partial, 1);
+    FILE *fp = fopen(sum.best_path, "r");
+    assert_non_null(fp);
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = 0;
+    assert_non_null(strstr(text, "\"partial\":true"));
+    options(&o, f, "sim");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.partial, 0);
+    fp = fopen(sum.best_path, "r");
+    assert_non_null(fp);
+    n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = 0;
+    assert_non_null(strstr(text, "\"partial\":false"));
+}
+
+static int run_compare_quietly(char **argv)
+{
+    int argc = 0;
+    while (argv[argc]) argc++;
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), errfd = dup(2), null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    int rc = rs_cli_compare(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(errfd, 2);
+    close(out), close(errfd), close(null);
+    return rc;
+}
+
+/* Four shards a night, two nights, the second 30% slower: previous/latest are the nights. */
+static void test_nightly_groups_find_the_regression(void **state)
+{
+    fixture *f = *state;
+    char *plan = tu_write_file(f->dir, "nightly.plan",
+                               "models: rgat hgt\n"
+                               "datasets: synth:nodes=3000,edges=20000,ntypes=3,etypes=4,ratio=0.4"
+                               " synth:nodes=2000,edges=8000,ntypes=2,etypes=3,ratio=0.7\n"
+                               "tasks: infer train\n");   /* 8 jobs: 2 per shard */
+    char *merged = rg_xasprintf("%s/merged.db", f->dir);
+    static const char *const nights[2][2] = {{"night-1", "sim"}, {"night-2", "sim:scale=1.3"}};
+    for (int night = 0; night < 2; night++)
+        for (int s = 0; s < 4; s++) {
+            char *db = rg_xasprintf("%s/n%d-shard%d.db", f->dir, night, s);
+            char shard[16];
+            snprintf(shard, sizeof shard, "%d/4", s);
+            char *argv[] = {"sweep", "--plan", plan, "--shard", shard, "--db", db, "--space", f->space,
+                            "--backend", (char *)nights[night][1], "--best-dir", f->best, "--commit",
+                            (char *)nights[night][0], "--group", (char *)nights[night][0], "--repeats", "2", NULL};
+            assert_int_equal(quietly(sc_plan_main, 19, argv), 0);
+            char *margv[] = {"merge", "--into", merged, db, NULL};
+            assert_int_equal(merge_quietly(4, margv), 0);
+            free(db);
+        }
+    assert_int_equal(tu_sql_int(merged, "SELECT count(DISTINCT group_id) FROM runs"), 2);
+    char *cmp[] = {"compare", "--db", merged, "--base", "previous", "--head", "latest", NULL};
+    assert_int_equal(run_compare_quietly(cmp), 1);
+    rg_err err;
+    rs_store *s = rs_open_read(merged, &err);
+    assert_non_null(s);
+    rs_selection base, head;
+    assert_int_equal(rs_resolve_selection(s, "previous", &base, &err), 0);
+    assert_int_equal(rs_resolve_selection(s, "latest", &head, &err), 0);
+    assert_string_equal(base.group, "night-1");
+    assert_string_equal(head.group, "night-2");
+    rs_comparison c;
+    assert_int_equal(rs_compare_selections(s, &base, &head, 0.05, &c, &err), 0);
+    assert_int_equal(c.count[RS_CMP_REGRESSION], 8);
+    assert_int_equal(c.count[RS_CMP_MISSING], 0);
+    rs_comparison_free(&c);
+    rs_close(s);
+    /* two shards of one night share no problem: that is no pass */
+    char *disjoint[] = {"compare", "--db", merged, "--base", "1", "--head", "2", NULL};
+    assert_int_equal(run_compare_quietly(disjoint), 1);
+    free(merged);
+    free(plan);
+}
+
+/* Without --group, the shards of one plan on one night share a group derived from both. */
+static void test_plan_group_is_shared_by_its_shards(void **state)
+{
+    fixture *f = *state;
+    char *plan = tu_write_file(f->dir, "nightly.plan", "models: rgat hgt\ndatasets: synth:aifb\n");
+    xp_plan pl;
+    rg_err err;
+    assert_int_equal(xp_load(plan, &pl, &err), 0);
+    char g1[RS_GROUP_MAX], g2[RS_GROUP_MAX], g3[RS_GROUP_MAX];
+    time_t t = 1700000000;   /* 2023-11-14 22:13 UTC */
+    xp_default_group(&pl, t, g1, sizeof g1);
+    xp_default_group(&pl, t + 6 * 3600, g2, sizeof g2);   /* after midnight: the same night */
+    xp_default_group(&pl, t + 24 * 3600, g3, sizeof g3);  /* the next night */
+    assert_string_equal(g1, g2);
+    assert_string_not_equal(g1, g3);
+    assert_non_null(strstr(g1, "nightly.plan-"));
+    snprintf(pl.models[0], sizeof pl.models[0], "rgcn");   /* another matrix, another group */
+    xp_default_group(&pl, t, g2, sizeof g2);
+    assert_string_not_equal(g1, g2);
+    free(plan);
+}
+
+/* A sweep killed with SIGKILL stays 'running' only until the next command opens the store. */
+static void test_killed_run_is_marked_interrupted(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    options(&o, f, "sim:slow=20");
+    problem(&p, "rgat", "infer");
+    pid_t pid = fork_sweep(&o, &p);
+    wait_rows(f->db, INVALID + 2, 10);
+    kill(-pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    rg_err err;
+    rs_store *s = rs_open_read(f->db, &err);   /* a reader says it, without writing */
+    assert_non_null(s);
+    rs_run_row r;
+    assert_int_equal(rs_get_run(s, 1, &r, &err), 0);
+    assert_string_equal(r.status, "interrupted");
+    assert_int_equal(r.pid, pid);
+    rs_close(s);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    s = rs_open(f->db, &err);                  /* a writer records it */
+    assert_non_null(s);
+    rs_close(s);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"
+                                  " AND finished_at IS NOT NULL"), 1);
+}
+
+/* Runs fn in a child process as the user nobody (root ignores file permissions); its exit code. */
+static int as_nobody(int (*fn)(int, char **), char **argv)
+{
+    int argc = 0;
+    while (argv[argc]) argc++;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        if (getenv("RGNN_TEST_VERBOSE") == NULL) dup2(null, 2);
+        if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(99);
+        _exit(fn(argc, argv));
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static int fit_cli(int argc, char **argv) { return cm_cli_fit(argc, argv); }
+
+/* A store in a folder its reader cannot write: export, compare, report and fit read it. */
+static void test_store_in_read_only_folder(void **state)
+{
+    fixture *f = *state;
+    if (getuid() != 0) skip();   /* needs to become another user */
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    char *ro = rg_xasprintf("%s/ro", f->dir), *out = rg_xasprintf("%s/out", f->dir);
+    char *db = rg_xasprintf("%s/results.db", ro);
+    static const char *const datasets[] = {"synth:nodes=3000,edges=20000,ntypes=3,etypes=4,ratio=0.4",
+                                           "synth:nodes=2000,edges=8000,ntypes=2,etypes=3,ratio=0.7"};
+    for (int k = 0; k < 2; k++) {
+        options(&o, f, "sim");
+        o.db = db;
+        problem(&p, "rgat", "infer");
+        snprintf(p.dataset, sizeof p.dataset, "%s", datasets[k]);
+        sweep_ok(&o, &p, &sum);
+    }
+    assert_int_equal(chmod(f->dir, 0755), 0);
+    assert_int_equal(chmod(db, 0444), 0);
+    assert_int_equal(chmod(ro, 0555), 0);
+    assert_int_equal(mkdir(out, 0777), 0);
+    assert_int_equal(chmod(out, 0777), 0);
+    char *cm = rg_xasprintf("%s/cm.txt", out), *report = rg_xasprintf("%s/report", out);
+    char *exp[] = {"export", "--db", db, "--format", "csv", NULL};
+    char *cmp[] = {"compare", "--db", db, "--base", "1", "--head", "1", NULL};
+    char *rep[] = {"report", "--db", db, "--out", report, NULL};
+    char *fit[] = {"fit", "--db", db, "--out", cm, NULL};
+    assert_int_equal(as_nobody(rs_cli_export, exp), 0);
+    assert_int_equal(as_nobody(rs_cli_compare, cmp), 0);
+    assert_int_equal(as_nobody(rp_cli_main, rep), 0);
+    assert_int_equal(as_nobody(fit_cli, fit), 0);
+    char *wal = rg_xasprintf("%s-wal", db), *shm = rg_xasprintf("%s-shm", db);
+    assert_false(rg_file_exists(wal));
+    assert_false(rg_file_exists(shm));
+    assert_int_equal(chmod(ro, 0755), 0);   /* the fixture removes the folder */
+    free(wal), free(shm), free(cm), free(report), free(ro), free(out), free(db);
+}
+
 int main(void)
 {
     /* graphs generated by the tests are cached in a temporary folder, not in the checkout */
@@ -901,6 +1194,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cost_model_orders_the_budget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slow_variants_are_timed_once, setup, teardown),
         cmocka_unit_test(test_best_path_names),
+        cmocka_unit_test_setup_teardown(test_concurrent_sweeps_measure_each_variant_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_store_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_partial_best_is_marked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nightly_groups_find_the_regression, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plan_group_is_shared_by_its_shards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_run_is_marked_interrupted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_in_read_only_folder, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
     char *cmd = rg_xasprintf("rm -rf '%s'", cache);
