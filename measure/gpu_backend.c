@@ -3,6 +3,7 @@
 #include "measure/backend.h"
 #include "codegen/codegen.h"
 #include "codegen/counts.h"
+#include "codegen/emit_loss.h"
 #include "codegen/pipeline.h"
 #include "codegen/ref.h"
 #include "datasets/dataset.h"
@@ -314,7 +315,7 @@ static double sgd_step_error(const ir_program *ir, const kx_buffers *bufs, const
                 ir_var_row_width(&ir->vars[w]);
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) {
-        double want = cg_sgd_step((float)w0[i], dw[i]), step = CG_SGD_LR * dw[i];
+        double want = el_sgd_step((float)w0[i], dw[i]), step = EL_SGD_LR * dw[i];
         num += (after[i] - want) * (after[i] - want);
         den += step * step;
     }
@@ -364,7 +365,7 @@ static void compare_sgd(gpu_ctx *c, const ir_program *ir, const kx_buffers *bufs
                         val_errors *ve, rg_err *err)
 {
     for (int v = 0; v < ir->nvars && pl_is_train(c->pl.task); v++) {
-        if (!cg_sgd_updates(&ir->vars[v]) || !kx_var_ptr(bufs, v)) continue;
+        if (!el_sgd_updates(&ir->vars[v]) || !kx_var_ptr(bufs, v)) continue;
         ve->sgd_err[ve->nsgd] = sgd_step_error(ir, bufs, &c->kg, v, inputs[v], err);
         ve->names[ve->nvars + ve->nsgd++] = ir->vars[v].name;
     }
