@@ -3,6 +3,7 @@
 #include "cli/ircli.h"
 #include "codegen/lower.h"
 #include "codegen/model.h"
+#include "codegen/modeldir.h"
 #include "datasets/dataset.h"
 
 #include <errno.h>
@@ -27,7 +28,7 @@ static void usage(FILE *f)
             "nominal aifb counts. --no-fuse lowers every traversal statement on its own.\n"
             "Defaults: --dims 64,64 --heads 1 --task infer.\n"
             "models: ");
-    char *list = model_list();
+    char *list = md_list();
     fprintf(f, "%s\n", list);
     free(list);
 }
@@ -136,9 +137,9 @@ int irc_main(int argc, char **argv)
     if (rc) return rc > 0 ? 0 : 2;
     rr_stats st;
     if ((a.reorder || a.dataset) && load_stats(&a, &st) < 0) return 1;
-    char *path = model_find(a.model);
+    char *path = md_find(a.model);
     if (!path) {
-        char *list = model_list();
+        char *list = md_list();
         fprintf(stderr, "explore ir: unknown model '%s' (models: %s; or give the path of a .rgnn file)\n", a.model, list);
         free(list);
         return 1;
