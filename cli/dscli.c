@@ -1,5 +1,6 @@
 /* `explore datasets list|info|fetch|export|bench`: what is registered and present, the
  * statistics of a loaded graph against the registry, downloads, exports and load benchmarks. */
+#include "cli/dscli.h"
 #include "datasets/dataset.h"
 #include "datasets/dsbench.h"
 #include "datasets/npz.h"

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "results/store.h"
 #include "datasets/dataset.h"
+#include "cli/dscli.h"
 #include "cli/ircli.h"
 #include "cli/blcli.h"
 #include "cli/runcli.h"

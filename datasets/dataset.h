@@ -55,7 +55,4 @@ char *ds_cache_path(const char *name, const char *dir, const ds_options *opt);
  * whose format is recognised. Uses and refreshes the binary cache. */
 hg_graph *ds_open(const char *spec, const ds_options *opt, rg_err *err);
 
-/* `explore datasets ...` */
-int ds_cli_main(int argc, char **argv);
-
 #endif
