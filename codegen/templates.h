@@ -1,9 +1,10 @@
 /* Device-side template text shared by every generated kernel: the compact-row binary search,
- * the warp reductions and the leaky ReLU helpers, put in front of each kernel so it compiles alone. */
+ * the warp sum and the leaky ReLU helpers, put in front of each kernel that calls them. */
 #ifndef TPL_TEMPLATES_H
 #define TPL_TEMPLATES_H
 
-/* The whole source of one kernel file: the device helpers, then the kernel text (caller frees). */
+/* The whole source of one kernel file, which compiles alone: the device helpers the kernel
+ * text calls, then the text (caller frees). */
 char *tpl_source(const char *kernel_text);
 
 #endif
