@@ -40,7 +40,13 @@ build/tests/%: build/obj/tests/%.o $(TEST_SUPPORT_OBJ) build/librgnn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The include check first (no two modules may include each other), and that it still sees the
+# circle of its fixture, then every test binary.
+CHECK_CFLAGS := -std=c11 -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(PKG_CFLAGS)
 test: all
+	@CHECK_CFLAGS="$(CHECK_CFLAGS)" sh tests/check_includes.sh $(MODULE_DIRS)
+	@cd tests/fixtures/include_circle && ! CHECK_CFLAGS=-I. sh ../../check_includes.sh m >/dev/null || \
+	    { echo "tests/check_includes.sh misses the circle of tests/fixtures/include_circle"; exit 1; }
 	@sh tests/run.sh $(TEST_BIN)
 
 # GPU correctness sweep (needs a CUDA device): same runner, GPU tests are not skipped there.

@@ -4,6 +4,7 @@
 #include "cli/problem.h"
 #include "codegen/lower.h"
 #include "codegen/model.h"
+#include "codegen/modeldir.h"
 #include "datasets/dataset.h"
 
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static int parse_args(int argc, char **argv, irc_args *a)
 {
     memset(a, 0, sizeof *a);
     cp_init(&a->p);
-    char *list = model_list(), *epilog = rg_xasprintf("models: %s\n", list);
+    char *list = md_list(), *epilog = rg_xasprintf("models: %s\n", list);
     ro_cmd c;
     ro_init(&c, "explore ir", USAGE, epilog);
     cp_add_options(&c, &a->p, CP_PROBLEM);
@@ -76,9 +77,9 @@ int irc_main(int argc, char **argv)
     if (rc >= 0) return rc;
     rr_stats st;
     if ((a.reorder || a.p.dataset) && load_stats(&a, &st) < 0) return 1;
-    char *path = model_find(a.p.model);
+    char *path = md_find(a.p.model);
     if (!path) {
-        char *list = model_list();
+        char *list = md_list();
         fprintf(stderr, "explore ir: unknown model '%s' (models: %s; or give the path of a .rgnn file)\n", a.p.model, list);
         free(list);
         return 1;

@@ -2,16 +2,13 @@
  * device memory, emits every instance's kernels in program order, and lists zero-fills. */
 #include "codegen/codegen.h"
 #include "codegen/emit_gemm.h"
+#include "codegen/emit_loss.h"
 #include "codegen/emit_trav.h"
+#include "codegen/emit_wmm.h"
+#include "codegen/templates.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-int cg_var_is_f64(const ir_var *v)
-{
-    if (v->kind == IR_VAR_WEIGHT) return v->rows_dim == 0 && v->grad_of >= 0;
-    return v->dim == 1;
-}
 
 #define TOUCH_NONE (-1)
 #define TOUCH_MANY (-2)
@@ -114,6 +111,52 @@ static void add_zero_fills(const ir_program *ir, const int *mat, kp_plan *plan)
     }
 }
 
+/* One kernel for statement `stmt` by an emitter of a single statement (weight products, the
+ * loss); nothing is left in the plan when it fails. */
+static int emit_stmt_kernel(int (*emit)(const ir_program *, const ir_stmt *, kp_kernel *, rg_str *, rg_err *),
+                            const ir_program *ir, int stmt, const char *name, int backward, kp_plan *plan,
+                            rg_err *err)
+{
+    kp_kernel *k = kp_add_kernel(plan);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->backward = backward;
+    rg_str src = {0};
+    if (emit(ir, &ir->stmts[stmt], k, &src, err)) {
+        rg_str_free(&src);
+        plan->nkernels--;
+        rg_err_prefix(err, "cannot emit %s", name);
+        return -1;
+    }
+    k->source = src.s;
+    return 0;
+}
+
+/* A statement lowered outside both templates: per-type weight products, the loss and its
+ * gradient, or any other statement as a traversal of one statement in its own domain. */
+static int emit_fallback(const ir_program *ir, int stmt, const int *materialized, const cg_config *cfg,
+                         const char *name, int backward, kp_plan *plan, rg_err *err)
+{
+    const ir_stmt *s = &ir->stmts[stmt];
+    if (ew_handles(s)) return emit_stmt_kernel(ew_emit, ir, stmt, name, backward, plan, err);
+    if (el_handles(s)) return emit_stmt_kernel(el_emit_nll, ir, stmt, name, backward, plan, err);
+    lw_trav_stmt ts = {.stmt = stmt, .level = LW_LEVEL_FEAT};
+    lw_trav tr = {.dom = s->dom, .nstmts = 1, .stmts = &ts};
+    tr.compact_rows = s->dom == IR_DOM_EDGE && ir_stmt_per_unique(ir, s);
+    tr.has_dst_aggregation = s->accumulate && s->out.acc == IR_ACC_DST;
+    tr.has_src_aggregation = s->accumulate && s->out.acc == IR_ACC_SRC;
+    return et_emit(ir, &tr, materialized, cfg, name, backward, plan, err);
+}
+
+/* Emitters write kernel text only; each source gets the device helpers in front here. */
+static void add_helpers(kp_plan *plan)
+{
+    for (int i = 0; i < plan->nkernels; i++) {
+        char *full = tpl_source(plan->kernels[i].source);
+        free(plan->kernels[i].source);
+        plan->kernels[i].source = full;
+    }
+}
+
 int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -130,15 +173,16 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
             rc = et_emit(ir, &in->u.trav, out->materialized, cfg, in->name, in->backward, &out->plan, err);
             break;
         case LW_FALLBACK:
-            rc = et_emit_other(ir, in->u.fallback_stmt, out->materialized, cfg, in->name, in->backward, &out->plan, err);
+            rc = emit_fallback(ir, in->u.fallback_stmt, out->materialized, cfg, in->name, in->backward, &out->plan, err);
             break;
         }
     }
-    if (!rc && lp->ninst > 0) rc = et_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
+    if (!rc && lp->ninst > 0) rc = el_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
     if (rc) {
         cg_variant_free(out);
         return -1;
     }
+    add_helpers(&out->plan);
     add_zero_fills(ir, out->materialized, &out->plan);
     return 0;
 }

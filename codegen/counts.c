@@ -1,6 +1,8 @@
 /* Analytic counts of a variant from its IR on a given graph: floating-point operations,
  * bytes of device memory each statement must touch, atomic updates, and kernel launches. */
 #include "codegen/counts.h"
+#include "codegen/emit_loss.h"
+#include "codegen/vartype.h"
 
 static int64_t var_rows(const ir_var *v, const hg_graph *g)
 {
@@ -75,10 +77,10 @@ void cg_counts_fill(const ir_program *ir, const cg_variant *v, const hg_graph *g
     /* the SGD step: each trainable weight read and written, its gradient read */
     for (int w = 0; w < ir->nvars; w++) {
         const ir_var *x = &ir->vars[w];
-        if (!cg_sgd_updates(x) || !v->materialized[x->grad]) continue;
+        if (!el_sgd_updates(x) || !v->materialized[x->grad]) continue;
         double n = (double)var_rows(x, g) * width(x);
         *flops += 2 * n;
-        *bytes += n * (2 * sizeof(float) + (double)cg_elem_bytes(&ir->vars[x->grad]));
+        *bytes += n * (2 * sizeof(float) + (double)vt_bytes(&ir->vars[x->grad]));
     }
     *launches = v->plan.nkernels;
 }

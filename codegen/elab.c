@@ -1,7 +1,7 @@
 /* Checker and instantiation of the model language: walks the syntax tree with the loop
  * context, resolves names, checks slicing and shapes, and emits three-address IR. */
 #include "codegen/ast.h"
-#include "codegen/model.h"
+#include "codegen/modeldir.h"
 #include "codegen/parse.h"
 
 #include <errno.h>
@@ -1123,7 +1123,7 @@ static int load_import(elab *el, const ast_stmt *s, const char *from_path)
     else snprintf(path, sizeof path, "%s.rgnn", s->name);
     char *found = NULL;
     if (rg_file_exists(path)) found = rg_xstrdup(path);
-    else found = model_find(s->name);
+    else found = md_find(s->name);
     if (!found) return EFAIL(s->loc, "cannot import '%s': no %s.rgnn beside this file or in the model directory",
                              s->name, s->name);
     for (int i = 0; i < el->nfiles; i++)

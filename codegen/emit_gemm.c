@@ -1,8 +1,7 @@
 /* The GEMM template emitter: specializes Y[S] (+)= s * X[G] x W[T] (and its outer-product
  * form dW[T] += X[G]^T dY[S]) for one lowered instance and one schedule, as CUDA C. */
 #include "codegen/emit_gemm.h"
-#include "codegen/codegen.h"
-#include "codegen/templates.h"
+#include "codegen/vartype.h"
 
 #include <string.h>
 
@@ -152,13 +151,13 @@ static const char *segment_end_expr(kp_rowset rs, used_arrays *u, char *buf, siz
 static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
                         kp_rowset rs)
 {
-    rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", cg_ctype(sh->x),
-                  cg_ctype(sh->y));
+    rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", vt_ctype(sh->x),
+                  vt_ctype(sh->y));
     kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
     kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
     kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
     if (sh->s) {
-        rg_str_printf(src, "    const %s* __restrict__ S,\n", cg_ctype(sh->s));
+        rg_str_printf(src, "    const %s* __restrict__ S,\n", vt_ctype(sh->s));
         kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
     }
     rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
@@ -222,7 +221,7 @@ static void emit_shared_read(rg_str *src, const char *indent, const char *dst, c
  * keep float4 alignment along the direction each tile is read in (buffers are cudaMalloc'd). */
 static int product_vectorizes(const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg)
 {
-    if (cfg->w_regs || cg_var_is_f64(sh->x)) return 0;
+    if (cfg->w_regs || vt_is_f64(sh->x)) return 0;
     if (sh->K % 4 || sh->ldx % 4 || sh->x_head_stride % 4 || sh->w_slice % 4 || sh->w_head_stride % 4) return 0;
     return gm->transpose_w ? 1 : sh->N % 4 == 0;
 }
@@ -303,7 +302,6 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     k->grid_z = sh.heads;
     k->block_x = TXN;
     k->block_y = TY;
-    rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src, "\n/* %s: %s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, %d x %d outputs per thread, W in %s) */\n",
                   k->name, sh.y->name, gm->y_idx == LW_IDX_ROW ? "row" : yrow,
                   gm->y_atomic || gm->accumulate ? "+=" : "=", sh.s ? "s * " : "", sh.x->name, xrow, sh.w->name, wsl,
@@ -363,7 +361,7 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     rg_str_printf(src,
         "            const float v = acc[i][q] * %s;\n"
         "            %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
-        scal, cg_ctype(sh.y), yrow, sh.ldy, sh.y_head_stride);
+        scal, vt_ctype(sh.y), yrow, sh.ldy, sh.y_head_stride);
     if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "            atomicAdd(y, v);\n");
     else if (gm->accumulate) rg_str_puts(src, "            *y += v;\n");
     else rg_str_puts(src, "            *y = v;\n");
@@ -456,7 +454,6 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     k->grid_z = sh.heads;
     k->block_x = TXN;
     k->block_y = TY;
-    rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, %d x %d per thread) */\n",
                   k->name, sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C, CW);
     rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n#define CHUNK %d\n",
@@ -465,13 +462,13 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
     /* parameter names: X = x, Y = dy, W = dW (written) */
-    rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", cg_ctype(sh.x),
-                  cg_ctype(sh.y));
+    rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", vt_ctype(sh.x),
+                  vt_ctype(sh.y));
     kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
     kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
     kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
     if (sh.s) {
-        rg_str_printf(src, "    const %s* __restrict__ S,\n", cg_ctype(sh.s));
+        rg_str_printf(src, "    const %s* __restrict__ S,\n", vt_ctype(sh.s));
         kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
     }
     rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
@@ -490,8 +487,8 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     char scal[256] = "1.f";
     if (sh.s) scalar_expr(&sh, sidx, "0", scal, sizeof scal);
     /* float4 loads where rows and head offsets keep 16-byte alignment (buffers are cudaMalloc'd) */
-    int vec_x = !cg_var_is_f64(sh.x) && sh.K % 4 == 0 && sh.ldx % 4 == 0 && sh.x_head_stride % 4 == 0;
-    int vec_y = !cg_var_is_f64(sh.y) && sh.N % 4 == 0 && sh.ldy % 4 == 0 && dy_head_stride % 4 == 0;
+    int vec_x = !vt_is_f64(sh.x) && sh.K % 4 == 0 && sh.ldx % 4 == 0 && sh.x_head_stride % 4 == 0;
+    int vec_y = !vt_is_f64(sh.y) && sh.N % 4 == 0 && sh.ldy % 4 == 0 && dy_head_stride % 4 == 0;
     rg_str_printf(src,
         ")\n{\n"
         "    const int t = tile_type[blockIdx.x];\n"

@@ -8,7 +8,8 @@
 #include "codegen/lower.h"
 
 /* Appends one kernel named `name` to the plan. Fails (nothing appended) when the instance
- * cannot be expressed by the template, saying why. */
+ * cannot be expressed by the template, saying why. The kernel text comes without the device
+ * helpers (codegen/templates.h). */
 int eg_emit(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, const char *name, int backward,
             kp_plan *plan, rg_err *err);
 

@@ -1,8 +1,7 @@
 /* The traversal template emitter: turns a fused group of edgewise / nodewise statements
  * into edge-centric or node-centric CUDA kernels (warp per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
-#include "codegen/codegen.h"
-#include "codegen/templates.h"
+#include "codegen/vartype.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +42,6 @@ typedef struct kgen {
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
 
-static int var_heads(const ir_var *v) { return v->heads > 0 ? v->heads : 1; }
 
 static const char *arr(kgen *g, kp_graph_array a)
 {
@@ -54,7 +52,7 @@ static const char *arr(kgen *g, kp_graph_array a)
 /* Element offset inside a row of `v` for head h and feature d, with broadcasting. */
 static void elem_expr(const ir_var *v, const char *h, const char *d, char *out, size_t n)
 {
-    int hv = var_heads(v), dv = v->dim;
+    int hv = vt_heads(v), dv = v->dim;
     char hp[64] = "", dp[64] = "";
     if (hv > 1) snprintf(hp, sizeof hp, "(%s) * %d", h, dv);
     if (dv > 1) snprintf(dp, sizeof dp, "(%s)", d);
@@ -209,12 +207,12 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
 static void iter_shape(const kgen *g, const ir_stmt *s, int *H, int *D)
 {
     const ir_var *o = V(g, s->out.var);
-    *H = var_heads(o);
+    *H = vt_heads(o);
     *D = o->dim;
     for (int k = 0; k < s->nin; k++) {
         if (s->in[k].var < 0) continue;
         const ir_var *v = V(g, s->in[k].var);
-        if (var_heads(v) > *H) *H = var_heads(v);
+        if (vt_heads(v) > *H) *H = vt_heads(v);
         if (v->dim > *D) *D = v->dim;
     }
 }
@@ -222,7 +220,7 @@ static void iter_shape(const kgen *g, const ir_stmt *s, int *H, int *D)
 /* Loop of lanes over the output's heads x dim elements. */
 static void open_elem_loop(kgen *g, const ir_var *out)
 {
-    int total = var_heads(out) * out->dim;
+    int total = vt_heads(out) * out->dim;
     rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += 32) {\n"
                             "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
                   total, out->dim, out->dim);
@@ -258,7 +256,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     }
     int H, D;
     iter_shape(g, s, &H, &D);
-    int Ho = var_heads(out), Do = out->dim;
+    int Ho = vt_heads(out), Do = out->dim;
     int concat_like = s->op == IR_OP_CONCAT || s->op == IR_OP_SLICE;
     if (!concat_like && (Ho < H || Do < D)) {
         /* a narrower output receives the sum over the broadcast axis */
@@ -296,7 +294,7 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
         operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
         return -1;
-    if (var_heads(out) == 1 && H > 1) {
+    if (vt_heads(out) == 1 && H > 1) {
         /* one-head output of per-head operands: the sum over heads too */
         rg_str_printf(&g->body,
                       "        {\n"
@@ -315,7 +313,7 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
                       "            p = warp_sum(p);\n"
                       "            const int d = 0; (void)d;\n"
                       "            if (lane == 0) {\n",
-                      var_heads(out), D, ra, rb);
+                      vt_heads(out), D, ra, rb);
     }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
@@ -327,14 +325,14 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var), *x = V(g, s->in[0].var), *w = V(g, s->in[1].var);
     int K = s->transpose_w ? w->dim : w->rows_dim, N = s->transpose_w ? w->rows_dim : w->dim;
-    int per_head = var_heads(w) > 1;
+    int per_head = vt_heads(w) > 1;
     char xrow[96], wrow[96];
     if (row_expr(g, s->in[0].var, s->in[0].acc, xrow, sizeof xrow, err) ||
         row_expr(g, s->in[1].var, s->in[1].acc, wrow, sizeof wrow, err))
         return -1;
     if (g->scr_off[s->in[0].var] >= 0) return rg_errf(err, "row-wise linear needs a materialized input");
     g->var_used[s->in[0].var] = g->var_used[s->in[1].var] = 1;
-    long long ldx = ir_var_row_width(x), wslice = (long long)var_heads(w) * K * N;
+    long long ldx = ir_var_row_width(x), wslice = (long long)vt_heads(w) * K * N;
     const char *welem = s->transpose_w ? "(size_t)nn * K_ + k" : "(size_t)k * N_ + nn";
     rg_str_printf(&g->body,
                   "        for (int i = lane; i < %d; i += 32) {\n"
@@ -345,9 +343,9 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
                   "            double r = 0.0;\n"
                   "            for (int k = 0; k < K_; k++) r = fma((double)xr[k], (double)wr[%s], r);\n",
-                  var_heads(out) * out->dim, per_head ? out->dim : var_heads(out) * out->dim,
-                  per_head ? out->dim : var_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
-                  s->in[0].var, xrow, ldx, per_head && var_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
+                  vt_heads(out) * out->dim, per_head ? out->dim : vt_heads(out) * out->dim,
+                  per_head ? out->dim : vt_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
+                  s->in[0].var, xrow, ldx, per_head && vt_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
                   wslice, welem);
     (void)N;
     if (emit_store(g, s, "r", err)) return -1;
@@ -362,7 +360,7 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
     char wrow[96], xr[512], dr[512];
     if (row_expr(g, s->out.var, s->out.acc, wrow, sizeof wrow, err)) return -1;
     g->var_used[s->out.var] = g->var_written[s->out.var] = 1;
-    int H = var_heads(w);
+    int H = vt_heads(w);
     if (w->rows_dim == 0) {
         /* vector weight: the broadcast product x * dy, reduced into w's [heads][dim] slice */
         int BH, BD;
@@ -761,7 +759,6 @@ static kp_size rows_size(form f)
 
 static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, int split)
 {
-    rg_str_puts(src, ktpl_prelude);
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
     if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", 32 * WARPS_PER_BLOCK);
     rg_str_printf(src, "%s(int num_rows", k->name);
@@ -779,7 +776,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         char pname[32];
         snprintf(pname, sizeof pname, "v%d", v);
         rg_str_printf(src, ",\n    %s%s* __restrict__ v%d /* %s */", g->var_written[v] ? "" : "const ",
-                      cg_ctype(V(g, v)), v, V(g, v)->name);
+                      vt_ctype(V(g, v)), v, V(g, v)->name);
         kp_add_param(k, KP_VAR, v, 0, pname);
     }
     for (int a = 0; a < KG__COUNT; a++) {
@@ -788,7 +785,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
         kp_add_param(k, KP_GRAPH, a, 0, name);
     }
-    /* per-row temporaries and accumulators live in double: see cg_var_is_f64 */
+    /* per-row temporaries and accumulators live in double: see vt_is_f64 */
     rg_str_printf(src, ")\n{\n    extern __shared__ double smem[];\n"
                        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
                        "    double* scr = smem + warp * %d; (void)scr;\n%s}\n",
@@ -882,380 +879,4 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
     free(phases);
     if (rc) rg_err_prefix(err, "cannot emit %s", name);
     return rc;
-}
-
-/* ---- statements outside both templates ---- */
-
-/* ---- per-type matrix products (DOM_TYPE WEIGHT_MM and WGRAD), as the reference defines
- * them: per head h, a (rows x k) times b (k x cols); a one-head weight is either shared by
- * every head or split into column blocks, whichever makes the shapes agree. ---- */
-
-typedef struct mview {
-    long off;
-    int rows, cols;
-    long rs, cs;
-} mview;
-
-typedef struct mm_plan {
-    const ir_var *v[3];   /* in0, in1, out */
-    int split[3];
-    int H;
-    int wgrad;
-    int transpose;
-} mm_plan;
-
-static int make_view(const ir_var *o, int column, int split, int transpose, int H, int h, mview *v)
-{
-    int dim = o->dim;
-    long head_off = 0;
-    if (split) {
-        if (dim % H) return -1;
-        dim /= H;
-        head_off = (long)h * dim;
-    } else if (var_heads(o) > 1) {
-        head_off = (long)h * (o->rows_dim > 0 ? o->rows_dim : 1) * o->dim;
-    }
-    if (o->rows_dim > 0) *v = (mview){head_off, o->rows_dim, dim, o->dim, 1};
-    else if (column) *v = (mview){head_off, dim, 1, 1, 0};
-    else *v = (mview){head_off, 1, dim, 0, 1};
-    if (transpose) {
-        int t = v->rows;
-        v->rows = v->cols;
-        v->cols = t;
-        long u = v->rs;
-        v->rs = v->cs;
-        v->cs = u;
-    }
-    return 0;
-}
-
-static int mm_views(const mm_plan *pl, int h, mview *va, mview *vb, mview *vo)
-{
-    if (make_view(pl->v[0], 0, pl->split[0], pl->wgrad, pl->H, h, va) < 0) return -1;
-    if (make_view(pl->v[1], !pl->wgrad, pl->split[1], !pl->wgrad && pl->transpose, pl->H, h, vb) < 0) return -1;
-    if (va->cols != vb->rows) return -1;
-    const ir_var *o = pl->v[2];
-    int column = o->rows_dim > 0 ? 0 : va->rows != 1;
-    if (o->rows_dim == 0 && column && vb->cols != 1) return -1;
-    if (make_view(o, column, pl->split[2], 0, pl->H, h, vo) < 0) return -1;
-    return vo->rows == va->rows && vo->cols == vb->cols ? 0 : -1;
-}
-
-static int plan_mm(const ir_program *ir, const ir_stmt *s, mm_plan *pl, rg_err *err)
-{
-    memset(pl, 0, sizeof *pl);
-    pl->v[0] = &ir->vars[s->in[0].var];
-    pl->v[1] = &ir->vars[s->in[1].var];
-    pl->v[2] = &ir->vars[s->out.var];
-    pl->wgrad = s->op == IR_OP_WGRAD;
-    pl->transpose = s->transpose_w;
-    pl->H = 1;
-    for (int i = 0; i < 3; i++) {
-        if (pl->v[i]->kind != IR_VAR_WEIGHT) return rg_errf(err, "a type loop multiplies weights only");
-        if (var_heads(pl->v[i]) > pl->H) pl->H = var_heads(pl->v[i]);
-    }
-    for (int mask = 0; mask < 8; mask++) {
-        int ok = 1;
-        for (int i = 0; i < 3; i++) {
-            pl->split[i] = (mask >> i) & 1;
-            if (pl->split[i] && (pl->H == 1 || var_heads(pl->v[i]) != 1)) ok = 0;
-        }
-        mview a, b, o;
-        if (ok && mm_views(pl, 0, &a, &b, &o) == 0) return 0;
-    }
-    return rg_errf(err, "%s shapes do not agree", ir_op_name(s->op));
-}
-
-static const char *type_slice(ir_access acc)
-{
-    switch (acc) {
-    case IR_ACC_SRC_NTYPE: return "etype_src_ntype[r]";
-    case IR_ACC_DST_NTYPE: return "etype_dst_ntype[r]";
-    case IR_ACC_ALL: return "0";
-    default: return "r";
-    }
-}
-
-static int emit_type_matmul(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
-{
-    mm_plan pl;
-    if (plan_mm(ir, s, &pl, err)) return -1;
-    mview a0, b0, o0;
-    RG_ASSERT(mm_views(&pl, 0, &a0, &b0, &o0) == 0);
-    /* every head writes its own block unless a shared (unsplit, one-head) output sums them */
-    int out_sums_heads = pl.H > 1 && var_heads(pl.v[2]) == 1 && !pl.split[2];
-    int per_thread_heads = out_sums_heads ? pl.H : 1;
-    int total = (out_sums_heads ? 1 : pl.H) * o0.rows * o0.cols;
-    rg_str offs = {0};
-    rg_str_printf(&offs, "    const long aoff[%d] = {", pl.H);
-    for (int h = 0; h < pl.H; h++) {
-        mview a, b, o;
-        RG_ASSERT(mm_views(&pl, h, &a, &b, &o) == 0);
-        rg_str_printf(&offs, "%s%ld", h ? ", " : "", a.off);
-    }
-    rg_str_printf(&offs, "};\n    const long boff[%d] = {", pl.H);
-    for (int h = 0; h < pl.H; h++) {
-        mview a, b, o;
-        mm_views(&pl, h, &a, &b, &o);
-        rg_str_printf(&offs, "%s%ld", h ? ", " : "", b.off);
-    }
-    rg_str_printf(&offs, "};\n    const long ooff[%d] = {", pl.H);
-    for (int h = 0; h < pl.H; h++) {
-        mview a, b, o;
-        mm_views(&pl, h, &a, &b, &o);
-        rg_str_printf(&offs, "%s%ld", h ? ", " : "", o.off);
-    }
-    rg_str_puts(&offs, "};\n");
-    /* several edge types may share the output slice (A[src ntype]): then they add atomically */
-    int shared_slice = s->out.acc != IR_ACC_ROW && s->out.acc != IR_ACC_ETYPE;
-    if (shared_slice && !s->accumulate)
-        return rg_errf(err, "%s = ... writes a slice shared by several edge types", pl.v[2]->name);
-    char hlo[16], hhi[32], store[96];
-    snprintf(hlo, sizeof hlo, "%s", out_sums_heads ? "0" : "hh");
-    if (out_sums_heads) snprintf(hhi, sizeof hhi, "%d", per_thread_heads);
-    else snprintf(hhi, sizeof hhi, "hh + 1");
-    snprintf(store, sizeof store, shared_slice ? "atomicAdd(&o[ooff[hh] + (long)row * %ld + (long)col * %ld], acc)"
-                                               : "o[ooff[hh] + (long)row * %ld + (long)col * %ld] %s acc",
-             o0.rs, o0.cs, s->accumulate ? "+=" : "=");
-    const char *ta = cg_ctype(pl.v[0]), *tb = cg_ctype(pl.v[1]), *to = cg_ctype(pl.v[2]);
-    const char *tacc = cg_var_is_f64(pl.v[0]) || cg_var_is_f64(pl.v[1]) || cg_var_is_f64(pl.v[2]) ? "double" : "float";
-    /* a type's output elements are spread over grid.y blocks: there may be only a few types */
-    k->category = KC_OTHER;
-    k->grid_kind = KGRID_ROWS;
-    k->grid_rows_size = KS_ETYPES;
-    k->rows_per_block = 1;
-    k->block_x = 256;
-    k->grid_y = (total + 255) / 256;
-    rg_str_puts(src, ktpl_prelude);
-    rg_str_printf(src,
-                  "\n/* %s: %s[r] %s %s[%s]%s x %s[%s]%s for every edge type r */\n"
-                  "extern \"C\" __global__ void %s(int num_rows, const %s* __restrict__ A, const %s* __restrict__ B,\n"
-                  "    %s* __restrict__ O, const int* __restrict__ etype_src_ntype, const int* __restrict__ etype_dst_ntype)\n"
-                  "{\n"
-                  "    const int r = blockIdx.x;\n"
-                  "    if (r >= num_rows) return;\n"
-                  "    const %s* a = A + (size_t)(%s) * %lld;\n"
-                  "    const %s* b = B + (size_t)(%s) * %lld;\n"
-                  "    %s* o = O + (size_t)(%s) * %lld;\n"
-                  "%s"
-                  "    {\n"
-                  "        const int i = blockIdx.y * blockDim.x + threadIdx.x;\n"
-                  "        if (i >= %d) return;\n"
-                  "        const int hh = i / %d, row = (i / %d) %% %d, col = i %% %d;\n"
-                  "        %s acc = 0;  /* double when an operand is (a gradient summed over many edges) */\n"
-                  "        for (int h = %s; h < %s; h++)\n"
-                  "            for (int k = 0; k < %d; k++)\n"
-                  "                acc = fma((%s)a[aoff[h] + (long)row * %ld + (long)k * %ld], (%s)b[boff[h] + (long)k * %ld + (long)col * %ld], acc);\n"
-                  "        %s;\n"
-                  "    }\n"
-                  "}\n",
-                  k->name, pl.v[2]->name, s->accumulate ? "+=" : "=", pl.v[0]->name, type_slice(s->in[0].acc),
-                  pl.wgrad ? "^T" : "", pl.v[1]->name, type_slice(s->in[1].acc), pl.transpose ? "^T" : "", k->name,
-                  ta, tb, to, ta, type_slice(s->in[0].acc), (long long)ir_var_row_width(pl.v[0]), tb,
-                  type_slice(s->in[1].acc), (long long)ir_var_row_width(pl.v[1]), to, type_slice(s->out.acc),
-                  (long long)ir_var_row_width(pl.v[2]), offs.s, total, o0.rows * o0.cols, o0.cols, o0.rows, o0.cols,
-                  tacc, hlo, hhi, a0.cols, tacc, a0.rs, a0.cs, tacc, b0.rs, b0.cs, store);
-    rg_str_free(&offs);
-    kp_add_param(k, KP_INT, KS_ETYPES, 0, "num_rows");
-    kp_add_param(k, KP_VAR, s->in[0].var, 0, "A");
-    kp_add_param(k, KP_VAR, s->in[1].var, 0, "B");
-    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
-    kp_add_param(k, KP_GRAPH, KG_ETYPE_SRC_NTYPE, 0, "etype_src_ntype");
-    kp_add_param(k, KP_GRAPH, KG_ETYPE_DST_NTYPE, 0, "etype_dst_ntype");
-    return 0;
-}
-
-/* Lanes that share one node's row in the loss kernels: a power of two with at most 8 classes
- * per lane. A warp per node leaves most of the time to shuffle latency when rows are short
- * (64 classes: 2 values per lane and 10 shuffle rounds per node). */
-static int nll_group(int classes)
-{
-    int g = 1;
-    while (g < 32 && g * 8 < classes) g *= 2;
-    return g;
-}
-
-static int emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
-{
-    const ir_var *x = &ir->vars[s->in[0].var];
-    int C = (int)ir_var_row_width(x);
-    if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
-    int G = nll_group(C), V = (C + G - 1) / G, per_block = WARPS_PER_BLOCK * (32 / G);
-    k->category = KC_OTHER;
-    k->grid_kind = KGRID_ROWS;
-    k->grid_rows_size = KS_NODES;
-    k->rows_per_block = per_block;
-    k->block_x = 32 * WARPS_PER_BLOCK;
-    int grad = s->op == IR_OP_NLL_GRAD;
-    rg_str_puts(src, ktpl_prelude);
-    const ir_var *lv = &ir->vars[s->in[1].var], *ov = &ir->vars[s->out.var];
-    rg_str_printf(src,
-                  "\n/* %s: %s (log-sum-exp in double), %d lanes per node */\n"
-                  "#define C %d\n#define G %d\n#define V %d\n"
-                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const %s* __restrict__ L,\n"
-                  "    %s* __restrict__ O%s)\n"
-                  "{\n"
-                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & (G - 1);\n"
-                  "    const int n = blockIdx.x * %d + warp * (32 / G) + lane / G;\n"
-                  "    const bool valid = n < num_rows;\n"
-                  "    const float* x = X + (size_t)(valid ? n : 0) * C;\n"
-                  "    float xv[V];\n"
-                  "    float m = -3.402823466e38f;\n"
-                  "    #pragma unroll\n"
-                  "    for (int j = 0; j < V; j++) {\n"
-                  "        const int c = sub + j * G;\n"
-                  "        xv[j] = (valid && c < C) ? x[c] : -3.402823466e38f;\n"
-                  "        m = fmaxf(m, xv[j]);\n"
-                  "    }\n"
-                  "    #pragma unroll\n"
-                  "    for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
-                  "    /* exponentials, their sum, the log and the loss in double: d logits feed every\n"
-                  "       gradient, and a biased approximate exp (__expf) shifts all of them alike */\n"
-                  "    double e[V], z = 0.0;\n"
-                  "    #pragma unroll\n"
-                  "    for (int j = 0; j < V; j++) {\n"
-                  "        e[j] = sub + j * G < C ? exp((double)xv[j] - (double)m) : 0.0;\n"
-                  "        z += e[j];\n"
-                  "    }\n"
-                  "    #pragma unroll\n"
-                  "    for (int o = G / 2; o > 0; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);\n"
-                  "    const int label = valid ? (int)L[n] : -1;\n",
-                  k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", G, C, G, V, k->name,
-                  cg_ctype(lv), cg_ctype(ov),
-                  grad ? (cg_var_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss"
-                                                                 : ", const float* __restrict__ dloss")
-                       : "",
-                  per_block);
-    if (grad)
-        rg_str_printf(src,
-                      "    if (!valid) return;\n"
-                      "    const double scale = (double)dloss[0] / (double)num_rows, inv_z = 1.0 / z;\n"
-                      "    #pragma unroll\n"
-                      "    for (int j = 0; j < V; j++) {\n"
-                      "        const int c = sub + j * G;\n"
-                      "        if (c < C)\n"
-                      "            O[(size_t)n * C + c] %s (e[j] * inv_z - (c == label ? 1.0 : 0.0)) * scale;\n"
-                      "    }\n"
-                      "}\n",
-                      s->accumulate ? "+=" : "=");
-    else
-        /* the lane holding the label adds the node's loss; one atomic per block, not per node:
-           a single address updated by every warp serializes */
-        rg_str_printf(src,
-                      "    double t = 0.0;\n"
-                      "    #pragma unroll\n"
-                      "    for (int j = 0; j < V; j++)\n"
-                      "        if (sub + j * G == label) t = -((double)xv[j] - (double)m - log(z)) / (double)num_rows;\n"
-                      "    t = warp_sum(t);\n"
-                      "    __shared__ double part[%d];\n"
-                      "    if (lane == 0) part[warp] = t;\n"
-                      "    __syncthreads();\n"
-                      "    if (threadIdx.x == 0) {\n"
-                      "        double b = 0.0;\n"
-                      "        for (int w = 0; w < %d; w++) b += part[w];\n"
-                      "        atomicAdd(O, b);\n"
-                      "    }\n"
-                      "}\n",
-                      WARPS_PER_BLOCK, WARPS_PER_BLOCK);
-    kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
-    kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
-    kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
-    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
-    if (grad) kp_add_param(k, KP_VAR, s->in[2].var, 0, "dloss");
-    return 0;
-}
-
-int et_emit_other(const ir_program *ir, int stmt, const int *materialized, const cg_config *cfg, const char *name,
-                  int backward, kp_plan *plan, rg_err *err)
-{
-    const ir_stmt *s = &ir->stmts[stmt];
-    int matmul = s->op == IR_OP_WEIGHT_MM || (s->op == IR_OP_WGRAD && s->dom == IR_DOM_TYPE);
-    if (!matmul && s->op != IR_OP_NLL_LOSS && s->op != IR_OP_NLL_GRAD) {
-        /* any other statement: a traversal of one statement in its own domain */
-        lw_trav_stmt ts = {.stmt = stmt, .level = LW_LEVEL_FEAT};
-        lw_trav tr = {.dom = s->dom, .nstmts = 1, .stmts = &ts};
-        tr.compact_rows = s->dom == IR_DOM_EDGE && ir_stmt_per_unique(ir, s);
-        tr.has_dst_aggregation = s->accumulate && s->out.acc == IR_ACC_DST;
-        tr.has_src_aggregation = s->accumulate && s->out.acc == IR_ACC_SRC;
-        return et_emit(ir, &tr, materialized, cfg, name, backward, plan, err);
-    }
-    kp_kernel *k = kp_add_kernel(plan);
-    snprintf(k->name, sizeof k->name, "%s", name);
-    k->backward = backward;
-    rg_str src = {0};
-    int rc = matmul ? emit_type_matmul(ir, s, k, &src, err) : emit_nll(ir, s, k, &src, err);
-    if (rc) {
-        rg_str_free(&src);
-        plan->nkernels--;
-        rg_err_prefix(err, "cannot emit %s", name);
-        return -1;
-    }
-    k->source = src.s;
-    return 0;
-}
-
-/* ---- the SGD step that ends a training plan ---- */
-
-/* Trainable weights with a gradient in device memory, in variable order. */
-static int sgd_params(const ir_program *ir, const int *materialized, int *out)
-{
-    int n = 0;
-    for (int v = 0; v < ir->nvars; v++) {
-        const ir_var *x = &ir->vars[v];
-        if (!cg_sgd_updates(x)) continue;
-        RG_ASSERT(materialized[v] && materialized[x->grad]);
-        out[n++] = v;
-    }
-    return n;
-}
-
-int et_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err)
-{
-    int *params = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof *params);
-    int n = sgd_params(ir, materialized, params);
-    if (n == 0) {
-        free(params);
-        return 0;
-    }
-    if (2 + 3 * n > KP_MAX_PARAMS) {
-        free(params);
-        return rg_errf(err, "cannot emit %s: %d trainable weights, more than one kernel takes", name, n);
-    }
-    kp_kernel *k = kp_add_kernel(plan);
-    snprintf(k->name, sizeof k->name, "%s", name);
-    k->backward = 1;
-    k->category = KC_OTHER;
-    k->grid_kind = KGRID_FIXED;
-    k->grid_x_fixed = 264;   /* two blocks per H100 SM; a grid-stride loop covers any size */
-    k->block_x = 256;
-    rg_str src = {0}, body = {0};
-    rg_str_puts(&src, ktpl_prelude);
-    rg_str_printf(&src, "\n/* %s: w -= lr * dw for every trainable weight (lr = %g) */\n"
-                        "extern \"C\" __global__ void %s(int num_rows", name, CG_SGD_LR, name);
-    kp_add_param(k, KP_INT, KS_NONE, 1, "num_rows");
-    for (int i = 0; i < n; i++) {
-        const ir_var *w = &ir->vars[params[i]], *dw = &ir->vars[w->grad];
-        kp_size types = w->widx == IR_WIDX_ETYPE ? KS_ETYPES : w->widx == IR_WIDX_NTYPE ? KS_NTYPES : KS_NONE;
-        char pn[32];
-        snprintf(pn, sizeof pn, "types%d", i);
-        kp_add_param(k, KP_INT, types, 1, pn);
-        snprintf(pn, sizeof pn, "w%d", i);
-        kp_add_param(k, KP_VAR, params[i], 0, pn);
-        snprintf(pn, sizeof pn, "dw%d", i);
-        kp_add_param(k, KP_VAR, w->grad, 0, pn);
-        rg_str_printf(&src, ",\n    int types%d, float* __restrict__ w%d /* %s */, const %s* __restrict__ dw%d /* %s */",
-                      i, i, w->name, cg_ctype(dw), i, dw->name);
-        /* __fsub_rn: no contraction into an fma, so the host can redo the step bit for bit */
-        rg_str_printf(&body,
-                      "    for (size_t i = start; i < (size_t)types%d * %lld; i += stride)\n"
-                      "        w%d[i] = __fsub_rn(w%d[i], (float)(%.17g * (double)dw%d[i]));\n",
-                      i, (long long)ir_var_row_width(w), i, i, CG_SGD_LR, i);
-    }
-    rg_str_printf(&src, ")\n{\n    (void)num_rows;\n"
-                        "    const size_t start = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;\n"
-                        "%s}\n", body.s);
-    rg_str_free(&body);
-    k->source = src.s;
-    free(params);
-    return 0;
 }

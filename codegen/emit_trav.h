@@ -14,18 +14,9 @@
 int et_phases(const ir_program *ir, const lw_trav *tr, int *phases);
 
 /* Emits the kernels of one traversal instance. `materialized[v]` says which variables live
- * in device memory; the others are per-row scratch in shared memory. */
+ * in device memory; the others are per-row scratch in shared memory. Kernel texts come
+ * without the device helpers (codegen/templates.h). */
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err);
-
-/* A statement lowered outside both templates: per-type matrix products (weight-weight
- * products and their gradients), the loss and its gradient, or any other statement as a
- * traversal of one statement in its own domain. */
-int et_emit_other(const ir_program *ir, int stmt, const int *materialized, const cg_config *cfg, const char *name,
-                  int backward, kp_plan *plan, rg_err *err);
-
-/* The SGD step that ends a training plan: one kernel updating every trainable weight in
- * place, w -= CG_SGD_LR * dw (nothing is emitted when the program has no gradients). */
-int et_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err);
 
 #endif

@@ -1,13 +1,12 @@
 /* Loading a model program by name or path, with the chosen inter-operator passes, the
  * training loss and (when available) the backward program, in one call. */
 #include "codegen/model.h"
+#include "codegen/modeldir.h"
 #include "codegen/parse.h"
 #include "codegen/pass_compact.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #if defined(__has_include)
 #if __has_include("codegen/autodiff.h")
@@ -15,83 +14,6 @@
 #define MODEL_HAVE_AUTODIFF 1
 #endif
 #endif
-
-/* Candidate model directories, most specific first. Returns how many were written. */
-static int model_dirs(char dirs[][1024], int max)
-{
-    int n = 0;
-    const char *env = getenv("RGNN_MODELS");
-    if (env && *env && n < max) snprintf(dirs[n++], 1024, "%s", env);
-    if (n < max) snprintf(dirs[n++], 1024, "models");
-    char exe[1024];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        /* build/explore -> <repo>/models; build/tests/test_x -> <repo>/models */
-        for (int up = 1; up <= 2 && n < max; up++) {
-            char *slash = strrchr(exe, '/');
-            if (!slash) break;
-            *slash = '\0';
-            char parent[1024];
-            snprintf(parent, sizeof parent, "%s", exe);
-            char *p2 = strrchr(parent, '/');
-            if (!p2) break;
-            *p2 = '\0';
-            snprintf(dirs[n++], 1024, "%.1000s/models", parent);
-        }
-    }
-    return n;
-}
-
-static int looks_like_path(const char *s)
-{
-    size_t n = strlen(s);
-    return strchr(s, '/') || (n > 5 && !strcmp(s + n - 5, ".rgnn"));
-}
-
-char *model_find(const char *name_or_path)
-{
-    if (!name_or_path || !*name_or_path) return NULL;
-    if (looks_like_path(name_or_path)) return rg_file_exists(name_or_path) ? rg_xstrdup(name_or_path) : NULL;
-    char dirs[4][1024];
-    int n = model_dirs(dirs, 4);
-    for (int i = 0; i < n; i++) {
-        char *path = rg_xasprintf("%s/%s.rgnn", dirs[i], name_or_path);
-        if (rg_file_exists(path)) return path;
-        free(path);
-    }
-    return NULL;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-char *model_list(void)
-{
-    char dirs[4][1024];
-    int n = model_dirs(dirs, 4);
-    for (int i = 0; i < n; i++) {
-        DIR *d = opendir(dirs[i]);
-        if (!d) continue;
-        char *names[256];
-        int count = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) && count < 256) {
-            size_t len = strlen(de->d_name);
-            if (len > 5 && !strcmp(de->d_name + len - 5, ".rgnn") && strcmp(de->d_name, "lib.rgnn"))
-                names[count++] = rg_xasprintf("%.*s", (int)(len - 5), de->d_name);
-        }
-        closedir(d);
-        if (!count) continue;
-        qsort(names, (size_t)count, sizeof *names, cmp_str);
-        rg_str s = {0};
-        for (int k = 0; k < count; k++) {
-            rg_str_printf(&s, "%s%s", k ? ", " : "", names[k]);
-            free(names[k]);
-        }
-        return s.s;
-    }
-    return rg_xstrdup("(no model directory found)");
-}
 
 int model_has_autodiff(void)
 {
@@ -137,10 +59,10 @@ int model_add_loss(ir_program *p, rg_err *err)
 
 ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const model_options *opt, rg_err *err)
 {
-    char *path = model_find(name_or_path);
+    char *path = md_find(name_or_path);
     if (!path) {
-        char *list = model_list();
-        if (looks_like_path(name_or_path)) rg_errf(err, "model file '%s' does not exist", name_or_path);
+        char *list = md_list();
+        if (md_is_path(name_or_path)) rg_errf(err, "model file '%s' does not exist", name_or_path);
         else rg_errf(err, "unknown model '%s' (models: %s; or give the path of a .rgnn file)", name_or_path, list);
         free(list);
         return NULL;

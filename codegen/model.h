@@ -7,13 +7,6 @@
 #include "codegen/ir.h"
 #include "codegen/pass_reorder.h"
 
-/* Path of a model: a name from the model directory or a path to a .rgnn file (caller
- * frees), or NULL. The model directory is $RGNN_MODELS, else ./models, else models/ next
- * to the executable's parent directory (build/explore -> models/). */
-char *model_find(const char *name_or_path);
-/* Comma-separated names of the models in the model directory (caller frees). */
-char *model_list(void);
-
 typedef struct model_options {
     const char *task;       /* "infer" (default) or "train" */
     int reorder, compact;   /* inter-operator passes */

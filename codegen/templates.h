@@ -1,9 +1,10 @@
-/* Device-side template code shared by every generated kernel: the compact-row binary
- * search, warp reductions and atomics, pasted into each translation unit so it compiles alone. */
-#ifndef KTPL_TEMPLATES_H
-#define KTPL_TEMPLATES_H
+/* Device-side template text shared by every generated kernel: the compact-row binary search,
+ * the warp sum and the leaky ReLU helpers, put in front of each kernel that calls them. */
+#ifndef TPL_TEMPLATES_H
+#define TPL_TEMPLATES_H
 
-/* Text of the device helpers (CUDA C). Generated sources start with it. */
-extern const char ktpl_prelude[];
+/* The whole source of one kernel file, which compiles alone: the device helpers the kernel
+ * text calls, then the text (caller frees). */
+char *tpl_source(const char *kernel_text);
 
 #endif

@@ -4,6 +4,7 @@
 #include "measure/validate.h"
 #include "codegen/codegen.h"
 #include "codegen/counts.h"
+#include "codegen/emit_loss.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "runtime/exec.h"

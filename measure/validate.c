@@ -1,7 +1,9 @@
 /* Validation of a variant's run against the float64 CPU reference: comparisons, tolerance,
  * near-kink alternatives, the SGD step check, and locating the first kernel that went wrong. */
 #include "measure/validate.h"
+#include "codegen/emit_loss.h"
 #include "codegen/emit_trav.h"
+#include "codegen/vartype.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -458,7 +460,7 @@ static int sgd_step_error(const ir_program *ir, const xv_source *src, int w, con
                                      (long long)ndw);
     double num = 0, den = 0;
     for (int64_t i = 0; rc == 0 && i < n; i++) {
-        double want = cg_sgd_step((float)w0[i], dw[i]), step = CG_SGD_LR * dw[i];
+        double want = el_sgd_step((float)w0[i], dw[i]), step = EL_SGD_LR * dw[i];
         num += (after[i] - want) * (after[i] - want);
         den += step * step;
     }
@@ -495,7 +497,7 @@ static int compare_sgd(const xv_reference *r, const ir_program *ir, const cg_var
                        const double *const *inputs, val_errors *ve, rg_err *err)
 {
     for (int var = 0; var < ir->nvars && r->train; var++) {
-        if (!cg_sgd_updates(&ir->vars[var]) || !v->materialized[var]) continue;
+        if (!el_sgd_updates(&ir->vars[var]) || !v->materialized[var]) continue;
         if (sgd_step_error(ir, src, var, inputs[var], &ve->sgd_err[ve->nsgd], err)) return -1;
         ve->names[ve->nvars + ve->nsgd++] = ir->vars[var].name;
     }

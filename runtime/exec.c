@@ -2,6 +2,7 @@
  * in parallel and loaded, every tensor allocated once, arguments bound, launched and timed. */
 #include "runtime/exec.h"
 #include "runtime/prof.h"
+#include "codegen/vartype.h"
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -243,7 +244,7 @@ static size_t var_bytes(const ir_program *ir, int v, const hg_graph *g)
 {
     const ir_var *x = &ir->vars[v];
     int64_t rows = ir_var_rows(x, g->num_nodes, g->num_edges, g->num_unique, g->num_ntypes, g->num_etypes);
-    return (size_t)rows * (size_t)ir_var_row_width(x) * (size_t)cg_elem_bytes(x);
+    return (size_t)rows * (size_t)ir_var_row_width(x) * (size_t)vt_bytes(x);
 }
 
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
@@ -357,7 +358,7 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
         if (!d) continue;
         size_t bytes = mp_bytes(b->mp, b->id[i]);
         if (host_values && host_values[i]) {
-            const void *src = cg_var_is_f64(&ir->vars[i]) ? (const void *)host_values[i]
+            const void *src = vt_is_f64(&ir->vars[i]) ? (const void *)host_values[i]
                                                           : (const void *)staged_f32(stage, host_values[i], bytes, err);
             if (!src || krt_upload(d, src, bytes, err)) return -1;
         } else if (krt_poison(d, bytes, err)) {
@@ -459,7 +460,7 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
 {
     void *d = resident_var(ir, b, var, err);
     if (!d) return NULL;
-    size_t bytes = var_bytes(ir, var, kg->g), elem = (size_t)cg_elem_bytes(&ir->vars[var]), n = bytes / elem;
+    size_t bytes = var_bytes(ir, var, kg->g), elem = (size_t)vt_bytes(&ir->vars[var]), n = bytes / elem;
     double *out = rg_xmalloc((n ? n : 1) * sizeof(double));
     if (elem == sizeof(double)) {
         if (krt_download(out, d, bytes, err)) {
@@ -492,7 +493,7 @@ const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buf
         s->dl_bytes = bytes;
     }
     if (krt_download(s->dl, d, bytes, err)) return NULL;
-    *elem_bytes = cg_elem_bytes(&ir->vars[var]);
+    *elem_bytes = vt_bytes(&ir->vars[var]);
     *count = (int64_t)(bytes / (size_t)*elem_bytes);
     return s->dl;
 }

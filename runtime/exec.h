@@ -80,7 +80,7 @@ int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err);
 int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
 /* Downloads a variable as float64 (caller frees). */
 double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err);
-/* Downloads a variable's elements as stored (float32, or float64 per cg_elem_bytes) into
+/* Downloads a variable's elements as stored (float32, or float64 per vt_bytes) into
  * the staging's buffer, valid until its next download; *count and *elem_bytes describe it. */
 const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var,
                                int64_t *count, int *elem_bytes, rg_err *err);

@@ -396,20 +396,11 @@ static void test_names_and_errors(void **state)
 
 /* ------------------------------------------------------------------ GPU ---- */
 
-#define REQUIRE_GPU()                                                                          \
-    do {                                                                                       \
-        if (!krt_have_device()) {                                                              \
-            if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable"); \
-            printf("skip: no CUDA device\n");                                                  \
-            skip();                                                                            \
-        }                                                                                      \
-    } while (0)
-
 /* Every model in every style on a small graph, against the float64 reference. */
 static void test_gpu_layers(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     rg_err err;
     hg_graph *g = synth_generate("nodes=400,edges=5000,ntypes=3,etypes=6,ratio=0.5,seed=5", &err);
     if (!g) fail_msg("%s", err.msg);
@@ -446,7 +437,7 @@ static void test_gpu_layers(void **state)
 static void test_gpu_bmm_oom(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     rg_err err;
     hg_graph *g = synth_generate("nodes=400,edges=5000,ntypes=3,etypes=6,ratio=0.5,seed=5", &err);
     if (!g) fail_msg("%s", err.msg);

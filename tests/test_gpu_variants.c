@@ -3,7 +3,6 @@
 #include "tests/testutil.h"
 #include "measure/backend.h"
 #include "explorer/space.h"
-#include "runtime/rt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +13,6 @@ static const char *env_or(const char *name, const char *dflt)
 {
     const char *v = getenv(name);
     return v && *v ? v : dflt;
-}
-
-static int require_gpu(void)
-{
-    if (krt_have_device()) return 1;
-    if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device");
-    printf("skip: no CUDA device\n");
-    return 0;
 }
 
 typedef struct tally {
@@ -91,7 +82,7 @@ static int split_list(char *s, char **items, int max)
 static void test_default_space_matches_reference(void **state)
 {
     (void)state;
-    if (!require_gpu()) skip();
+    TU_REQUIRE_GPU();
     rg_err err;
     xb_backend *b = xb_gpu_backend(&err);
     if (!b) fail_msg("%s", err.msg);

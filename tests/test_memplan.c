@@ -8,15 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE_GPU() \
-    do { \
-        if (!krt_have_device()) { \
-            if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable"); \
-            printf("skip: no CUDA device\n"); \
-            skip(); \
-        } \
-    } while (0)
-
 /* A fake device: `capacity` bytes, hands out distinct addresses, counts calls. */
 typedef struct fake_device {
     size_t capacity, used;
@@ -236,7 +227,7 @@ static void test_cuda_allocator(void **state)
         assert_int_equal(mp_request(p, "x", 1024, &id, &err), MP_FAIL);
         assert_non_null(strstr(err.msg, "no CUDA device: "));
         mp_destroy(p);
-        REQUIRE_GPU();
+        TU_REQUIRE_GPU();
     }
     assert_int_equal(krt_init(0, NULL, &err), 0);
     size_t free_bytes, total;

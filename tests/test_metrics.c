@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE_GPU() \
-    do { \
-        if (!krt_have_device()) { \
-            if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable"); \
-            printf("skip: no CUDA device\n"); \
-            skip(); \
-        } \
-    } while (0)
-
 static int plan_index(const kmet_plan *p, const char *metric)
 {
     for (int i = 0; i < p->nmetrics; i++)
@@ -220,7 +211,7 @@ static void assert_within(double value, double expected, double rel, const char 
 static void test_copy_dram_bytes(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     workload w;
     workload_init(&w, 1L << 28, 0);
     const char *m[] = {"dram__bytes_read.sum", "dram__bytes_write.sum"};
@@ -293,14 +284,14 @@ static void check_default_set(kmet_replay replay)
 static void test_default_set_user_replay(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     check_default_set(KMET_REPLAY_USER);
 }
 
 static void test_default_set_kernel_replay(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     check_default_set(KMET_REPLAY_KERNEL);
 }
 
@@ -315,7 +306,7 @@ static int failing_run(void *ctx, rg_err *err)
 static void test_failures_and_nothing_to_collect(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     workload w;
     workload_init(&w, 1L << 20, 0);
     rg_err err;

@@ -2,6 +2,7 @@
  * kind of bad input gives one "file:line:col: ..." message, never a crash. */
 #include "tests/testutil.h"
 #include "codegen/model.h"
+#include "codegen/modeldir.h"
 #include "codegen/parse.h"
 
 #include <stdlib.h>
@@ -336,7 +337,7 @@ static void test_truncations_never_crash(void **state)
     const char *models[] = {"rgcn", "rgat", "hgt"};
     ir_dims d = {16, 16, 2};
     for (int m = 0; m < 3; m++) {
-        char *path = model_find(models[m]);
+        char *path = md_find(models[m]);
         assert_non_null(path);
         rg_err err;
         char *text = ps_read_file(path, &err);

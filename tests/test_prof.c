@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REQUIRE_GPU() \
-    do { \
-        if (!krt_have_device()) { \
-            if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable"); \
-            printf("skip: no CUDA device\n"); \
-            skip(); \
-        } \
-    } while (0)
-
 static kprof_record rec(const char *name, uint64_t start, uint64_t dur)
 {
     kprof_record r;
@@ -160,14 +151,14 @@ static void profile_launches(kprof_method method)
 static void test_cupti_records_kernels(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     profile_launches(KPROF_CUPTI);
 }
 
 static void test_event_fallback_records_kernels(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     profile_launches(KPROF_EVENTS);
     /* The fallback's launch hooks are gone: a collection via CUPTI sees only its own work. */
     profile_launches(KPROF_CUPTI);

@@ -12,16 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Skips a GPU test without a device, unless RGNN_REQUIRE_GPU=1 makes that a failure. */
-#define REQUIRE_GPU() \
-    do { \
-        if (!krt_have_device()) { \
-            if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable"); \
-            printf("skip: no CUDA device\n"); \
-            skip(); \
-        } \
-    } while (0)
-
 static const char *PATTERN_SRC =
     "extern \"C\" __global__ void fill_pattern(float *out, int n, float scale)\n"
     "{\n"
@@ -456,7 +446,7 @@ static void load_kernel(const char *code, const char *name, krt_module **mod, kr
 static void test_launch_writes_pattern(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     krt_module *m;
     krt_kernel k;
     load_kernel(PATTERN_SRC, "fill_pattern", &m, &k);
@@ -482,7 +472,7 @@ static void test_launch_writes_pattern(void **state)
 static void test_poison_and_memset(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     rg_err err;
     assert_int_equal(krt_init(0, NULL, &err), 0);
     enum { BYTES = 4096 };
@@ -508,7 +498,7 @@ static void test_poison_and_memset(void **state)
 static void test_missing_kernel_and_bad_launch(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     krt_module *m;
     krt_kernel k, missing;
     load_kernel(PATTERN_SRC, "fill_pattern", &m, &k);
@@ -541,7 +531,7 @@ static void test_missing_kernel_and_bad_launch(void **state)
 static void test_cubin_for_other_arch_is_refused(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     rg_err err;
     assert_int_equal(krt_init(0, &gpu, &err), 0);
     /* Cubins run only within one major version: pick one this device cannot run. */
@@ -568,7 +558,7 @@ static const char *SMEM_SRC =
 static void test_large_dynamic_shared_memory(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     krt_module *m;
     krt_kernel k;
     load_kernel(SMEM_SRC, "smem_sum", &m, &k);
@@ -597,7 +587,7 @@ static void test_large_dynamic_shared_memory(void **state)
 static void test_out_of_bounds_fault_is_reported(void **state)
 {
     (void)state;
-    REQUIRE_GPU();
+    TU_REQUIRE_GPU();
     krt_module *m;
     krt_kernel k;
     load_kernel("extern \"C\" __global__ void write_far(float *out)\n"

@@ -3,6 +3,8 @@
 #include "tests/testutil.h"
 #include "tests/irbuild.h"
 #include "measure/validate.h"
+#include "codegen/emit_loss.h"
+#include "codegen/vartype.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -85,7 +87,7 @@ static const void *host_values(void *ctx, int v, int64_t *n, int *elem, rg_err *
         return NULL;
     }
     *n = h->n[v];
-    *elem = cg_elem_bytes(&h->ir->vars[v]);
+    *elem = vt_bytes(&h->ir->vars[v]);
     return h->vals[v];
 }
 
@@ -106,15 +108,15 @@ static void fill_value(host_run *h, int v, int rv, const ir_program *rp, ref_exe
     const double *want = ref_values(x, rv);
     const double *dw = NULL;
     int dw_f32 = 0;   /* the step uses the gradient as the device stores it */
-    if (cg_sgd_updates(&h->ir->vars[v])) {
+    if (el_sgd_updates(&h->ir->vars[v])) {
         dw = ref_values(x, rp->vars[rv].grad);
-        dw_f32 = cg_elem_bytes(&h->ir->vars[h->ir->vars[v].grad]) == 4;
+        dw_f32 = vt_bytes(&h->ir->vars[h->ir->vars[v].grad]) == 4;
     }
-    int f64 = cg_elem_bytes(&h->ir->vars[v]) == 8;
+    int f64 = vt_bytes(&h->ir->vars[v]) == 8;
     h->vals[v] = rg_xmalloc((size_t)(n ? n : 1) * (f64 ? sizeof(double) : sizeof(float)));
     h->n[v] = n;
     for (int64_t i = 0; i < n; i++) {
-        double y = !dw ? want[i] : cg_sgd_step((float)want[i], dw_f32 ? (double)(float)dw[i] : dw[i]);
+        double y = !dw ? want[i] : el_sgd_step((float)want[i], dw_f32 ? (double)(float)dw[i] : dw[i]);
         if (f64) ((double *)h->vals[v])[i] = y;
         else ((float *)h->vals[v])[i] = (float)y;
     }
@@ -175,7 +177,7 @@ static void corrupt(host_run *h, const char *name, int64_t i, double factor)
 {
     int v = var_id(h, name);
     assert_true(i < h->n[v]);
-    if (cg_elem_bytes(&h->ir->vars[v]) == 8) ((double *)h->vals[v])[i] = ((double *)h->vals[v])[i] * factor + 1;
+    if (vt_bytes(&h->ir->vars[v]) == 8) ((double *)h->vals[v])[i] = ((double *)h->vals[v])[i] * factor + 1;
     else ((float *)h->vals[v])[i] = (float)(((float *)h->vals[v])[i] * factor + 1);
 }
 

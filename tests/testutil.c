@@ -2,6 +2,7 @@
  * GPU is present, temporary directories. Tests that need absent data skip, saying so. */
 #include "tests/testutil.h"
 #include "common/util.h"
+#include "runtime/rt.h"
 
 #include <ftw.h>
 #include <sqlite3.h>
@@ -15,6 +16,13 @@ const char *tu_shared_datasets(void)
     if (env && rg_file_exists(env)) return env;
     if (rg_file_exists("../shared/datasets/README.md")) return "../shared/datasets";
     return NULL;
+}
+
+int tu_gpu_present(void)
+{
+    if (krt_have_device()) return 1;
+    if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable");
+    return 0;
 }
 
 char *tu_dataset_dir(const char *name)

@@ -17,6 +17,14 @@ char *tu_dataset_dir(const char *name);
 #define TU_REQUIRE_DATASET(dirvar, name) \
     char *dirvar = tu_dataset_dir(name); \
     if (!dirvar) { printf("skip: ../shared/datasets/%s not present\n", name); skip(); }
+/* 1 when a CUDA device is usable; 0 without one, unless RGNN_REQUIRE_GPU=1 (make gpu-test)
+ * makes its absence a test failure. */
+int tu_gpu_present(void);
+/* Skips the current test without a GPU (fails instead under RGNN_REQUIRE_GPU=1). */
+#define TU_REQUIRE_GPU() \
+    do { \
+        if (!tu_gpu_present()) { printf("skip: no CUDA device\n"); skip(); } \
+    } while (0)
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */

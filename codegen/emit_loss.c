@@ -1,0 +1,172 @@
+/* The loss and update emitters of a training plan: the mean NLL loss of log-softmax and its
+ * gradient (one kernel each, a group of lanes per node), and the SGD step that ends the plan. */
+#include "codegen/emit_loss.h"
+#include "codegen/vartype.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NLL_WARPS 8   /* warps per block of the loss kernels */
+
+/* Lanes that share one node's row in the loss kernels: a power of two with at most 8 classes
+ * per lane. A warp per node leaves most of the time to shuffle latency when rows are short
+ * (64 classes: 2 values per lane and 10 shuffle rounds per node). */
+static int nll_group(int classes)
+{
+    int g = 1;
+    while (g < 32 && g * 8 < classes) g *= 2;
+    return g;
+}
+
+int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
+{
+    const ir_var *x = &ir->vars[s->in[0].var];
+    int C = (int)ir_var_row_width(x);
+    if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
+    int G = nll_group(C), V = (C + G - 1) / G, per_block = NLL_WARPS * (32 / G);
+    k->category = KC_OTHER;
+    k->grid_kind = KGRID_ROWS;
+    k->grid_rows_size = KS_NODES;
+    k->rows_per_block = per_block;
+    k->block_x = 32 * NLL_WARPS;
+    int grad = s->op == IR_OP_NLL_GRAD;
+    const ir_var *lv = &ir->vars[s->in[1].var], *ov = &ir->vars[s->out.var];
+    rg_str_printf(src,
+                  "\n/* %s: %s (log-sum-exp in double), %d lanes per node */\n"
+                  "#define C %d\n#define G %d\n#define V %d\n"
+                  "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const %s* __restrict__ L,\n"
+                  "    %s* __restrict__ O%s)\n"
+                  "{\n"
+                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & (G - 1);\n"
+                  "    const int n = blockIdx.x * %d + warp * (32 / G) + lane / G;\n"
+                  "    const bool valid = n < num_rows;\n"
+                  "    const float* x = X + (size_t)(valid ? n : 0) * C;\n"
+                  "    float xv[V];\n"
+                  "    float m = -3.402823466e38f;\n"
+                  "    #pragma unroll\n"
+                  "    for (int j = 0; j < V; j++) {\n"
+                  "        const int c = sub + j * G;\n"
+                  "        xv[j] = (valid && c < C) ? x[c] : -3.402823466e38f;\n"
+                  "        m = fmaxf(m, xv[j]);\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "    /* exponentials, their sum, the log and the loss in double: d logits feed every\n"
+                  "       gradient, and a biased approximate exp (__expf) shifts all of them alike */\n"
+                  "    double e[V], z = 0.0;\n"
+                  "    #pragma unroll\n"
+                  "    for (int j = 0; j < V; j++) {\n"
+                  "        e[j] = sub + j * G < C ? exp((double)xv[j] - (double)m) : 0.0;\n"
+                  "        z += e[j];\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int o = G / 2; o > 0; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);\n"
+                  "    const int label = valid ? (int)L[n] : -1;\n",
+                  k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", G, C, G, V, k->name,
+                  vt_ctype(lv), vt_ctype(ov),
+                  grad ? (vt_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss"
+                                                                 : ", const float* __restrict__ dloss")
+                       : "",
+                  per_block);
+    if (grad)
+        rg_str_printf(src,
+                      "    if (!valid) return;\n"
+                      "    const double scale = (double)dloss[0] / (double)num_rows, inv_z = 1.0 / z;\n"
+                      "    #pragma unroll\n"
+                      "    for (int j = 0; j < V; j++) {\n"
+                      "        const int c = sub + j * G;\n"
+                      "        if (c < C)\n"
+                      "            O[(size_t)n * C + c] %s (e[j] * inv_z - (c == label ? 1.0 : 0.0)) * scale;\n"
+                      "    }\n"
+                      "}\n",
+                      s->accumulate ? "+=" : "=");
+    else
+        /* the lane holding the label adds the node's loss; one atomic per block, not per node:
+           a single address updated by every warp serializes */
+        rg_str_printf(src,
+                      "    double t = 0.0;\n"
+                      "    #pragma unroll\n"
+                      "    for (int j = 0; j < V; j++)\n"
+                      "        if (sub + j * G == label) t = -((double)xv[j] - (double)m - log(z)) / (double)num_rows;\n"
+                      "    t = warp_sum(t);\n"
+                      "    __shared__ double part[%d];\n"
+                      "    if (lane == 0) part[warp] = t;\n"
+                      "    __syncthreads();\n"
+                      "    if (threadIdx.x == 0) {\n"
+                      "        double b = 0.0;\n"
+                      "        for (int w = 0; w < %d; w++) b += part[w];\n"
+                      "        atomicAdd(O, b);\n"
+                      "    }\n"
+                      "}\n",
+                      NLL_WARPS, NLL_WARPS);
+    kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
+    kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
+    kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
+    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
+    if (grad) kp_add_param(k, KP_VAR, s->in[2].var, 0, "dloss");
+    return 0;
+}
+
+/* Trainable weights with a gradient in device memory, in variable order. */
+static int sgd_params(const ir_program *ir, const int *materialized, int *out)
+{
+    int n = 0;
+    for (int v = 0; v < ir->nvars; v++) {
+        const ir_var *x = &ir->vars[v];
+        if (!el_sgd_updates(x)) continue;
+        RG_ASSERT(materialized[v] && materialized[x->grad]);
+        out[n++] = v;
+    }
+    return n;
+}
+
+int el_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err)
+{
+    int *params = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof *params);
+    int n = sgd_params(ir, materialized, params);
+    if (n == 0) {
+        free(params);
+        return 0;
+    }
+    if (2 + 3 * n > KP_MAX_PARAMS) {
+        free(params);
+        return rg_errf(err, "cannot emit %s: %d trainable weights, more than one kernel takes", name, n);
+    }
+    kp_kernel *k = kp_add_kernel(plan);
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->backward = 1;
+    k->category = KC_OTHER;
+    k->grid_kind = KGRID_FIXED;
+    k->grid_x_fixed = 264;   /* two blocks per H100 SM; a grid-stride loop covers any size */
+    k->block_x = 256;
+    rg_str src = {0}, body = {0};
+    rg_str_printf(&src, "\n/* %s: w -= lr * dw for every trainable weight (lr = %g) */\n"
+                        "extern \"C\" __global__ void %s(int num_rows", name, EL_SGD_LR, name);
+    kp_add_param(k, KP_INT, KS_NONE, 1, "num_rows");
+    for (int i = 0; i < n; i++) {
+        const ir_var *w = &ir->vars[params[i]], *dw = &ir->vars[w->grad];
+        kp_size types = w->widx == IR_WIDX_ETYPE ? KS_ETYPES : w->widx == IR_WIDX_NTYPE ? KS_NTYPES : KS_NONE;
+        char pn[32];
+        snprintf(pn, sizeof pn, "types%d", i);
+        kp_add_param(k, KP_INT, types, 1, pn);
+        snprintf(pn, sizeof pn, "w%d", i);
+        kp_add_param(k, KP_VAR, params[i], 0, pn);
+        snprintf(pn, sizeof pn, "dw%d", i);
+        kp_add_param(k, KP_VAR, w->grad, 0, pn);
+        rg_str_printf(&src, ",\n    int types%d, float* __restrict__ w%d /* %s */, const %s* __restrict__ dw%d /* %s */",
+                      i, i, w->name, vt_ctype(dw), i, dw->name);
+        /* __fsub_rn: no contraction into an fma, so the host can redo the step bit for bit */
+        rg_str_printf(&body,
+                      "    for (size_t i = start; i < (size_t)types%d * %lld; i += stride)\n"
+                      "        w%d[i] = __fsub_rn(w%d[i], (float)(%.17g * (double)dw%d[i]));\n",
+                      i, (long long)ir_var_row_width(w), i, i, EL_SGD_LR, i);
+    }
+    rg_str_printf(&src, ")\n{\n    (void)num_rows;\n"
+                        "    const size_t start = (size_t)blockIdx.x * blockDim.x + threadIdx.x, stride = (size_t)gridDim.x * blockDim.x;\n"
+                        "%s}\n", body.s);
+    rg_str_free(&body);
+    k->source = src.s;
+    free(params);
+    return 0;
+}
+
