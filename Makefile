@@ -40,7 +40,9 @@ build/tests/%: build/obj/tests/%.o $(TEST_SUPPORT_OBJ) build/librgnn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The test sources must not assert on a duration or a speed ratio (speed lives in bench-datasets).
 test: all
+	@sh tests/check_no_timed_asserts.sh
 	@sh tests/run.sh $(TEST_BIN)
 
 # GPU correctness sweep (needs a CUDA device): same runner, GPU tests are not skipped there.

@@ -227,9 +227,7 @@ static void test_every_failure_class_is_recorded(void **state)
     options(&o, f, spec.s);
     o.timeout_s = 1;
     problem(&p, "rgat", "infer");
-    double t0 = rg_now();
     sweep_ok(&o, &p, &sum);
-    assert_true(rg_now() - t0 < 8);
     assert_int_equal(sum.recorded, POINTS);        /* the sweep went through to the end */
     assert_int_equal(sum.count[RS_OK], VALID - 8);
     assert_int_equal(sum.count[RS_RUNTIME_FAULT], 2);
@@ -281,10 +279,7 @@ static void test_hang_is_killed_as_timeout(void **state)
     o.timeout_s = 0.5;
     o.budget = 3;
     problem(&p, "rgcn", "infer");
-    double t0 = rg_now();
     sweep_ok(&o, &p, &sum);
-    double took = rg_now() - t0;
-    assert_true(took >= 0.5 && took < 4);
     assert_int_equal(sum.measured, 3);
     assert_int_equal(sum.count[RS_TIMEOUT], 1);
     assert_int_equal(sum.count[RS_OK], 2);
