@@ -302,7 +302,7 @@ static void test_backend_failures_stop_the_problem(void **state)
     options(&o, f, "sim:fail=prepare");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "cannot prepare"));
-    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs"), 0);   /* no device, no run */
+    assert_false(rg_file_exists(f->db));   /* no device: no run, and no store left behind */
 
     options(&o, f, "sim:fail=broken@2");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
@@ -314,14 +314,18 @@ static void test_backend_failures_stop_the_problem(void **state)
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "unknown model 'nosuchmodel'"));
 
-    /* the GPU backend on a machine without one: the usual one-line message */
+    /* the GPU backend on a machine without one: the usual one-line message, no new store */
     if (!krt_have_device()) {
         problem(&p, "rgat", "infer");
         options(&o, f, NULL);
         o.gpu_backend = xb_gpu_backend;
+        char *fresh = rg_xasprintf("%s/fresh.db", f->dir);
+        o.db = fresh;
         assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
         assert_memory_equal(err.msg, "no CUDA device: ", 16);
         assert_null(strchr(err.msg, '\n'));
+        assert_false(rg_file_exists(fresh));
+        free(fresh);
     }
     options(&o, f, NULL);
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
