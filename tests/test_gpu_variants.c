@@ -18,6 +18,7 @@ static const char *env_or(const char *name, const char *dflt)
 
 static int require_gpu(void)
 {
+    TU_SKIP_CUPTI_UNDER_ASAN();
     if (krt_have_device()) return 1;
     if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device");
     printf("skip: no CUDA device\n");

@@ -10,6 +10,7 @@
 
 #define REQUIRE_GPU() \
     do { \
+        TU_SKIP_CUPTI_UNDER_ASAN(); \
         if (!krt_have_device()) { \
             if (krt_gpu_required()) fail_msg("RGNN_REQUIRE_GPU=1 but no CUDA device is usable"); \
             printf("skip: no CUDA device\n"); \

@@ -181,7 +181,8 @@ static void test_mag_memory(void **state)
     assert_int_equal(g->num_edges, 21111007);
     double edge_mb = 12.0 * g->num_edges / (1 << 20), peak_mb = rg_peak_rss_kb() / 1024.0;
     printf("synth:mag: peak RSS %.0f MB = %.2fx the edge arrays (%.0f MB)\n", peak_mb, peak_mb / edge_mb, edge_mb);
-    assert_true(peak_mb < 3 * edge_mb);
+    if (tu_under_asan()) printf("ASan build: its shadow memory and quarantine inflate the RSS; bound not checked\n");
+    else assert_true(peak_mb < 3 * edge_mb);
     hg_free(g);
 }
 

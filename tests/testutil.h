@@ -17,6 +17,13 @@ char *tu_dataset_dir(const char *name);
 #define TU_REQUIRE_DATASET(dirvar, name) \
     char *dirvar = tu_dataset_dir(name); \
     if (!dirvar) { printf("skip: ../shared/datasets/%s not present\n", name); skip(); }
+/* 1 in a build with AddressSanitizer (`make asan`), else 0. */
+int tu_under_asan(void);
+/* First line of every GPU test, and of CPU tests that load NVIDIA's profiler host libraries
+ * (CUPTI, nvperf: dlopen'ed with RTLD_DEEPBIND, which ASan refuses): under ASan it skips,
+ * saying why. */
+#define TU_SKIP_CUPTI_UNDER_ASAN() \
+    if (tu_under_asan()) { printf("skip: ASan build: NVIDIA's profiler libraries (CUPTI) cannot run under ASan\n"); skip(); }
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */
