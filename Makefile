@@ -3,47 +3,68 @@
 
 CUDA_HOME ?= /usr/local/cuda
 CC        ?= gcc
+BUILD     ?= build
 PKGS      := gsl serd-0 zlib sqlite3 cmocka
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+DEBIAN_PKGS := libgsl-dev libserd-dev serdi zlib1g-dev libsqlite3-dev gnuplot-nox libcmocka-dev pkg-config
+
+# pkg-config runs when the first compile or link expands these, not when make reads this file:
+# `make deps all` must see the packages its own deps step has just installed. Each runs once
+# (the eval replaces the variable by its value); a package pkg-config cannot find is named.
+PKG_DEB   := gsl=libgsl-dev serd-0=libserd-dev zlib=zlib1g-dev sqlite3=libsqlite3-dev cmocka=libcmocka-dev \
+             pkg-config=pkg-config
+pkg_missing = $(strip $(if $(shell command -v pkg-config),$(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) && echo y),,$(p))),pkg-config))
+pkg_check = $(if $(pkg_missing),$(error missing packages: $(foreach p,$(pkg_missing),$(p) (Debian: $(patsubst $(p)=%,%,$(filter $(p)=%,$(PKG_DEB))))); `make deps` installs them))
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(pkg_check)$(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(pkg_check)$(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
 CFLAGS    ?= -O2 -g
-CFLAGS    += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(PKG_CFLAGS) -MMD -MP
+CFLAGS    += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(PKG_CFLAGS) -MMD -MP $(SANITIZE)
 # cudart is linked statically and loads the driver itself: no -lcuda anywhere, so every
 # command that needs no GPU runs on machines without one.
-LDLIBS    := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lnvrtc -lcupti -lcublas \
+LDLIBS    = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lnvrtc -lcupti -lcublas \
              $(PKG_LIBS) -lpthread -ldl -lrt -lm
-DEBIAN_PKGS := libgsl-dev libserd-dev serdi zlib1g-dev libsqlite3-dev gnuplot-nox libcmocka-dev pkg-config
 
 MODULE_DIRS := common datasets codegen runtime measure explorer results baselines cli
 LIB_SRC   := $(filter-out cli/main.c,$(wildcard $(addsuffix /*.c,$(MODULE_DIRS))))
-LIB_OBJ   := $(LIB_SRC:%.c=build/obj/%.o)
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard tests/test_*.c)
-TEST_BIN  := $(TEST_SRC:tests/%.c=build/tests/%)
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_SUPPORT := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
-TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=build/obj/%.o)
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT:%.c=$(BUILD)/obj/%.o)
+ALL_OBJ   := $(LIB_OBJ) $(TEST_OBJ) $(TEST_SUPPORT_OBJ) $(BUILD)/obj/cli/main.o
+# Sanitizers of `make asan` (GCC 12 needs -Wno-format-truncation with them: -O2 plus ASan's
+# instrumentation makes its truncation warnings fire on snprintf calls that are fine).
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -Wno-format-truncation
 
-.PHONY: all test gpu-test clean deps bench-datasets figures
-all: build/explore $(TEST_BIN)
+.PHONY: all test gpu-test asan clean deps deps-slurm bench-datasets figures
+all: $(BUILD)/explore $(TEST_BIN)
 
-build/obj/%.o: %.c
+# With `make deps all` (and -j) nothing compiles before deps has installed the packages.
+$(ALL_OBJ): | $(filter deps,$(MAKECMDGOALS))
+# Test objects are kept, so an unchanged test is not relinked by the next make.
+.SECONDARY: $(TEST_OBJ)
+
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-build/librgnn.a: $(LIB_OBJ)
+$(BUILD)/librgnn.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-build/explore: build/obj/cli/main.o build/librgnn.a
+$(BUILD)/explore: $(BUILD)/obj/cli/main.o $(BUILD)/librgnn.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/tests/%: build/obj/tests/%.o $(TEST_SUPPORT_OBJ) build/librgnn.a
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_SUPPORT_OBJ) $(BUILD)/librgnn.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The include check first (no two modules may include each other), and that it still sees the
-# circle of its fixture, then every test binary.
-CHECK_CFLAGS := -std=c11 -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(PKG_CFLAGS)
+# The source checks first (no test asserts on a duration or a speed ratio: speed lives in
+# bench-datasets; no two modules include each other, and the include check still sees the circle
+# of its fixture), then every test binary.
+CHECK_CFLAGS = -std=c11 -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(PKG_CFLAGS)
 test: all
+	@sh tests/check_no_timed_asserts.sh
 	@CHECK_CFLAGS="$(CHECK_CFLAGS)" sh tests/check_includes.sh $(MODULE_DIRS)
 	@cd tests/fixtures/include_circle && ! CHECK_CFLAGS=-I. sh ../../check_includes.sh m >/dev/null || \
 	    { echo "tests/check_includes.sh misses the circle of tests/fixtures/include_circle"; exit 1; }
@@ -53,24 +74,37 @@ test: all
 gpu-test: all
 	@RGNN_REQUIRE_GPU=1 sh tests/run.sh $(TEST_BIN)
 
-bench-datasets: build/explore
+# The CPU tests built with AddressSanitizer + UBSan into build-asan/. GPU tests skip there:
+# NVIDIA's profiler library (CUPTI) cannot run under ASan. Any UBSan report fails the test.
+asan:
+	$(MAKE) BUILD=build-asan SANITIZE="$(ASAN_FLAGS)" all
+	@ASAN_OPTIONS=detect_leaks=1:protect_shadow_gap=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    sh tests/run.sh $(TEST_SRC:tests/%.c=build-asan/tests/%)
+
+bench-datasets: $(BUILD)/explore
 	sh datasets/bench.sh
 
 # Paper-style figures and index.md from the results store (explore report, plots/*.gp).
-figures: build/explore
-	build/explore report --db results/results.db --out results/reports/latest
+figures: $(BUILD)/explore
+	$(BUILD)/explore report --db results/results.db --out results/reports/latest
 
 # Regenerates the committed fixture of tests/test_report.c (deterministic; commit the .db).
 .PHONY: report-fixture
-report-fixture: build/librgnn.a
-	$(CC) $(CFLAGS) -o build/make_report_fixture tests/fixtures/make_report_fixture.c build/librgnn.a $(LDLIBS)
-	rm -f tests/fixtures/report.db && build/make_report_fixture tests/fixtures/report.db
+report-fixture: $(BUILD)/librgnn.a
+	$(CC) $(CFLAGS) -o $(BUILD)/make_report_fixture tests/fixtures/make_report_fixture.c $(BUILD)/librgnn.a $(LDLIBS)
+	rm -f tests/fixtures/report.db && $(BUILD)/make_report_fixture tests/fixtures/report.db
+
+APT_INSTALL = if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq
 
 deps:
-	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(DEBIAN_PKGS)
+	@$(APT_INSTALL) $(DEBIAN_PKGS)
+
+# A single-node Slurm for tests/slurm/run.sh (the daemons it starts itself, on localhost).
+deps-slurm:
+	@$(APT_INSTALL) --no-install-recommends slurmctld slurmd slurm-client
 
 clean:
-	rm -rf build
+	rm -rf build build-asan
 
--include $(LIB_OBJ:.o=.d) $(TEST_SUPPORT_OBJ:.o=.d) $(TEST_SRC:tests/%.c=build/obj/tests/%.d) build/obj/cli/main.d
+-include $(ALL_OBJ:.o=.d)

@@ -153,7 +153,7 @@ char *xs_best_path(const char *best_dir, const char *gpu_name, const xb_problem 
 
 struct xs_session {
     xs_options o;
-    rs_store *store;
+    rs_store *store;       /* NULL until the first worker reports its device */
     char commit[128];
     int64_t run_id;        /* 0 until the first worker reports its device */
     char gpu[128];
@@ -176,11 +176,6 @@ xs_session *xs_open(const xs_options *o, rg_err *err)
     if (!s->o.out) s->o.out = stdout;
     if (o->commit) snprintf(s->commit, sizeof s->commit, "%s", o->commit);
     else git_head_commit(s->commit, sizeof s->commit);
-    s->store = rs_open(s->o.db, err);
-    if (!s->store) {
-        free(s);
-        return NULL;
-    }
     g_stop = g_abort = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -221,6 +216,8 @@ static int begin_run(xs_session *s, const xw_info *info, rg_err *err)
                            info->sm, s->gpu, s->sm);
         return 0;
     }
+    /* opened only now: a sweep that fails before (no CUDA device) leaves no store behind */
+    if (!s->store && !(s->store = rs_open(s->o.db, err))) return -1;
     rs_run_info ri = {.commit = s->commit, .gpu_name = info->gpu_name, .sm = info->sm,
                       .driver_version = info->driver, .cuda_version = info->cuda, .cupti_version = info->cupti,
                       .command_line = s->o.command_line, .group = s->o.group};

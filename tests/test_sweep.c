@@ -235,9 +235,7 @@ static void test_every_failure_class_is_recorded(void **state)
     options(&o, f, spec.s);
     o.timeout_s = 1;
     problem(&p, "rgat", "infer");
-    double t0 = rg_now();
     sweep_ok(&o, &p, &sum);
-    assert_true(rg_now() - t0 < 8);
     assert_int_equal(sum.recorded, POINTS);        /* the sweep went through to the end */
     assert_int_equal(sum.count[RS_OK], VALID - 8);
     assert_int_equal(sum.count[RS_RUNTIME_FAULT], 2);
@@ -289,10 +287,7 @@ static void test_hang_is_killed_as_timeout(void **state)
     o.timeout_s = 0.5;
     o.budget = 3;
     problem(&p, "rgcn", "infer");
-    double t0 = rg_now();
     sweep_ok(&o, &p, &sum);
-    double took = rg_now() - t0;
-    assert_true(took >= 0.5 && took < 4);
     assert_int_equal(sum.measured, 3);
     assert_int_equal(sum.count[RS_TIMEOUT], 1);
     assert_int_equal(sum.count[RS_OK], 2);
@@ -315,7 +310,7 @@ static void test_backend_failures_stop_the_problem(void **state)
     options(&o, f, "sim:fail=prepare");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "cannot prepare"));
-    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM runs"), 0);   /* no device, no run */
+    assert_false(rg_file_exists(f->db));   /* no device: no run, and no store left behind */
 
     options(&o, f, "sim:fail=broken@2");
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
@@ -327,14 +322,18 @@ static void test_backend_failures_stop_the_problem(void **state)
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
     assert_non_null(strstr(err.msg, "unknown model 'nosuchmodel'"));
 
-    /* the GPU backend on a machine without one: the usual one-line message */
+    /* the GPU backend on a machine without one: the usual one-line message, no new store */
     if (!krt_have_device()) {
         problem(&p, "rgat", "infer");
         options(&o, f, NULL);
         o.gpu_backend = xb_gpu_backend;
+        char *fresh = rg_xasprintf("%s/fresh.db", f->dir);
+        o.db = fresh;
         assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);
         assert_memory_equal(err.msg, "no CUDA device: ", 16);
         assert_null(strchr(err.msg, '\n'));
+        assert_false(rg_file_exists(fresh));
+        free(fresh);
     }
     options(&o, f, NULL);
     assert_int_equal(xs_sweep(&o, &p, &sum, &err), -1);

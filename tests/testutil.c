@@ -37,6 +37,15 @@ char *tu_dataset_dir(const char *name)
     return p;
 }
 
+int tu_under_asan(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 char *tu_tmpdir(void)
 {
     char tmpl[] = "/tmp/rgnn-test-XXXXXX";

@@ -17,12 +17,20 @@ char *tu_dataset_dir(const char *name);
 #define TU_REQUIRE_DATASET(dirvar, name) \
     char *dirvar = tu_dataset_dir(name); \
     if (!dirvar) { printf("skip: ../shared/datasets/%s not present\n", name); skip(); }
+/* 1 in a build with AddressSanitizer (`make asan`), else 0. */
+int tu_under_asan(void);
+/* First line of every GPU test, and of CPU tests that load NVIDIA's profiler host libraries
+ * (CUPTI, nvperf: dlopen'ed with RTLD_DEEPBIND, which ASan refuses): under ASan it skips,
+ * saying why. */
+#define TU_SKIP_CUPTI_UNDER_ASAN() \
+    if (tu_under_asan()) { printf("skip: ASan build: NVIDIA's profiler libraries (CUPTI) cannot run under ASan\n"); skip(); }
 /* 1 when a CUDA device is usable; 0 without one, unless RGNN_REQUIRE_GPU=1 (make gpu-test)
  * makes its absence a test failure. */
 int tu_gpu_present(void);
 /* Skips the current test without a GPU (fails instead under RGNN_REQUIRE_GPU=1). */
 #define TU_REQUIRE_GPU() \
     do { \
+        TU_SKIP_CUPTI_UNDER_ASAN(); \
         if (!tu_gpu_present()) { printf("skip: no CUDA device\n"); skip(); } \
     } while (0)
 /* A fresh empty directory under /tmp (caller frees the string). */
