@@ -53,28 +53,12 @@ static void usage(FILE *f)
                "       explore <command> [options]   (explore <command> --help for details)\n\n"
                "commands:\n");
     for (const command *c = COMMANDS; c->name; c++) fprintf(f, "  %-12s %s\n", c->name, c->summary);
-    fprintf(f, "\n--allow-mismatch (any command): load a registered dataset whose counts differ from the\n"
-               "registry's expected statistics, with a warning, instead of refusing it\n");
     fprintf(f, "\nsweep options (explore --model ... and explore sweep; explore --model M --help has more):\n");
     sc_print_options(f);
 }
 
-/* `--allow-mismatch`, anywhere on the line, for every command that loads datasets: removed
- * from argv before the subcommand parses it. Returns the new argc. */
-static int take_allow_mismatch(int argc, char **argv)
-{
-    int n = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--allow-mismatch")) ds_set_allow_mismatch(1);
-        else argv[n++] = argv[i];
-    }
-    argv[n] = NULL;
-    return n;
-}
-
 int main(int argc, char **argv)
 {
-    argc = take_allow_mismatch(argc, argv);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
         return 0;

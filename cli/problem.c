@@ -2,6 +2,7 @@
  * --heads, --data-dir, --config, --db): one definition each, one set of limits, one check. */
 #include "cli/problem.h"
 #include "codegen/pipeline.h"
+#include "datasets/dataset.h"
 #include "results/store.h"
 #include "runtime/memplan.h"
 
@@ -23,6 +24,14 @@ static int parse_bytes(const char *v, void *dst, rg_err *err) { return mp_parse_
 
 static int parse_task(const char *v, void *dst, rg_err *err) { return pl_parse_task(v, (const char **)dst, err); }
 
+/* Process-wide: forked sweep workers load the dataset with the same rule. */
+static int allow_mismatch(const char *value, void *dst, rg_err *err)
+{
+    (void)value, (void)dst, (void)err;
+    ds_set_allow_mismatch(1);
+    return 0;
+}
+
 void cp_add_options(ro_cmd *c, cp_problem *p, unsigned which)
 {
     if (which & CP_MODEL) ro_add(c, (ro_opt){.name = "model", .arg = "M", .kind = RO_STR, .dst = &p->model, .help = "rgcn, rgat, hgt (a name in models/) or a .rgnn file"});
@@ -36,8 +45,12 @@ void cp_add_options(ro_cmd *c, cp_problem *p, unsigned which)
     if (which & CP_CONFIG)
         ro_add(c, (ro_opt){.name = "config", .arg = "KEY=VAL,...", .kind = RO_STR, .dst = &p->config,
                            .help = "e.g. compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=node,pagg=on"});
-    if (which & CP_DATA_DIR)
+    if (which & CP_DATA_DIR) {
         ro_add(c, (ro_opt){.name = "data-dir", .arg = "DIR", .kind = RO_STR, .dst = &p->data_dir, .help = "dataset directory (default $RGNN_DATA, else datasets/data)"});
+        ro_add(c, (ro_opt){.name = "allow-mismatch", .kind = RO_FLAG, .dst = &p->allow_mismatch, .fn = allow_mismatch,
+                           .help = "load a registered dataset whose counts differ from the registry's expected\n"
+                                   "statistics, with a warning, instead of refusing it"});
+    }
     if (which & CP_MEM_LIMIT)
         ro_add(c, (ro_opt){.name = "mem-limit", .arg = "BYTES", .kind = RO_FN, .dst = &p->mem_limit,
                            .help = "device memory cap, e.g. 24GB: above it a result is recorded as out of memory", .fn = parse_bytes});

@@ -13,6 +13,7 @@ typedef struct cp_problem {
     int heads;
     size_t mem_limit;     /* 0: none */
     int repeats, warmup;
+    int allow_mismatch;   /* --allow-mismatch (with --data-dir) */
 } cp_problem;
 
 /* Which of the shared options a command takes (cp_add_options). */

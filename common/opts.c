@@ -216,6 +216,8 @@ static int option(ro_cmd *c, int argc, char **argv, int *i)
     if (o->kind == RO_FLAG) {
         if (eq) return ro_bad(c->name, "--%s takes no value", o->name);
         *(int *)o->dst = 1;
+        rg_err err;
+        if (o->fn && o->fn(NULL, o->dst, &err)) return ro_bad(c->name, "--%s: %s", o->name, err.msg);
         return RO_OK;
     }
     const char *v = eq ? eq + 1 : *i + 1 < argc ? argv[++*i] : NULL;

@@ -12,7 +12,7 @@
 #define RO_MAX_HEADS 64
 
 typedef enum ro_kind {
-    RO_FLAG,    /* dst int *: set to 1; takes no value */
+    RO_FLAG,    /* dst int *: set to 1; takes no value; fn, if given, is then called with value NULL */
     RO_STR,     /* dst const char **: the value as given (never empty) */
     RO_INT,     /* dst int *: an integer in [lo, hi] */
     RO_REAL,    /* dst double *: a number in [lo, hi] */
