@@ -1,4 +1,4 @@
-/* `explore export`, `explore merge` and `explore compare`: command-line front ends of the
+/* `explore export`, `merge`, `compare` and `prune`: command-line front ends of the
  * results store (option parsing, help texts, atomic output files, human-readable tables). */
 #include "results/store.h"
 
@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Exit statuses: 0 success, 1 failure (or regressions found by compare), 2 bad usage. */
@@ -302,4 +303,54 @@ int rs_cli_compare(int argc, char **argv)
     rc = run_compare(s, base, head, threshold, all, &err);
     rs_close(s);
     return rc < 0 ? fail("compare", &err) : rc;
+}
+
+/* ---------------------------------------------------------------- prune ---- */
+
+static const char PRUNE_HELP[] =
+    "usage: explore prune [--db PATH] --keep-latest-commit\n"
+    "\n"
+    "Keeps, per problem (device, dataset, system, model, task, dims, heads), only the rows of\n"
+    "the commit that measured most of its configs (ties: the newest), the rows `explore fit`\n"
+    "reads, and deletes the rows of superseded commits with their kernel times and metrics,\n"
+    "then compacts the file. For stores of record (results/<gpu>/results.db) that no sweep\n"
+    "is writing to.\n"
+    "\n"
+    "options:\n"
+    "  --db PATH             results database (default " RS_DEFAULT_DB ")\n"
+    "  --keep-latest-commit  required: the one pruning rule there is, named so that a\n"
+    "                        deleting command is never run by accident\n";
+
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+int rs_cli_prune(int argc, char **argv)
+{
+    const char *db = RS_DEFAULT_DB;
+    int keep_latest = 0;
+    const cli_opt opts[] = {{"db", &db, NULL}, {"keep-latest-commit", NULL, &keep_latest}};
+    int rc = parse_args("prune", argc, argv, opts, sizeof opts / sizeof opts[0], NULL, NULL);
+    if (rc == 1) fputs(PRUNE_HELP, stdout);
+    if (rc) return rc == 1 ? 0 : rc;
+    if (!keep_latest) {
+        fputs("explore prune: --keep-latest-commit is required (see explore prune --help)\n", stderr);
+        return EXIT_USAGE;
+    }
+    rg_err err;
+    rs_store *s = rs_open_existing(db, &err);
+    if (!s) return fail("prune", &err) + 1;   /* a missing or foreign file is bad input */
+    long long before = file_size(db);
+    rs_prune_stats st;
+    rc = rs_prune_superseded(s, &st, &err);
+    rs_close(s);
+    if (rc) return fail("prune", &err);
+    printf("%s: %lld measurements kept, %lld removed (with %lld kernel times, %lld metrics), %lld empty runs "
+           "removed; %.1f MB -> %.1f MB\n",
+           db, (long long)st.measurements_kept, (long long)st.measurements_removed,
+           (long long)st.kernel_times_removed, (long long)st.metrics_removed, (long long)st.runs_removed,
+           before / 1e6, file_size(db) / 1e6);
+    return 0;
 }
