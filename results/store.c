@@ -1533,7 +1533,9 @@ int rs_merge(rs_store *dst, const char *src_path, rs_merge_stats *stats, rg_err 
  * heads), every row of one commit, the one whose ok rows cover the most configs (ties: the
  * newest ok row). For generated rows this is the commit explorer/costmodel.c fits on
  * (CM_NEWEST_OK), so pruning leaves a fit unchanged; the two rules must stay the same. A
- * problem that no commit measured ok keeps its newest commit's rows (its failures). */
+ * problem that no commit measured ok keeps its newest commit's rows (its failures). Rows with
+ * per-kernel counters (CUPTI profiles, figure 7) stay too: a later sweep does not profile
+ * again. Keeping a few rows of another commit cannot change which commit a fit picks. */
 static const char PRUNE_KEEP_SQL[] =
     "CREATE TEMP TABLE prune_keep AS"
     " WITH r AS (SELECT m.id, m.device_key, m.dataset_id, m.system, m.layer, m.git_commit, m.status, m.variant_id,"
@@ -1547,7 +1549,8 @@ static const char PRUNE_KEEP_SQL[] =
     "                   model, task, dim_in, dim_out, heads ORDER BY n DESC, newest_ok DESC, newest DESC) AS rn"
     "                   FROM per_commit) WHERE rn = 1)"
     " SELECT r.id AS id FROM r JOIN chosen"
-    "  USING (device_key, dataset_id, system, layer, model, task, dim_in, dim_out, heads, git_commit);"
+    "  USING (device_key, dataset_id, system, layer, model, task, dim_in, dim_out, heads, git_commit)"
+    " UNION SELECT measurement_id FROM metrics WHERE kernel <> '';"
     "CREATE UNIQUE INDEX temp.prune_keep_id ON prune_keep(id)";
 
 /* Deletes the superseded rows, children first (faster than cascading row by row), and the

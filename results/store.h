@@ -224,7 +224,8 @@ typedef struct rs_prune_stats {
 } rs_prune_stats;
 /* Keeps, per problem (device, dataset, system, layer, model, task, dims, heads), only the rows
  * of the commit whose ok rows cover the most configs (ties: the newest), which is what the
- * cost-model fit reads; superseded commits' measurements go with their kernel times and
+ * cost-model fit reads, and every row with per-kernel counters (CUPTI profiles are not
+ * repeated by later sweeps); superseded commits' other measurements go with their kernel times and
  * metrics, then finished runs left without measurements, and the file is compacted (VACUUM).
  * Deleting is one transaction: an error leaves the store as it was. For stores of record that
  * no sweep is writing to (a sweep's commit still measuring would lose its rows). */

@@ -5,6 +5,7 @@
 #include "explorer/sweep.h"
 #include "results/store.h"
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -64,6 +65,15 @@ static int64_t *fit_ids(const char *db, int *n)
 
 static int64_t count(const char *db, const char *sql) { return tu_sql_int(db, sql); }
 
+static void exec_sql(const char *db_path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
 static long long file_size(const char *path)
 {
     struct stat st;
@@ -94,6 +104,11 @@ static void test_prune_keeps_what_the_fit_reads(void **state)
                                    " WHERE (d.name LIKE '%nodes=600%' AND m.git_commit = 'new')"
                                    " OR (d.name LIKE '%nodes=800%' AND m.git_commit = 'old')");
     assert_int_equal(superseded, 27);
+    /* a CUPTI profile of a superseded row: kept, it is not measured again */
+    exec_sql(db, "INSERT INTO metrics (measurement_id, kernel, name, unit, value) SELECT min(m.id), 'gemm_1',"
+                 " 'sm__throughput.avg.pct_of_peak_sustained_elapsed', '%', 42 FROM measurements m JOIN datasets d"
+                 " ON d.id = m.dataset_id WHERE d.name LIKE '%nodes=800%' AND m.git_commit = 'old'");
+    superseded--;
     long long size_before = file_size(db);
 
     assert_int_equal(prune_cli(db, 1), 0);
@@ -105,7 +120,8 @@ static void test_prune_keeps_what_the_fit_reads(void **state)
     assert_int_equal(count(db, "SELECT count(*) FROM measurements m JOIN datasets d ON d.id = m.dataset_id"
                                " WHERE d.name LIKE '%nodes=600%' AND m.git_commit = 'new'"), 0);
     assert_int_equal(count(db, "SELECT count(*) FROM measurements m JOIN datasets d ON d.id = m.dataset_id"
-                               " WHERE d.name LIKE '%nodes=800%' AND m.git_commit = 'old'"), 0);
+                               " WHERE d.name LIKE '%nodes=800%' AND m.git_commit = 'old'"), 1);
+    assert_int_equal(count(db, "SELECT count(*) FROM metrics WHERE kernel = 'gemm_1'"), 1);
     /* no orphans: the kernel times and metrics of the removed rows went with them */
     assert_int_equal(count(db, "SELECT count(*) FROM kernel_times WHERE measurement_id NOT IN"
                                " (SELECT id FROM measurements)"), 0);
@@ -114,7 +130,7 @@ static void test_prune_keeps_what_the_fit_reads(void **state)
     assert_true(count(db, "SELECT count(*) FROM kernel_times") > 0);
     /* the runs left empty are gone, the others stay */
     assert_int_equal(count(db, "SELECT count(*) FROM runs WHERE id NOT IN (SELECT run_id FROM measurements)"), 0);
-    assert_int_equal(count(db, "SELECT count(*) FROM runs"), 2);
+    assert_int_equal(count(db, "SELECT count(*) FROM runs"), 3);   /* new@0 emptied; old@1 keeps its profiled row */
     if (file_size(db) >= size_before) fail_msg("not compacted: %lld -> %lld bytes", size_before, file_size(db));
 
     /* nothing left to prune: a second run changes nothing */
