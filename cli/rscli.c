@@ -1,4 +1,4 @@
-/* `explore export`, `explore merge` and `explore compare`: command-line front ends of the
+/* `explore export`, `merge`, `compare` and `prune`: command-line front ends of the
  * results store (option parsing, help texts, atomic output files, human-readable tables). */
 #include "cli/rscli.h"
 #include "cli/problem.h"
@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Exit statuses: 0 success, 1 failure (or regressions found by compare), 2 bad usage (ro_bad). */
@@ -270,4 +271,54 @@ int rs_cli_compare(int argc, char **argv)
     rc = run_compare(s, base, head, threshold, all, &err);
     rs_close(s);
     return rc < 0 ? fail("compare", &err) : rc;
+}
+
+/* ---------------------------------------------------------------- prune ---- */
+
+static const char PRUNE_USAGE[] =
+    "usage: explore prune [--db PATH] --keep-latest-commit\n"
+    "\n"
+    "Keeps, per problem (device, dataset, system, model, task, dims, heads), only the rows of\n"
+    "the commit that measured most of its configs (ties: the newest), the rows `explore fit`\n"
+    "reads, plus every row with per-kernel CUPTI counters (profiles are not repeated), and\n"
+    "deletes the other rows of superseded commits with their kernel times and metrics, then\n"
+    "compacts the file. For stores of record (results/<gpu>/results.db) that no sweep\n"
+    "is writing to.\n"
+    "\n";
+
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+int rs_cli_prune(int argc, char **argv)
+{
+    int keep_latest = 0;
+    cp_problem p;
+    cp_init(&p);
+    ro_cmd c;
+    ro_init(&c, "explore prune", PRUNE_USAGE, NULL);
+    cp_add_options(&c, &p, CP_DB);
+    ro_add(&c, (ro_opt){.name = "keep-latest-commit", .kind = RO_FLAG, .dst = &keep_latest,
+                        .help = "required: the one pruning rule there is, named so that a\n"
+                                "deleting command is never run by accident"});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    if (!keep_latest) return ro_bad(c.name, "--keep-latest-commit is required (see explore prune --help)");
+    const char *db = p.db;
+    rg_err err;
+    rs_store *s = rs_open_existing(db, &err);
+    if (!s) return fail("prune", &err) + 1;   /* a missing or foreign file is bad input */
+    long long before = file_size(db);
+    rs_prune_stats st;
+    rc = rs_prune_superseded(s, &st, &err);
+    rs_close(s);
+    if (rc) return fail("prune", &err);
+    printf("%s: %lld measurements kept, %lld removed (with %lld kernel times, %lld metrics), %lld empty runs "
+           "removed; %.1f MB -> %.1f MB\n",
+           db, (long long)st.measurements_kept, (long long)st.measurements_removed,
+           (long long)st.kernel_times_removed, (long long)st.metrics_removed, (long long)st.runs_removed,
+           before / 1e6, file_size(db) / 1e6);
+    return 0;
 }

@@ -7,5 +7,7 @@
 int rs_cli_export(int argc, char **argv);
 int rs_cli_merge(int argc, char **argv);
 int rs_cli_compare(int argc, char **argv);
+/* `explore prune --keep-latest-commit`: a store of record made small (rs_prune_superseded). */
+int rs_cli_prune(int argc, char **argv);
 
 #endif

@@ -176,6 +176,13 @@ xs_session *xs_open(const xs_options *o, rg_err *err)
     if (!s->o.out) s->o.out = stdout;
     if (o->commit) snprintf(s->commit, sizeof s->commit, "%s", o->commit);
     else git_head_commit(s->commit, sizeof s->commit);
+    /* An existing store is opened (and checked) now; a new one is created only when the first
+     * worker has reported its device (begin_run), so a sweep that stops for lack of a GPU
+     * leaves no empty store behind. */
+    if (access(s->o.db, F_OK) == 0 && !(s->store = rs_open(s->o.db, err))) {
+        free(s);
+        return NULL;
+    }
     g_stop = g_abort = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -216,7 +223,7 @@ static int begin_run(xs_session *s, const xw_info *info, rg_err *err)
                            info->sm, s->gpu, s->sm);
         return 0;
     }
-    /* opened only now: a sweep that fails before (no CUDA device) leaves no store behind */
+    /* a new store is created only now (see xs_open) */
     if (!s->store && !(s->store = rs_open(s->o.db, err))) return -1;
     rs_run_info ri = {.commit = s->commit, .gpu_name = info->gpu_name, .sm = info->sm,
                       .driver_version = info->driver, .cuda_version = info->cuda, .cupti_version = info->cupti,

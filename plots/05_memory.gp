@@ -2,7 +2,8 @@
 # the entity compaction ratio, one point per problem x dataset; right: U and C peak memory
 # of one problem per dataset (log scale), OOM labelled.
 # Table: panel,x,value,base,halfwidth,series,label,xtic (panel 0: x = entity ratio %, value = C/U %;
-#        panel 1: bars in MB; panel 2: dataset names under their points)
+#        panel 1: bars in MB; panel 2: dataset names where report.c found room for them;
+#        panel 3: leader lines from a point (x, value) by (base, halfwidth) to a name moved away)
 # Variables: datafile, outfile, nseries, series, barstitle, xticsdef, nclusters.
 load 'common.gp'
 # stats first: it honours the ranges set later
@@ -20,10 +21,12 @@ set grid xtics ytics
 set key bottom right
 plot for [s=0:nseries-1] datafile skip 1 using ($1==0 && $6==s ? $2 : NaN):3 with points ps 1.4 lc s+1 pt s+5 \
         title word(series, s+1), \
+     datafile skip 1 using ($1==3 ? $2 : NaN):3:4:5 with vectors nohead lc rgb "#999999" lw 1 notitle, \
      datafile skip 1 using ($1==2 ? $2 : NaN):3:7 with labels font ",9" notitle, \
      x with lines dt 2 lc rgb "#777777" title "ratio = entity compaction ratio"
 
 set title "Peak memory, ".barstitle
+set rmargin 9   # room for the last rotated dataset name
 unset xlabel
 set grid noxtics ytics
 eval "set xtics ".xticsdef

@@ -9,15 +9,17 @@
 load 'common.gp'
 # stats first: it honours the ranges set later
 stats datafile skip 1 using ($1==1 ? $3 : NaN) nooutput
-gapmax = STATS_max > 0 ? STATS_max * 1.45 : 1
+# room above the tallest bar for its vertical label
+gapmax = STATS_max > 0 ? STATS_max * 1.35 + 0.12 * STATS_max : 1
 set multiplot layout 1,2 title (have_pred ? "Cost model: predictions and gap to the oracle" : \
     "No cost model fitted: measured times only") font ",12"
 set grid xtics ytics
 set logscale y
 set yrange [ymin0:ymax0]
 eval "set ytics ".yticsdef0
-set key top left font ",9"
 if (have_pred) {
+    # predictions track the measured times, so the lower right (predicted far above measured) is empty
+    set key bottom right font ",9" spacing 0.9 samplen 1
     set title "Predicted vs measured time"
     set logscale x
     set xrange [ymin0:ymax0]
@@ -32,6 +34,7 @@ if (have_pred) {
     set xlabel "configs, fastest to slowest (%)"
     set ylabel "time / oracle time (log scale)"
     set xrange [0:100]
+    set key top left font ",9"
     plot for [s=0:nseries-1] datafile skip 1 using ($1==0 && $6==s ? $2 : NaN):($1==0 ? $3 : NaN) with lines lc s+1 \
             title word(series, s+1)
 }
@@ -47,10 +50,12 @@ if (nclusters > 6) { set xtics rotate by -30 left }
 set xrange [-0.6:nclusters-0.4]
 set yrange [0:gapmax]
 set grid noxtics ytics
-set key top left
+set rmargin 9   # room for the last rotated dataset name
+set key top right
+# each bar's value runs up from its top, so neighbouring labels never meet
 plot for [s=0:nbars-1] datafile skip 1 \
         using ($1==1 && $6==s ? $2 : NaN):($1==1 ? $3 : NaN):($2-$5):($2+$5):($1==1 ? $4 : NaN):($1==1 ? $3 : NaN) \
         with boxxyerror lc (have_pred ? s+2 : 3) title word(bars, s+1), \
-     datafile skip 1 using ($1==1 ? $2 : NaN):($1==1 ? $3 : NaN):(sprintf("+%.1f%%", $3)) with labels offset 0,0.6 \
-        font ",8" notitle
+     datafile skip 1 using ($1==1 ? $2 : NaN):($1==1 ? $3 : NaN):(sprintf("+%.1f%%", $3)) with labels rotate by 90 \
+        left offset 0,0.3 font ",8" notitle
 unset multiplot

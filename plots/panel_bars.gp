@@ -7,6 +7,15 @@
 # Every column of a filtered row is NaN, not only x: autoscaling would count the others.
 if (!exists("figtitle")) figtitle = ""
 base = logy ? 1 : 0
+# margins in pixels: the y tick labels and the y label on the left; over 6 clusters the dataset
+# names are rotated and take room under each row (report.c adds it to the height) and past
+# the right end of the last panel
+if (!exists("gl")) gl = 95.0 / width
+rotated = nclusters > 6
+if (!exists("gb")) gb = (rotated ? 105.0 : 55.0) / height
+if (!exists("gvs")) gvs = (rotated ? 140.0 : 85.0) / height
+if (!exists("gr")) gr = rotated ? 1.0 - 75.0 / width : 0.98
+if (!exists("ghs")) ghs = (rotated ? 135.0 : 80.0) / width
 load 'grid.gp'
 set multiplot title figtitle font ",12"
 eval "set xtics ".xticsdef

@@ -217,6 +217,48 @@ static const char *tic_end(rg_str *t)
     return t->s;
 }
 
+/* The dataset clusters of a bar panel: only datasets with data get a slot, so that no panel
+ * shows a row of empty slots (baselines and CUPTI counters exist on few datasets). */
+typedef struct rp_slots {
+    int *of;        /* per dataset index: its cluster, or -1 when not shown */
+    int n;          /* clusters */
+    rg_str tics;    /* ("name" 0, ...) for xticsdef */
+} rp_slots;
+
+static void slots_init(rp_slots *s, int nds)
+{
+    s->of = rg_xmalloc((size_t)(nds ? nds : 1) * sizeof *s->of);
+    for (int d = 0; d < nds; d++) s->of[d] = -1;
+    s->n = 0;
+    s->tics = (rg_str){0};
+}
+
+static void slots_mark(rp_slots *s, int d) { s->of[d] = 0; }
+
+/* Numbers the marked datasets (of[d] >= 0) in the global order and names their tics. */
+static void slots_number(rp_slots *s, char *const *datasets, int nds)
+{
+    s->n = 0;
+    for (int d = 0; d < nds; d++)
+        if (s->of[d] >= 0) {
+            s->of[d] = s->n++;
+            tic_add(&s->tics, datasets[d], s->of[d]);
+        }
+}
+
+/* A further cluster after the datasets (e.g. "geomean"); returns its position. */
+static int slots_extra(rp_slots *s, const char *name)
+{
+    tic_add(&s->tics, name, s->n);
+    return s->n++;
+}
+
+static void slots_free(rp_slots *s)
+{
+    free(s->of);
+    rg_str_free(&s->tics);
+}
+
 static void skipf(rp_fig *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void skipf(rp_fig *f, const char *fmt, ...)
 {
@@ -229,13 +271,15 @@ static void skipf(rp_fig *f, const char *fmt, ...)
     free(s);
 }
 
-/* Panels laid out in a grid of at most `maxcols` columns; the height grows with the rows. */
-static void grid_layout(rp_fig *f, int npanels, int maxcols, int panel_height)
+/* Panels laid out in a grid of at most `maxcols` columns; the height grows with the rows, and
+ * with the room that rotated dataset names take under each row (over 6 clusters: the scripts
+ * rotate them; 0: no clusters). */
+static void grid_layout(rp_fig *f, int npanels, int maxcols, int nclusters, int panel_height)
 {
     int cols = npanels < maxcols ? npanels : maxcols, rows = (npanels + cols - 1) / cols;
     var_num(f, "rows", rows);
     var_num(f, "cols", cols);
-    f->height = 140 + rows * panel_height;   /* title, legend and x labels around the panels */
+    f->height = 140 + rows * (panel_height + (nclusters > 6 ? 50 : 0));   /* title, legend, x labels */
 }
 
 /* Tics of a log axis at round values (1, 1.5, 2, 3, 5 ... per decade, thinned to a readable
@@ -464,6 +508,22 @@ static int dataset_index(const rp_ctx *c, const char *name)
     return -1;
 }
 
+/* Marks the datasets a query returns (its first column: a dataset name). */
+static int slots_mark_query(rp_ctx *c, rp_slots *s, rg_err *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    sqlite3_stmt *st = sqlv(c, err, fmt, ap);
+    va_end(ap);
+    if (!st) return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int d = dataset_index(c, col_text(st, 0));
+        if (d >= 0) slots_mark(s, d);
+    }
+    return step_end(c, st, rc, err);
+}
+
 /* The single config with the best geomean of (time / oracle) over the datasets of a problem,
  * among configs measured ok on every dataset that has an oracle. *config: malloc'd or NULL. */
 static int best_fixed_config(rp_ctx *c, const char *model, const char *task, char **config, rg_err *err)
@@ -599,6 +659,24 @@ static int fig_datasets(rp_ctx *c, rp_fig *f, rg_err *err)
 
 /* ================================================================ 2. baselines ==== */
 
+/* pos[s]: the place of baseline system s among those measured on problem p (-1: none), so a
+ * panel with one system shows one full-width bar per dataset instead of a narrow one aside. */
+static int panel_systems(rp_ctx *c, const rp_problem *p, char *const *sys, int ns, int *pos, int *npos, rg_err *err)
+{
+    for (int s = 0; s < ns; s++) pos[s] = -1;
+    sqlite3_stmt *st = sqlf(c, err, "SELECT DISTINCT system FROM ref WHERE system <> 'generated' AND model = %Q"
+                                    " AND task = %Q", p->model, p->task);
+    if (!st) return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        for (int s = 0; s < ns; s++)
+            if (!strcmp(sys[s], col_text(st, 0))) pos[s] = 0;
+    *npos = 0;
+    for (int s = 0; s < ns; s++)
+        if (pos[s] >= 0) pos[s] = (*npos)++;
+    return step_end(c, st, rc, err);
+}
+
 static int fig_baselines(rp_ctx *c, rp_fig *f, rg_err *err)
 {
     if (!c->has_ref) {
@@ -622,8 +700,19 @@ static int fig_baselines(rp_ctx *c, rp_fig *f, rg_err *err)
         sys[ns++] = rg_xstrdup(col_text(st, 0));
     }
     int ret = step_end(c, st, rc, err);
-    rg_str panels = {0}, series = {0}, tics = {0};
+    /* clusters: the datasets with a baseline and a generated measurement of the same problem */
+    rp_slots sl;
+    slots_init(&sl, c->nds);
+    if (!ret)
+        ret = slots_mark_query(c, &sl, err,
+                               "SELECT DISTINCT b.dataset FROM ref b WHERE b.system <> 'generated' AND EXISTS"
+                               " (SELECT 1 FROM ref g WHERE g.system = 'generated' AND g.model = b.model"
+                               " AND g.task = b.task AND g.dataset = b.dataset)");
+    slots_number(&sl, c->datasets, c->nds);
+    rg_str panels = {0}, series = {0};
     double *speed = NULL;
+    int *pos = rg_xcalloc((size_t)(ns ? ns : 1), sizeof *pos);
+    const char **missing = rg_xcalloc((size_t)(c->nds ? c->nds : 1), sizeof *missing);
     int panel = 0, slowdowns = 0, gen_oom = 0, base_oom = 0;
     fputs(BAR_HEADER, f->csv);
     rg_str_puts(&f->md, "Speed-up of the best generated variant over the best baseline per dataset:\n\n"
@@ -631,9 +720,12 @@ static int fig_baselines(rp_ctx *c, rp_fig *f, rg_err *err)
                         "|---|---|---:|---:|---:|---:|---:|---:|\n");
     for (int p = 0; !ret && p < np; p++) {
         speed = rg_xrealloc(speed, (size_t)(c->nds ? c->nds : 1) * sizeof *speed);
-        int drawn = 0, p_gen_oom = 0, p_base_oom = 0;
+        int drawn = 0, p_gen_oom = 0, p_base_oom = 0, npos = 0;
+        if ((ret = panel_systems(c, &pr[p], sys, ns, pos, &npos, err))) break;
         for (int d = 0; !ret && d < c->nds; d++) {
             speed[d] = NAN;
+            missing[d] = NULL;
+            int drawn_d = 0;
             rp_best gen;
             if ((ret = best_generated(c, &gen, pr[p].model, pr[p].task, c->datasets[d], NULL, err))) break;
             double best_base = NAN;
@@ -649,18 +741,23 @@ static int fig_baselines(rp_ctx *c, rp_fig *f, rg_err *err)
                 any_base = 1;
                 all_oom &= !b.n_ok && b.n_oom;
                 if (b.n_ok && !(b.ms >= best_base)) best_base = b.ms;
-                if (!gen.n) continue;
-                double hw, x = bar_x(d, s, ns, &hw);
+                if (!gen.n || sl.of[d] < 0 || pos[s] < 0) continue;
+                double hw, x = bar_x(sl.of[d], pos[s], npos, &hw);
                 const char *label = gen.n_ok ? fail_label(&b) : !strcmp(fail_label(&gen), "OOM") ? "gen. OOM" : "gen. fail";
                 bar_row(f, panel, x, gen.n_ok && b.n_ok ? b.ms / gen.ms : NAN, 1, hw, s, label, c->datasets[d]);
-                drawn++;
+                drawn_d++;
             }
+            drawn += drawn_d;
+            if (sl.of[d] >= 0 && !drawn_d) missing[d] = gen.n ? "no baseline" : "not measured";
             if (!any_base || !gen.n) continue;
             if (!gen.n_ok && gen.n_oom) p_gen_oom++;
             if (all_oom) p_base_oom++;
             if (gen.n_ok && isfinite(best_base)) speed[d] = best_base / gen.ms;
         }
         if (ret || !drawn) continue;
+        /* a slot this problem has no bar in says why instead of staying blank */
+        for (int d = 0; d < c->nds; d++)
+            if (missing[d]) bar_row(f, panel, sl.of[d], NAN, 1, 0.4, 0, missing[d], c->datasets[d]);
         char *title = problem_title(pr[p].model, pr[p].task);
         word_add(&panels, title);
         double lo = INFINITY, hi = -INFINITY;
@@ -694,24 +791,25 @@ static int fig_baselines(rp_ctx *c, rp_fig *f, rg_err *err)
                                    "baseline on %d.",
                       slowdowns, slowdowns == 1 ? "" : "s", gen_oom, gen_oom == 1 ? "" : "s", base_oom);
         for (int s = 0; s < ns; s++) word_add(&series, sys[s]);
-        for (int d = 0; d < c->nds; d++) tic_add(&tics, c->datasets[d], d);
         var_num(f, "npanels", panel);
         var_str(f, "panels", panels.s);
         var_num(f, "nseries", ns);
         var_str(f, "series", series.s);
-        var_str(f, "xticsdef", tic_end(&tics));
-        var_num(f, "nclusters", c->nds);
+        var_str(f, "xticsdef", tic_end(&sl.tics));
+        var_num(f, "nclusters", sl.n);
         speedup_axis(f);
-        grid_layout(f, panel, 2, 250);
+        grid_layout(f, panel, 2, sl.n, 250);
         f->width = 1000;
     }
     for (int s = 0; s < ns; s++) free(sys[s]);
     free(sys);
     free(pr);
     free(speed);
+    free(pos);
+    free(missing);
+    slots_free(&sl);
     rg_str_free(&panels);
     rg_str_free(&series);
-    rg_str_free(&tics);
     return ret;
 }
 
@@ -888,7 +986,15 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
     int nser = c->have_pred ? AB_NSERIES : AB_NSERIES - 1, ret = 0, any_norm = 0;
     ab_panel a = {rg_xcalloc((size_t)c->nds + 1, sizeof *a.val), rg_xcalloc((size_t)c->nds + 1, sizeof *a.label),
                   rg_xcalloc((size_t)c->nds + 1, sizeof(int)), rg_xcalloc((size_t)c->nds + 1, sizeof(int))};
-    rg_str panels = {0}, series = {0}, tics = {0};
+    rg_str panels = {0}, series = {0};
+    /* clusters: the datasets any panel measured, then the geomean */
+    rp_slots sl;
+    slots_init(&sl, c->nds);
+    for (int p = 0; p < np && !ret; p++)
+        ret = slots_mark_query(c, &sl, err, "SELECT DISTINCT dataset FROM ref WHERE system = 'generated'"
+                                            " AND model = %Q AND task = %Q", pr[p].model, pr[p].task);
+    slots_number(&sl, c->datasets, c->nds);
+    int geo = slots_extra(&sl, "geomean");
     fputs(BAR_HEADER, f->csv);
     for (int p = 0; p < np && !ret; p++) {
         char *fixed = NULL, *fixed_text = NULL, *title = problem_title(pr[p].model, pr[p].task);
@@ -898,10 +1004,15 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
         }
         if (!ret) {
             for (int d = 0; d <= c->nds; d++) {
-                if (d < c->nds && !a.present[d]) continue;
+                int slot = d < c->nds ? sl.of[d] : geo;
+                if (slot < 0) continue;
+                if (d < c->nds && !a.present[d]) {   /* another panel's dataset: say so, not a blank slot */
+                    bar_row(f, p, slot, NAN, 1, 0.4, 0, "not measured", c->datasets[d]);
+                    continue;
+                }
                 any_norm |= d < c->nds && a.normalized[d];
                 for (int s = 0; s < nser; s++) {
-                    double hw, x = bar_x(d, s, nser, &hw);
+                    double hw, x = bar_x(slot, s, nser, &hw);
                     bar_row(f, p, x, a.val[d][s], 1, hw, s, a.label[d][s], d < c->nds ? c->datasets[d] : "geomean");
                 }
             }
@@ -919,18 +1030,17 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
             rg_str_puts(&f->md, "\n\\* U failed there (label on the C bar): speed-ups are normalized by C and the "
                                 "dataset is left out of the geomean, as in the papers.\n");
         for (int s = 0; s < nser; s++) word_add(&series, AB_SERIES[s]);
-        for (int d = 0; d < c->nds; d++) tic_add(&tics, c->datasets[d], d);
-        tic_add(&tics, "geomean", c->nds);
         var_num(f, "npanels", np);
         var_str(f, "panels", panels.s);
         var_num(f, "nseries", nser);
         var_str(f, "series", series.s);
-        var_str(f, "xticsdef", tic_end(&tics));
-        var_num(f, "nclusters", c->nds + 1);
+        var_str(f, "xticsdef", tic_end(&sl.tics));
+        var_num(f, "nclusters", sl.n);
         speedup_axis(f);
-        grid_layout(f, np, 2, 260);
+        grid_layout(f, np, 2, sl.n, 260);
         f->width = 1100;
     }
+    slots_free(&sl);
     free(a.val);
     free(a.label);
     free(a.normalized);
@@ -938,7 +1048,6 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
     free(pr);
     rg_str_free(&panels);
     rg_str_free(&series);
-    rg_str_free(&tics);
     return ret;
 }
 
@@ -1119,6 +1228,68 @@ static int memory_cell(rp_ctx *c, const rp_problem *p, int d, mem_cell *m, rg_er
     return 0;
 }
 
+/* Figure 5a's dataset names, in axis units of its 0..100 x 0..110 panel as drawn (about 4.5 px
+ * per x unit, 3.3 per y unit, 9-point text). */
+#define NAME_CHAR_W 1.45
+#define NAME_LINE_H 3.9
+#define NAME_POINT_RX 1.3   /* half a marker (ps 1.4) */
+#define NAME_POINT_RY 1.8
+
+typedef struct name_box {
+    double x0, x1, y0, y1;
+} name_box;
+
+static int boxes_meet(const name_box *a, const name_box *b)
+{
+    return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* Whether a name may go at box b: inside the panel, clear of the legend, of every point and of
+ * the names already placed. */
+static int name_fits(const name_box *b, const name_box *taken, int ntaken)
+{
+    static const name_box legend = {45, 100, 0, 29};   /* bottom right (05_memory.gp) */
+    if (b->x0 < 1 || b->x1 > 99 || b->y0 < 1 || b->y1 > 109 || boxes_meet(b, &legend)) return 0;
+    for (int i = 0; i < ntaken; i++)
+        if (boxes_meet(b, &taken[i])) return 0;
+    return 1;
+}
+
+/* Writes each dataset's name (panel 2) under its lowest point when there is room, else at
+ * the nearest free place beside, below or above its points, with a leader line to its lowest
+ * or highest point (panel 3: the point, then the offset to the name), so that no two names overlap:
+ * datasets of equal compaction ratio have their points in one column. */
+static void place_names(rp_fig *f, char *const *names, int nds, const double *x, const double *low,
+                        const double *high, const double *pt_x, const double *pt_y, int npts)
+{
+    name_box *taken = rg_xmalloc((size_t)(npts + nds + 1) * sizeof *taken);
+    int ntaken = 0;
+    for (int i = 0; i < npts; i++)
+        taken[ntaken++] = (name_box){pt_x[i] - NAME_POINT_RX, pt_x[i] + NAME_POINT_RX, pt_y[i] - NAME_POINT_RY,
+                                     pt_y[i] + NAME_POINT_RY};
+    for (int d = 0; d < nds; d++) {
+        if (!isfinite(low[d])) continue;
+        double w = (double)strlen(names[d]) * NAME_CHAR_W + 1, cx = x[d], cy = low[d] - 5;
+        int found = 0;
+        for (int step = 0; step < 24 && !found; step++)
+            for (int k = 0; k < 6 && !found; k++) {
+                double xo = k / 2 == 0 ? 0 : k / 2 == 1 ? w / 2 + 2 : -(w / 2 + 2);
+                double yo = k % 2 == 0 ? low[d] - 5 - step * NAME_LINE_H : high[d] + 5 + step * NAME_LINE_H;
+                name_box b = {x[d] + xo - w / 2, x[d] + xo + w / 2, yo - NAME_LINE_H / 2, yo + NAME_LINE_H / 2};
+                if (name_fits(&b, taken, ntaken)) cx = x[d] + xo, cy = yo, found = 1;
+            }
+        taken[ntaken++] = (name_box){cx - w / 2, cx + w / 2, cy - NAME_LINE_H / 2, cy + NAME_LINE_H / 2};
+        bar_row(f, 2, cx, cy, NAN, NAN, 0, names[d], "");
+        if (fabs(cx - x[d]) > 0.1 || fabs(cy - (low[d] - 5)) > 0.1) {
+            /* from the nearer end of the dataset's column of points to the name's near edge */
+            int below = cy < low[d];
+            double py = below ? low[d] : high[d], ey = below ? cy + NAME_LINE_H / 2 : cy - NAME_LINE_H / 2;
+            bar_row(f, 3, x[d], py, cx - x[d], ey - py, 0, "", "");
+        }
+    }
+    free(taken);
+}
+
 static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
 {
     rp_problem *pr = NULL;
@@ -1128,12 +1299,16 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
     prefer_problems(pr, np, prefs, 4);
     mem_cell *cells = rg_xcalloc((size_t)(np ? np : 1) * (size_t)(c->nds ? c->nds : 1), sizeof *cells);
     double *ratios = rg_xcalloc((size_t)(np ? np : 1) * (size_t)(c->nds ? c->nds : 1), sizeof *ratios);
+    double *pt_x = rg_xcalloc((size_t)(np ? np : 1) * (size_t)(c->nds ? c->nds : 1), sizeof *pt_x);
+    double *highest = rg_xmalloc((size_t)(c->nds ? c->nds : 1) * sizeof *highest);
     double *lowest = rg_xmalloc((size_t)(c->nds ? c->nds : 1) * sizeof *lowest);
     double *cr_of = rg_xmalloc((size_t)(c->nds ? c->nds : 1) * sizeof *cr_of);
-    for (int d = 0; d < c->nds; d++) lowest[d] = cr_of[d] = NAN;
+    for (int d = 0; d < c->nds; d++) lowest[d] = highest[d] = cr_of[d] = NAN;
     int npts = 0, above = 0, avoided = 0, bars_p = -1, bars_n = 0;
     char avoided_example[256] = "";
-    rg_str series = {0}, tics = {0};
+    rg_str series = {0};
+    rp_slots sl;
+    slots_init(&sl, c->nds);
     fputs(BAR_HEADER, f->csv);
     int nser = 0;
     for (int p = 0; p < np && !ret; p++) {
@@ -1156,10 +1331,12 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
             }
             if (!isfinite(m->c_mb) || !isfinite(m->u_mb) || !isfinite(cr)) continue;
             double r = m->c_mb / m->u_mb;
+            pt_x[npts] = cr * 100;
             ratios[npts++] = r;
             above += r > cr;
             bar_row(f, 0, cr * 100, r * 100, NAN, NAN, nser, "", "");
             if (!isfinite(lowest[d]) || r < lowest[d]) lowest[d] = r, cr_of[d] = cr;
+            if (!isfinite(highest[d]) || r > highest[d]) highest[d] = r;
             pts++;
         }
         if (pts) {
@@ -1172,21 +1349,31 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
         int score = with_c + (p_avoided ? 1000 : 0);
         if (with_c && score > bars_n) bars_n = score, bars_p = p;
     }
-    /* each dataset's name once, under its lowest point */
-    for (int d = 0; !ret && d < c->nds; d++)
-        if (isfinite(lowest[d])) bar_row(f, 2, cr_of[d] * 100, lowest[d] * 100 - 5, NAN, NAN, 0, c->datasets[d], "");
+    /* each dataset's name once, near its points, in percent as drawn */
+    if (!ret) {
+        double *pt_y = rg_xmalloc((size_t)(npts ? npts : 1) * sizeof *pt_y);
+        for (int i = 0; i < npts; i++) pt_y[i] = ratios[i] * 100;
+        for (int d = 0; d < c->nds; d++) cr_of[d] *= 100, lowest[d] *= 100, highest[d] *= 100;
+        place_names(f, c->datasets, c->nds, cr_of, lowest, highest, pt_x, pt_y, npts);
+        free(pt_y);
+    }
     if (!ret && bars_p < 0) {
         skipf(f, "needs the peak memory (peak_mem_bytes) of ok generated measurements with compaction on (layout C: "
                  "compact bsearch or direct, reorder off) and of the unoptimized layout U on the same problem");
     } else if (!ret) {
-        /* panel b: U and C of the chosen problem per dataset */
+        /* panel b: U and C of the chosen problem on the datasets it has either (or U's failure) for */
         for (int d = 0; d < c->nds; d++) {
             mem_cell *m = &cells[bars_p * c->nds + d];
-            tic_add(&tics, c->datasets[d], d);
+            if (isfinite(m->u_mb) || isfinite(m->c_mb) || m->u_fail[0]) slots_mark(&sl, d);
+        }
+        slots_number(&sl, c->datasets, c->nds);
+        for (int d = 0; d < c->nds; d++) {
+            mem_cell *m = &cells[bars_p * c->nds + d];
+            if (sl.of[d] < 0) continue;
             double hw, x;
-            x = bar_x(d, 0, 2, &hw);
+            x = bar_x(sl.of[d], 0, 2, &hw);
             bar_row(f, 1, x, m->u_mb, NAN, hw, 0, isfinite(m->u_mb) ? "" : m->u_fail, c->datasets[d]);
-            x = bar_x(d, 1, 2, &hw);
+            x = bar_x(sl.of[d], 1, 2, &hw);
             bar_row(f, 1, x, m->c_mb, NAN, hw, 1, "", c->datasets[d]);
         }
         char *bt = problem_title(pr[bars_p].model, pr[bars_p].task);
@@ -1203,18 +1390,20 @@ static int fig_memory(rp_ctx *c, rp_fig *f, rg_err *err)
         rg_str_putc(&f->reading, '.');
         var_num(f, "nseries", nser);
         var_str(f, "series", series.s ? series.s : "");
-        var_str(f, "xticsdef", tic_end(&tics));
-        var_num(f, "nclusters", c->nds);
+        var_str(f, "xticsdef", tic_end(&sl.tics));
+        var_num(f, "nclusters", sl.n);
         f->width = 1100;
         f->height = 480;
     }
     free(cells);
     free(ratios);
     free(lowest);
+    free(highest);
+    free(pt_x);
     free(cr_of);
     free(pr);
+    slots_free(&sl);
     rg_str_free(&series);
-    rg_str_free(&tics);
     return ret;
 }
 
@@ -1299,7 +1488,7 @@ static int fig_dims(rp_ctx *c, rp_fig *f, rg_err *err)
         var_num(f, "ymin", isfinite(lo) ? lo / 3 : 0.01);
         var_num(f, "ymax", isfinite(hi) ? hi * 2 : 10);
         var_num(f, "oomy", isfinite(lo) ? lo / 1.8 : 0.02);
-        grid_layout(f, np, 3, 300);
+        grid_layout(f, np, 3, 0, 300);
         f->width = 1100;
     }
     sqlite3_free(where);
@@ -1461,20 +1650,30 @@ static int fig_metrics(rp_ctx *c, rp_fig *f, rg_err *err)
     }
     static const char *const cats[2] = {"gemm", "traversal"}, *const cat_names[2] = {"GEMM", "traversal"};
     int nser = has_bwd ? 4 : 2;
-    rg_str panels = {0}, series = {0}, tics = {0};
+    rg_str panels = {0}, series = {0};
+    /* clusters: the datasets profiled (CUPTI runs are few: a slot per dataset would be mostly empty) */
+    rp_slots sl;
+    slots_init(&sl, c->nds);
+    if (!ret) ret = slots_mark_query(c, &sl, err, "SELECT DISTINCT dataset FROM km WHERE %s", gw);
+    slots_number(&sl, c->datasets, c->nds);
     fputs(BAR_HEADER, f->csv);
     for (int m = 0; m < nm && !ret; m++) {
         char t[192];
         metric_title(&ms[m], t, sizeof t);
         word_add(&panels, t);
-        for (int d = 0; d < c->nds && !ret; d++)
+        for (int d = 0; d < c->nds && !ret; d++) {
+            if (sl.of[d] < 0) continue;
+            int any = 0;
             for (int s = 0; s < nser && !ret; s++) {
-                double v, hw, x = bar_x(d, s, nser, &hw);
+                double v, hw, x = bar_x(sl.of[d], s, nser, &hw);
                 if ((ret = metric_mean(c, gw, ms[m].name, c->datasets[d], cats[s / (nser / 2)], has_bwd ? s % 2 : -1, &v,
                                        err)))
                     break;
                 bar_row(f, m, x, v, 0, hw, s, "", c->datasets[d]);
+                any |= isfinite(v);
             }
+            if (!ret && !any) bar_row(f, m, sl.of[d], NAN, 0, 0.4, 0, "not profiled", c->datasets[d]);
+        }
     }
     if (!ret) {
         /* reading: the first metric, GEMM vs traversal and forward vs backward over every dataset */
@@ -1505,7 +1704,6 @@ static int fig_metrics(rp_ctx *c, rp_fig *f, rg_err *err)
             word_add(&series, name);
             free(name);
         }
-        for (int d = 0; d < c->nds; d++) tic_add(&tics, c->datasets[d], d);
         char *ft = rg_xasprintf("%s, %dx%d dims: CUPTI counters per kernel class (time-weighted means)", title, g.dim_in,
                                 g.dim_out);
         var_str(f, "figtitle", ft);
@@ -1515,15 +1713,15 @@ static int fig_metrics(rp_ctx *c, rp_fig *f, rg_err *err)
         var_str(f, "panels", panels.s);
         var_num(f, "nseries", nser);
         var_str(f, "series", series.s);
-        var_str(f, "xticsdef", tic_end(&tics));
-        var_num(f, "nclusters", c->nds);
-        grid_layout(f, nm, 2, 300);
+        var_str(f, "xticsdef", tic_end(&sl.tics));
+        var_num(f, "nclusters", sl.n);
+        grid_layout(f, nm, 2, sl.n, 300);
         f->width = 1000;
     }
     sqlite3_free(gw);
+    slots_free(&sl);
     rg_str_free(&panels);
     rg_str_free(&series);
-    rg_str_free(&tics);
     return ret;
 }
 
@@ -1698,14 +1896,22 @@ static int fig_costmodel(rp_ctx *c, rp_fig *f, rg_err *err)
         var_str(f, "yticsdef0", tic_end(&t));
         rg_str_free(&t);
     }
-    rg_str series = {0}, tics = {0}, bars = {0};
+    rg_str series = {0}, bars = {0};
+    rp_slots sl;
+    slots_init(&sl, c->nds);
     if (!ret) {
+        /* clusters: the datasets with an oracle for some problem */
+        for (int d = 0; d < c->nds; d++)
+            for (int p = 0; p < np; p++)
+                if (isfinite(s.fixed[p * c->nds + d]) || isfinite(s.pick[p * c->nds + d])) slots_mark(&sl, d);
+        slots_number(&sl, c->datasets, c->nds);
         /* panel b: per dataset, geomean over problems of picked / oracle and best fixed / oracle */
         double *pick = rg_xmalloc((size_t)np * sizeof *pick), *fixed = rg_xmalloc((size_t)np * sizeof *fixed);
         rg_str_printf(&f->md, "| dataset | problems | best fixed / oracle |%s\n|---|---:|---:|%s\n",
                       c->have_pred ? " cost-model pick / oracle | top-1 hits | Spearman ρ (mean) |" : "",
                       c->have_pred ? "---:|---:|---:|" : "");
         for (int d = 0; d < c->nds; d++) {
+            if (sl.of[d] < 0) continue;
             int nprob = 0, hits = 0, nrho = 0;
             double rho = 0;
             for (int p = 0; p < np; p++) {
@@ -1718,13 +1924,13 @@ static int fig_costmodel(rp_ctx *c, rp_fig *f, rg_err *err)
             }
             double gp = geomean(pick, np), gf = geomean(fixed, np), hw, x;
             /* bars in percent of extra time over the oracle: the gaps are small numbers */
+            int slot = sl.of[d];
             if (c->have_pred) {
-                x = bar_x(d, 0, 2, &hw);
+                x = bar_x(slot, 0, 2, &hw);
                 bar_row(f, 1, x, (gp - 1) * 100, 0, hw, 0, "", c->datasets[d]);
             }
-            x = c->have_pred ? bar_x(d, 1, 2, &hw) : bar_x(d, 0, 1, &hw);
+            x = c->have_pred ? bar_x(slot, 1, 2, &hw) : bar_x(slot, 0, 1, &hw);
             bar_row(f, 1, x, (gf - 1) * 100, 0, hw, c->have_pred, "", c->datasets[d]);
-            tic_add(&tics, c->datasets[d], d);
             rg_str_printf(&f->md, "| %s | %d | %.3f |", c->datasets[d], nprob, gf);
             if (c->have_pred)
                 rg_str_printf(&f->md, " %.3f | %d/%d | %s%.2f |", gp, hits, nprob, nrho ? "" : "n/a ",
@@ -1759,15 +1965,15 @@ static int fig_costmodel(rp_ctx *c, rp_fig *f, rg_err *err)
         var_str(f, "series", series.s);
         var_num(f, "nbars", c->have_pred ? 2 : 1);
         var_str(f, "bars", bars.s);
-        var_str(f, "xticsdef", tic_end(&tics));
-        var_num(f, "nclusters", c->nds);
+        var_str(f, "xticsdef", tic_end(&sl.tics));
+        var_num(f, "nclusters", sl.n);
         f->width = 1100;
         f->height = 480;
     }
     cm_stats_free(&s);
     free(pr);
+    slots_free(&sl);
     rg_str_free(&series);
-    rg_str_free(&tics);
     rg_str_free(&bars);
     return ret;
 }
@@ -1904,7 +2110,7 @@ static int fig_heatmaps(rp_ctx *c, rp_fig *f, rg_err *err)
         var_num(f, "ny", coars.n);
         var_num(f, "cbmax", vmax > 1.05 ? vmax : 1.05);
         var_str(f, "xlabel", lbs.n > 1 ? "GEMM tile (lb: launch bounds)" : "GEMM tile");
-        grid_layout(f, npanels, 4, 260);
+        grid_layout(f, npanels, 4, 0, 260);
         f->width = 1100;
     }
     sqlite3_free(w);

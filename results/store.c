@@ -1841,3 +1841,88 @@ int rs_merge(rs_store *dst, const char *src_path, rs_merge_stats *stats, rg_err 
     rs_close(src);
     return rc;
 }
+
+/* ================================================================ pruning ==== */
+
+/* The measurements to keep: per problem (device, dataset, system, layer, model, task, dims,
+ * heads), every row of one commit, the one whose ok rows cover the most configs (ties: the
+ * newest ok row). For generated rows this is the commit explorer/costmodel.c fits on
+ * (CM_NEWEST_OK), so pruning leaves a fit unchanged; the two rules must stay the same. A
+ * problem that no commit measured ok keeps its newest commit's rows (its failures). Rows with
+ * per-kernel counters (CUPTI profiles, figure 7) stay too: a later sweep does not profile
+ * again. Keeping a few rows of another commit cannot change which commit a fit picks. */
+static const char PRUNE_KEEP_SQL[] =
+    "CREATE TEMP TABLE prune_keep AS"
+    " WITH r AS (SELECT m.id, m.device_key, m.dataset_id, m.system, m.layer, m.git_commit, m.status, m.variant_id,"
+    "                   v.model, v.task, v.dim_in, v.dim_out, v.heads"
+    "            FROM measurements m JOIN variants v ON v.id = m.variant_id),"
+    " per_commit AS (SELECT device_key, dataset_id, system, layer, model, task, dim_in, dim_out, heads, git_commit,"
+    "                       count(DISTINCT CASE WHEN status = 'ok' THEN variant_id END) AS n,"
+    "                       max(CASE WHEN status = 'ok' THEN id END) AS newest_ok, max(id) AS newest FROM r"
+    "                GROUP BY device_key, dataset_id, system, layer, model, task, dim_in, dim_out, heads, git_commit),"
+    " chosen AS (SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY device_key, dataset_id, system, layer,"
+    "                   model, task, dim_in, dim_out, heads ORDER BY n DESC, newest_ok DESC, newest DESC) AS rn"
+    "                   FROM per_commit) WHERE rn = 1)"
+    " SELECT r.id AS id FROM r JOIN chosen"
+    "  USING (device_key, dataset_id, system, layer, model, task, dim_in, dim_out, heads, git_commit)"
+    " UNION SELECT measurement_id FROM metrics WHERE kernel <> '';"
+    "CREATE UNIQUE INDEX temp.prune_keep_id ON prune_keep(id)";
+
+/* Deletes the superseded rows, children first (faster than cascading row by row), and the
+ * finished runs left empty. Variants stay: they are few, and a sweep registers its variants
+ * before it measures them. */
+static const char PRUNE_DELETE_SQL[] =
+    "DELETE FROM kernel_times WHERE measurement_id NOT IN (SELECT id FROM prune_keep);"
+    "DELETE FROM metrics WHERE measurement_id NOT IN (SELECT id FROM prune_keep);"
+    "DELETE FROM measurements WHERE id NOT IN (SELECT id FROM prune_keep);"
+    /* a finished run's claim on a point whose measurement went names nothing any more (and a
+     * kept claim would make a later sweep at that commit skip the point) */
+    "DELETE FROM claims WHERE run_id IN (SELECT id FROM runs WHERE status <> 'running') AND NOT EXISTS"
+    " (SELECT 1 FROM measurements m WHERE m.device_key = claims.device_key AND m.git_commit = claims.git_commit"
+    "  AND m.variant_id = claims.variant_id AND m.dataset_id = claims.dataset_id AND m.system = claims.system);"
+    "DELETE FROM runs WHERE status <> 'running' AND id NOT IN (SELECT DISTINCT run_id FROM measurements)"
+    " AND id NOT IN (SELECT run_id FROM claims);"
+    "DROP TABLE temp.prune_keep";
+
+static int count_rows(rs_store *s, const char *table, int64_t *out, rg_err *err)
+{
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM %s", table);
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
+    if (rc) rg_errf(err, "%s: counting %s: %s", s->path, table, sqlite3_errmsg(s->db));
+    else *out = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_free(sql);
+    return rc;
+}
+
+static int count_all(rs_store *s, int64_t n[4], rg_err *err)
+{
+    static const char *const tables[4] = {"measurements", "kernel_times", "metrics", "runs"};
+    for (int i = 0; i < 4; i++)
+        if (count_rows(s, tables[i], &n[i], err)) return -1;
+    return 0;
+}
+
+int rs_prune_superseded(rs_store *s, rs_prune_stats *stats, rg_err *err)
+{
+    rs_prune_stats local;
+    if (!stats) stats = &local;
+    memset(stats, 0, sizeof *stats);
+    int64_t before[4], after[4];
+    if (begin_write(s, err)) return -1;
+    if (count_all(s, before, err) || exec_sql(s, PRUNE_KEEP_SQL, err) || exec_sql(s, PRUNE_DELETE_SQL, err) ||
+        count_all(s, after, err) || commit(s, err)) {
+        rollback(s);
+        exec_sql(s, "DROP TABLE IF EXISTS temp.prune_keep", err);
+        return -1;
+    }
+    stats->measurements_kept = after[0];
+    stats->measurements_removed = before[0] - after[0];
+    stats->kernel_times_removed = before[1] - after[1];
+    stats->metrics_removed = before[2] - after[2];
+    stats->runs_removed = before[3] - after[3];
+    /* the freed pages go back to the file system; the WAL is emptied so the file alone is the store */
+    if (!stats->measurements_removed) return 0;
+    return exec_sql(s, "VACUUM; PRAGMA wal_checkpoint(TRUNCATE)", err);
+}

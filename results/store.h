@@ -269,4 +269,17 @@ int rs_compare(rs_store *s, int64_t base_run, int64_t head_run, double threshold
 int rs_comparison_common(const rs_comparison *c);
 void rs_comparison_free(rs_comparison *c);
 
+/* ---- Pruning ---- */
+typedef struct rs_prune_stats {
+    int64_t measurements_kept, measurements_removed, kernel_times_removed, metrics_removed, runs_removed;
+} rs_prune_stats;
+/* Keeps, per problem (device, dataset, system, layer, model, task, dims, heads), only the rows
+ * of the commit whose ok rows cover the most configs (ties: the newest), which is what the
+ * cost-model fit reads, and every row with per-kernel counters (CUPTI profiles are not
+ * repeated by later sweeps); superseded commits' other measurements go with their kernel times and
+ * metrics, then finished runs left without measurements, and the file is compacted (VACUUM).
+ * Deleting is one transaction: an error leaves the store as it was. For stores of record that
+ * no sweep is writing to (a sweep's commit still measuring would lose its rows). */
+int rs_prune_superseded(rs_store *s, rs_prune_stats *stats, rg_err *err);
+
 #endif

@@ -87,10 +87,34 @@ int krt_have_device(void)
     return probe_count > 0;
 }
 
+/* cudart says "CUDA driver version is insufficient for CUDA runtime version" both when the
+ * driver is too old and when there is no driver at all (driver version 0): the reader needs
+ * to know which, and what to look for. */
+void krt_no_device_reason(int cuda_error, int driver_version, int runtime_version, char *buf, size_t cap)
+{
+    cudaError_t e = (cudaError_t)cuda_error;
+    if (e == cudaErrorInsufficientDriver && driver_version <= 0)
+        snprintf(buf, cap, "no NVIDIA driver or device was found (cudaErrorInsufficientDriver)");
+    else if (e == cudaErrorInsufficientDriver)
+        snprintf(buf, cap, "the NVIDIA driver supports CUDA %d.%d, older than this build's CUDA %d.%d runtime "
+                 "(cudaErrorInsufficientDriver)", driver_version / 1000, driver_version % 1000 / 10,
+                 runtime_version / 1000, runtime_version % 1000 / 10);
+    else if (e == cudaErrorNoDevice)
+        snprintf(buf, cap, "no NVIDIA device was found (cudaErrorNoDevice)");
+    else
+        snprintf(buf, cap, "%s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
 int krt_require_device(rg_err *err)
 {
     if (krt_have_device()) return 0;
-    rg_errf(err, "no CUDA device: %s (%s)", cudaGetErrorString(probe_error), cudaGetErrorName(probe_error));
+    int driver = 0, runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    (void)cudaGetLastError();
+    char reason[256];
+    krt_no_device_reason((int)probe_error, driver, runtime, reason, sizeof reason);
+    rg_errf(err, "no CUDA device: %s", reason);
     return rg_err_classify(err, RG_ERR_NO_DEVICE, (int)probe_error);
 }
 

@@ -24,12 +24,15 @@ typedef struct krt_device {
 } krt_device;
 
 /* Selects `device` and fills `out` (may be NULL). With no usable device the error is one
- * line "no CUDA device: <cudaGetErrorString> (<error name>)". */
+ * line "no CUDA device: <krt_no_device_reason>". */
 int krt_init(int device, krt_device *out, rg_err *err);
 /* 1 when at least one CUDA device is usable. Cached; never aborts, never prints. */
 int krt_have_device(void);
 /* 0 when a device is usable, else -1 with the "no CUDA device: ..." line in err. */
 int krt_require_device(rg_err *err);
+/* Why no device is usable, for a reader: cuda_error is the cudaError_t of the device probe,
+ * driver/runtime versions as cudaDriverGetVersion gives them (0: no driver). One line. */
+void krt_no_device_reason(int cuda_error, int driver_version, int runtime_version, char *buf, size_t cap);
 /* 1 when $RGNN_REQUIRE_GPU is "1": GPU tests must then fail instead of skipping. */
 int krt_gpu_required(void);
 

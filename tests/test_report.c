@@ -109,6 +109,67 @@ static char *run_report(const char *db, const char *out, const char *gpu, rp_sum
     return md;
 }
 
+/* nclusters of one figure, as replot.sh passes it to gnuplot. */
+static int figure_clusters(const char *out, const char *stem)
+{
+    char *path = rg_xasprintf("%s/data/replot.sh", out), *script = tu_read_file(path, NULL);
+    if (!script) fail_msg("%s: missing", path);
+    char *csv = rg_xasprintf("data/%s.csv", stem), *line = strstr(script, csv), *n = line ? strstr(line, "nclusters=") : NULL;
+    if (!n) fail_msg("replot.sh passes no nclusters to %s", stem);
+    int clusters = atoi(n + strlen("nclusters="));
+    free(csv);
+    free(script);
+    free(path);
+    return clusters;
+}
+
+/* Every dataset slot of every bar panel (panel -1: all of the figure's panels, else only that
+ * one) holds a bar or a label saying why there is none: a reader never meets a blank slot. */
+static void assert_no_empty_slot(const char *out, const char *stem, int only_panel)
+{
+    enum { MAXP = 16, MAXC = 32 };
+    int clusters = figure_clusters(out, stem), seen[MAXP][MAXC] = {{0}}, rows[MAXP] = {0}, npanels = 0;
+    assert_true(clusters > 0 && clusters <= MAXC);
+    char *path = rg_xasprintf("%s/data/%s.csv", out, stem), *text = tu_read_file(path, NULL);
+    if (!text) fail_msg("%s: missing", path);
+    char *save = NULL;
+    strtok_r(text, "\n", &save);   /* header: panel,x,value,base,halfwidth,series,label,xtic */
+    for (char *line; (line = strtok_r(NULL, "\n", &save));) {
+        char *f[8] = {0}, *p = line;
+        for (int i = 0; i < 8; i++) {
+            f[i] = p;
+            p = p ? strchr(p, ',') : NULL;
+            if (p) *p++ = 0;
+        }
+        int panel = atoi(f[0]);
+        if (panel < 0 || panel >= MAXP || (only_panel >= 0 && panel != only_panel)) continue;
+        long slot = lround(strtod(f[1], NULL));
+        if (slot < 0 || slot >= clusters) fail_msg("%s: panel %d has a bar outside its %d slots", stem, panel, clusters);
+        rows[panel]++;
+        if (panel + 1 > npanels) npanels = panel + 1;
+        if (isfinite(strtod(f[2], NULL)) || (f[6] && f[6][0])) seen[panel][slot] = 1;
+    }
+    for (int panel = only_panel >= 0 ? only_panel : 0; panel < npanels; panel++) {
+        if (!rows[panel]) fail_msg("%s: panel %d is empty", stem, panel);
+        for (int k = 0; k < clusters; k++)
+            if (!seen[panel][k]) fail_msg("%s: panel %d leaves dataset slot %d of %d empty", stem, panel, k, clusters);
+    }
+    free(text);
+    free(path);
+}
+
+/* The figures drawn as clustered bars: stem and the panel that holds bars (-1: all). */
+static const struct {
+    const char *stem;
+    int panel;
+} BAR_FIGURES[] = {{"02_baselines", -1}, {"03_ablation", -1}, {"05_memory", 1}, {"07_metrics", -1}, {"08_costmodel", 1}};
+
+static void assert_no_empty_slots(const char *out)
+{
+    for (size_t i = 0; i < sizeof BAR_FIGURES / sizeof BAR_FIGURES[0]; i++)
+        assert_no_empty_slot(out, BAR_FIGURES[i].stem, BAR_FIGURES[i].panel);
+}
+
 /* The geomean over datasets of (best U time / best C+R time) of one problem, straight from
  * the tables, to check the figure's reading independently of the report's queries. */
 static double cr_speedup(const char *db_path, const char *model, const char *task)
@@ -207,6 +268,7 @@ static void test_full_report(void **state)
     assert_non_null(strstr(md, "C avoids U's out-of-memory in 1 case (e.g. RGAT training on am)"));
     assert_non_null(strstr(md, "Cost-model picks run"));
     assert_non_null(strstr(md, "2.34 for GEMM vs"));   /* time-weighted IPC of the fixture's counters */
+    assert_no_empty_slots(out);
     /* the CSV behind a figure is real data: the heatmap cells of one dataset include the best (1) */
     char *csv_path = rg_xasprintf("%s/data/09_heatmaps.csv", out);
     char *csv = tu_read_file(csv_path, NULL);
@@ -227,6 +289,80 @@ static void test_full_report(void **state)
     free(script);
     free(replot);
     free(md);
+    free(db);
+    free(out);
+    tu_rm_tree(dir);
+}
+
+/* Baselines and CUPTI counters measured on some datasets only (as on the H100 store): the bar
+ * figures show the datasets that have them, not a row of blank slots, and a problem without a
+ * baseline on a dataset shown says so. */
+static void test_no_empty_slots(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
+    static const char *const tables[] = {"kernel_times", "metrics"};
+    for (int t = 0; t < 3; t++) {
+        /* mutag: no baseline at all; fb15k237: none for training; aifb: no CUPTI counters */
+        char *sql = rg_xasprintf(
+            "DELETE FROM %s WHERE %s IN (SELECT m.id FROM measurements m JOIN datasets d ON d.id = m.dataset_id"
+            " JOIN variants v ON v.id = m.variant_id WHERE m.system <> 'generated' AND (d.name = 'mutag'"
+            " OR (d.name = 'fb15k237' AND v.task LIKE 'train%%')))",
+            t < 2 ? tables[t] : "measurements", t < 2 ? "measurement_id" : "id");
+        exec_sql(db, sql);
+        free(sql);
+    }
+    exec_sql(db, "DELETE FROM metrics WHERE kernel <> '' AND measurement_id IN (SELECT m.id FROM measurements m"
+                 " JOIN datasets d ON d.id = m.dataset_id WHERE d.name = 'aifb')");
+    rp_summary s;
+    char *md = run_report(db, out, NULL, &s);
+    assert_int_equal(s.drawn, RP_NFIGURES);
+    assert_no_empty_slots(out);
+    assert_int_equal(figure_clusters(out, "02_baselines"), 3);   /* aifb, fb15k237, am */
+    assert_int_equal(figure_clusters(out, "07_metrics"), 3);     /* mutag, fb15k237, am */
+    char *csv_path = rg_xasprintf("%s/data/02_baselines.csv", out), *csv = tu_read_file(csv_path, NULL);
+    assert_non_null(strstr(csv, ",no baseline,fb15k237\n"));
+    free(csv);
+    free(csv_path);
+    free(md);
+    free(db);
+    free(out);
+    tu_rm_tree(dir);
+}
+
+/* Figure 5a names each dataset once beside its points: with every dataset at the same entity
+ * compaction ratio their points share one column, and the names must still not overlap
+ * (boxes: 1.45 x units per character, 3.9 y units per line, as report.c sizes them). */
+static void test_memory_names_do_not_overlap(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
+    exec_sql(db, "UPDATE datasets SET compaction_ratio = 0.5");
+    rp_summary s;
+    free(run_report(db, out, NULL, &s));
+    char *path = rg_xasprintf("%s/data/05_memory.csv", out), *text = tu_read_file(path, NULL);
+    assert_non_null(text);
+    int leader = strstr(text, "\n3,") != NULL;   /* a name moved away from its points has a leader line */
+    double x0[16], x1[16], y0[16], y1[16];
+    int n = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "2,", 2) != 0) continue;
+        double x, y;
+        char name[64];
+        assert_int_equal(sscanf(line, "2,%lf,%lf,NaN,NaN,0,%63[^,],", &x, &y, name), 3);
+        assert_true(n < 16);
+        double w = (double)strlen(name) * 1.45 + 1;
+        x0[n] = x - w / 2, x1[n] = x + w / 2, y0[n] = y - 1.95, y1[n] = y + 1.95;
+        for (int k = 0; k < n; k++)
+            if (x0[n] < x1[k] && x0[k] < x1[n] && y0[n] < y1[k] && y0[k] < y1[n])
+                fail_msg("figure 5: the name %s overlaps another (%s)", name, line);
+        n++;
+    }
+    assert_int_equal(n, 4);   /* each dataset named once */
+    assert_true(leader);
+    free(text);
+    free(path);
     free(db);
     free(out);
     tu_rm_tree(dir);
@@ -359,6 +495,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixture_is_current),
         cmocka_unit_test(test_full_report),
+        cmocka_unit_test(test_no_empty_slots),
+        cmocka_unit_test(test_memory_names_do_not_overlap),
         cmocka_unit_test(test_without_cost_model),
         cmocka_unit_test(test_sparse_device_skips),
         cmocka_unit_test(test_empty_store),
