@@ -402,7 +402,7 @@ static void test_gpu_layers(void **state)
     (void)state;
     TU_REQUIRE_GPU();
     rg_err err;
-    hg_graph *g = synth_generate("nodes=400,edges=5000,ntypes=3,etypes=6,ratio=0.5,seed=5", &err);
+    hg_graph *g = synth_generate("nodes=400,edges=5000,ntypes=3,etypes=6,ratio=0.3,seed=5", &err);
     if (!g) fail_msg("%s", err.msg);
     static const struct {
         const char *model;
@@ -439,7 +439,7 @@ static void test_gpu_bmm_oom(void **state)
     (void)state;
     TU_REQUIRE_GPU();
     rg_err err;
-    hg_graph *g = synth_generate("nodes=400,edges=5000,ntypes=3,etypes=6,ratio=0.5,seed=5", &err);
+    hg_graph *g = synth_generate("nodes=400,edges=5000,ntypes=3,etypes=6,ratio=0.3,seed=5", &err);
     if (!g) fail_msg("%s", err.msg);
     ir_dims d = {64, 64, 1};
     /* seg needs about E*(K+M)*4 = 2.6 MB, bmm adds E*K*M*4 = 82 MB of weight copies */

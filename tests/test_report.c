@@ -238,6 +238,7 @@ static void test_fixture_is_current(void **state)
 
 static void test_full_report(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
     rp_summary s;
@@ -299,6 +300,7 @@ static void test_full_report(void **state)
  * baseline on a dataset shown says so. */
 static void test_no_empty_slots(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
     static const char *const tables[] = {"kernel_times", "metrics"};
@@ -335,6 +337,7 @@ static void test_no_empty_slots(void **state)
  * (boxes: 1.45 x units per character, 3.9 y units per line, as report.c sizes them). */
 static void test_memory_names_do_not_overlap(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
     exec_sql(db, "UPDATE datasets SET compaction_ratio = 0.5");
@@ -371,6 +374,7 @@ static void test_memory_names_do_not_overlap(void **state)
 /* Without predictions figure 8 still draws measured times only, and says why. */
 static void test_without_cost_model(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
     exec_sql(db, "DELETE FROM metrics WHERE name = 'predicted_ms'");
@@ -389,6 +393,7 @@ static void test_without_cost_model(void **state)
 /* A device with little data: the figures it cannot support are skipped, saying what they need. */
 static void test_sparse_device_skips(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir), *out = rg_xasprintf("%s/report", dir);
     rp_summary s;
@@ -416,6 +421,7 @@ static void test_sparse_device_skips(void **state)
 
 static void test_empty_store(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = rg_xasprintf("%s/empty.db", dir), *out = rg_xasprintf("%s/report", dir);
     rg_err err;
@@ -445,6 +451,7 @@ static void expect_failure(const char *db, const char *gpu, const char *needle)
 
 static void test_missing_column_fails(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir);
     exec_sql(db, "ALTER TABLE measurements DROP COLUMN peak_mem_bytes");
@@ -457,6 +464,7 @@ static void test_missing_column_fails(void **state)
 
 static void test_missing_table_fails(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir);
     exec_sql(db, "DROP TABLE kernel_times");
@@ -467,6 +475,7 @@ static void test_missing_table_fails(void **state)
 
 static void test_bad_inputs(void **state)
 {
+    TU_REQUIRE_PROGRAM("gnuplot");
     (void)state;
     char *dir = tu_tmpdir(), *db = fixture_copy(dir), *missing = rg_xasprintf("%s/none.db", dir);
     expect_failure(db, "no-such-gpu", "no measurements on a GPU matching 'no-such-gpu'");

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *tu_shared_datasets(void)
 {
@@ -102,4 +103,19 @@ int64_t tu_sql_int(const char *db_path, const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+int tu_have_program(const char *program)
+{
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char *copy = rg_xstrdup(path), *save = NULL;
+    int found = 0;
+    for (char *dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+        char *full = rg_xasprintf("%s/%s", *dir ? dir : ".", program);
+        found = access(full, X_OK) == 0;
+        free(full);
+    }
+    free(copy);
+    return found;
 }

@@ -33,6 +33,11 @@ int tu_gpu_present(void);
         TU_SKIP_CUPTI_UNDER_ASAN(); \
         if (!tu_gpu_present()) { printf("skip: no CUDA device\n"); skip(); } \
     } while (0)
+/* 1 when PROGRAM is an executable in $PATH. */
+int tu_have_program(const char *program);
+/* Skips the current test, saying why, when PROGRAM is not installed (gnuplot on the GPU machine). */
+#define TU_REQUIRE_PROGRAM(program) \
+    if (!tu_have_program(program)) { printf("skip: %s is not installed\n", program); skip(); }
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */
