@@ -23,7 +23,7 @@ CFLAGS    += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(CUDA_HOME)/inc
 LDLIBS    = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lnvrtc -lcupti -lcublas \
              $(PKG_LIBS) -lpthread -ldl -lrt -lm
 
-MODULE_DIRS := common datasets codegen runtime measure explorer results baselines cli
+MODULE_DIRS := common datasets codegen runtime results measure explorer baselines cli
 LIB_SRC   := $(filter-out cli/main.c,$(wildcard $(addsuffix /*.c,$(MODULE_DIRS))))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC  := $(wildcard tests/test_*.c)
@@ -68,6 +68,9 @@ test: all
 	@CHECK_CFLAGS="$(CHECK_CFLAGS)" sh tests/check_includes.sh $(MODULE_DIRS)
 	@cd tests/fixtures/include_circle && ! CHECK_CFLAGS=-I. sh ../../check_includes.sh m >/dev/null || \
 	    { echo "tests/check_includes.sh misses the circle of tests/fixtures/include_circle"; exit 1; }
+	@sh tests/check_layers.sh $(MODULE_DIRS)
+	@cd tests/fixtures/layer_breach && ! sh ../../check_layers.sh low high >/dev/null || \
+	    { echo "tests/check_layers.sh misses the breach of tests/fixtures/layer_breach"; exit 1; }
 	@sh tests/run.sh $(TEST_BIN)
 
 # GPU correctness sweep (needs a CUDA device): same runner, GPU tests are not skipped there.

@@ -85,10 +85,4 @@ char *xs_best_path(const char *best_dir, const char *gpu_name, const xb_problem 
  * before any worker starts. */
 int xs_check_backend(const char *spec, rg_err *err);
 
-/* ---- The simulated backend (measure/simbackend.c), for tests and --backend sim ---- */
-xb_backend *xb_sim_backend(const char *spec, rg_err *err);
-/* Tells it which variant comes next (its injected failures may be keyed by index). */
-void xb_sim_set_index(xb_backend *b, int index);
-const char *xb_sim_help(void);
-
 #endif

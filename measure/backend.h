@@ -99,4 +99,11 @@ struct xb_backend {
 /* The GPU backend (measure/gpu_backend.c): NVRTC + CUPTI on the current device. */
 xb_backend *xb_gpu_backend(rg_err *err);
 
+/* The simulated backend (measure/simbackend.c), for tests and --backend sim: times from a
+ * model of the configs, failures injected by spec. */
+xb_backend *xb_sim_backend(const char *spec, rg_err *err);
+/* Tells it which variant comes next (its injected failures may be keyed by index). */
+void xb_sim_set_index(xb_backend *b, int index);
+const char *xb_sim_help(void);
+
 #endif

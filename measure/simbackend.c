@@ -1,6 +1,6 @@
 /* A simulated measurement backend for testing the sweep driver without a GPU: timings are a
  * deterministic function of config and problem, and failures of every class are injected. */
-#include "explorer/sweep.h"
+#include "measure/backend.h"
 #include "datasets/dataset.h"
 
 #include <math.h>
