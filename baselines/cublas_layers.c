@@ -607,6 +607,7 @@ static void add_records(timing *t, int rep, const kprof_records *rec)
 {
     for (size_t i = 0; i < rec->n; i++) {
         const kprof_record *r = &rec->v[i];
+        if (r->kind != KPROF_KERNEL) continue;   /* memsets and copies count in the span only */
         double ns = (double)(r->end_ns - r->start_ns);
         t->total_ns[rep] += ns;
         int j = 0;

@@ -57,6 +57,9 @@ void cp_add_options(ro_cmd *c, cp_problem *p, unsigned which)
     if (which & CP_REPEATS) {
         ro_add(c, (ro_opt){.name = "repeats", .arg = "N", .kind = RO_INT, .dst = &p->repeats, .help = "timed runs (default 10)", .lo = 1, .hi = 100000});
         ro_add(c, (ro_opt){.name = "warmup", .arg = "N", .kind = RO_INT, .dst = &p->warmup, .help = "untimed runs before them (default 3)", .lo = 0, .hi = 100000});
+        ro_add(c, (ro_opt){.name = "flush-l2", .kind = RO_FLAG, .dst = &p->flush_l2,
+                           .help = "write twice the L2 before each timed run, outside its timing, so it starts\n"
+                                   "cold (stored as the metric flush_l2 = 1)"});
     }
     if (which & CP_DB) ro_add(c, (ro_opt){.name = "db", .arg = "PATH", .kind = RO_STR, .dst = &p->db, .help = "results database (default " RS_DEFAULT_DB ")"});
 }

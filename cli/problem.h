@@ -13,6 +13,7 @@ typedef struct cp_problem {
     int heads;
     size_t mem_limit;     /* 0: none */
     int repeats, warmup;
+    int flush_l2;         /* --flush-l2: each timed run starts with a cold L2 */
     int allow_mismatch;   /* --allow-mismatch (with --data-dir) */
 } cp_problem;
 
@@ -27,7 +28,7 @@ enum {
     CP_CONFIG = 1 << 6,
     CP_DB = 1 << 7,
     CP_MEM_LIMIT = 1 << 8,
-    CP_REPEATS = 1 << 9,   /* --repeats and --warmup */
+    CP_REPEATS = 1 << 9,   /* --repeats, --warmup and --flush-l2 */
     CP_PROBLEM = CP_MODEL | CP_DATASET | CP_TASK | CP_DIMS | CP_HEADS | CP_DATA_DIR,
 };
 

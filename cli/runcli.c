@@ -3,6 +3,7 @@
 #include "cli/runcli.h"
 #include "cli/problem.h"
 #include "codegen/codegen.h"
+#include "codegen/floor.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "measure/backend.h"
@@ -14,23 +15,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Roofline ceilings of the H100 we measure on (docs/perf-notes.md): device-to-device copy
- * bandwidth and cuBLAS SGEMM throughput. */
-#define FLOOR_BYTES_PER_S 3.0e12
-#define FLOOR_FLOPS_PER_S 51.6e12
-
 typedef struct run_args {
     cp_problem p;
     const char *out, *space;
-    int compile_sm, show_plan;
+    int compile_sm, show_plan, metrics;
 } run_args;
 
 static const char RUN_USAGE[] =
     "usage: explore run --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
     "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
-    "                   [--repeats N] [--warmup N] [--plan]\n"
+    "                   [--repeats N] [--warmup N] [--flush-l2] [--metrics] [--plan]\n"
     "Builds one variant, validates it against the float64 CPU reference, then times it\n"
-    "(warm-up, repeats, median) and prints per-kernel times and peak device memory.\n";
+    "(warm-up, repeats, median) and prints per-kernel times, the run's span, peak device\n"
+    "memory and the layer's floors at the device's measured ceilings (docs/floor.md).\n";
 
 static const char GEN_USAGE[] =
     "usage: explore gen --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H]\n"
@@ -53,6 +50,8 @@ static void command(ro_cmd *c, run_args *a, int gen)
         ro_add(c, (ro_opt){.name = "compile", .arg = "SM", .kind = RO_INT, .dst = &a->compile_sm, .help = "also compile them with NVRTC for sm_SM", .lo = 50, .hi = 200});
     } else {
         ro_add(c, (ro_opt){.name = "plan", .arg = NULL, .kind = RO_FLAG, .dst = &a->show_plan, .help = "also print the launch plan"});
+        ro_add(c, (ro_opt){.name = "metrics", .arg = NULL, .kind = RO_FLAG, .dst = &a->metrics,
+                           .help = "collect hardware counters: achieved DRAM bandwidth against the measured ceiling"});
     }
 }
 
@@ -71,6 +70,46 @@ static int parse_args(int argc, char **argv, run_args *a, int gen, cg_config *cf
     else if (cp_check(&a->p, &err) || cp_config(&a->p, cfg, &err)) rc = ro_fail(c.name, &err);
     *exit_rc = rc;
     return rc ? -1 : 0;
+}
+
+/* A measurement-level metric of the result (kernel ""), NaN when absent. */
+static double metric(const xb_result *r, const char *name)
+{
+    for (int i = 0; i < r->nmetrics; i++)
+        if (!r->metrics[i].kernel[0] && !strcmp(r->metrics[i].name, name)) return r->metrics[i].value;
+    return NAN;
+}
+
+/* Sum over kernels of a per-kernel counter. NaN when no kernel has it. */
+static double kernel_sum(const xb_result *r, const char *name)
+{
+    double s = 0;
+    int n = 0;
+    for (int i = 0; i < r->nmetrics; i++)
+        if (r->metrics[i].kernel[0] && !strcmp(r->metrics[i].name, name)) s += r->metrics[i].value, n++;
+    return n ? s : NAN;
+}
+
+/* The span against the kernel sum, the measured ceilings, the floors and (with counters)
+ * the achieved DRAM bandwidth. */
+static void print_floors(const xb_result *r)
+{
+    double span = metric(r, "span_ms"), copy = metric(r, "ceil_copy_Bps"), l2 = metric(r, "ceil_l2_Bps");
+    double fp32 = metric(r, "ceil_fp32_flops"), fb = metric(r, "floor_bytes"), ff = metric(r, "floor_flops");
+    printf("span (median, first memset or kernel start to last kernel end): %.4f ms; kernel sum %.4f ms%s\n", span,
+           r->median_ms, metric(r, "flush_l2") == 1 ? "; L2 flushed before each run" : "");
+    printf("ceilings (measured): copy %.0f GB/s, L2 %.0f GB/s, FP32 %.1f TFLOP/s, TF32 %.1f, BF16 %.1f TFLOP/s\n",
+           copy / 1e9, l2 / 1e9, fp32 / 1e12, metric(r, "ceil_tf32_flops") / 1e12, metric(r, "ceil_bf16_flops") / 1e12);
+    fl_floor f = {.bytes = fb, .flops = ff};
+    double dram = fl_time_ms(fb, ff, copy, fp32), l2f = fl_l2_time_ms(&f, metric(r, "l2_bytes"), l2, fp32);
+    printf("floor: %.3g bytes, %.3g flops; DRAM-cold %.4f ms (span %.1fx), L2-resident %s", fb, ff, dram,
+           span / dram, isnan(l2f) ? "none (does not fit in L2)" : "");
+    if (!isnan(l2f)) printf("%.4f ms (span %.1fx)", l2f, span / l2f);
+    printf("\n");
+    double moved = kernel_sum(r, "dram__bytes_read.sum") + kernel_sum(r, "dram__bytes_write.sum");
+    if (!isnan(moved) && r->median_ms > 0)
+        printf("achieved DRAM bandwidth: %.0f GB/s over the kernel sum, %.1f%% of the measured copy ceiling\n",
+               moved / (r->median_ms / 1e3) / 1e9, 100 * moved / (r->median_ms / 1e3) / copy);
 }
 
 static void print_result(const run_args *a, const cg_config *cfg, const xb_result *r)
@@ -94,9 +133,9 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
     if (pl_is_train(a->p.task)) printf("; forward %.4f ms, backward %.4f ms", r->fwd_ms, r->bwd_ms);
     char mb[32];
     printf("\npeak device memory: %s\n", mp_format_bytes((size_t)r->peak_mem_bytes, mb));
-    double floor_ms = 1e3 * fmax(r->bytes / FLOOR_BYTES_PER_S, r->flops / FLOOR_FLOPS_PER_S);
-    printf("analytic: %.3g flops, %.3g bytes, %.3g atomics, %d launches; floor %.4f ms (%.1fx from it)\n", r->flops,
-           r->bytes, r->atomics, r->launches, floor_ms, floor_ms > 0 ? r->median_ms / floor_ms : NAN);
+    printf("analytic: %.3g flops, %.3g bytes, %.3g atomics, %d launches\n", r->flops, r->bytes, r->atomics,
+           r->launches);
+    print_floors(r);
     printf("compile: %.2f s\n", r->compile_s);
 }
 
@@ -126,7 +165,7 @@ int xr_run_main(int argc, char **argv)
     printf("dataset %s: %lld nodes, %lld edges, %d node types, %d edge types, compaction ratio %.3f (prepared in %.1f s)\n",
            prob.dataset, (long long)st.nodes, (long long)st.edges, st.node_types, st.edge_types, st.compaction_ratio,
            rg_now() - t0);
-    xb_options opt = {.warmup = a.p.warmup, .repeats = a.p.repeats};
+    xb_options opt = {.warmup = a.p.warmup, .repeats = a.p.repeats, .metrics = a.metrics, .flush_l2 = a.p.flush_l2};
     xb_result r;
     rc = b->measure(b, &cfg, &opt, &r, &err);
     if (rc) fprintf(stderr, "explore run: %s\n", err.msg);

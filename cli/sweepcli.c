@@ -110,6 +110,7 @@ static int finish(const char *cmd, const ro_cmd *r, const cp_problem *p, int pla
     c->opt.db = p->db;
     c->opt.measure.repeats = p->repeats;
     c->opt.measure.warmup = p->warmup;
+    c->opt.measure.flush_l2 = p->flush_l2;
     c->have_db = ro_given(r, "db");
     c->have_dataset = !plan_mode && ro_given(r, "dataset");
     return 0;

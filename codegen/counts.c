@@ -24,7 +24,7 @@ int64_t cg_stmt_rows(const ir_program *ir, int stmt, const hg_graph *g)
 static double width(const ir_var *v) { return (double)ir_var_row_width(v); }
 
 /* Multiply-adds count 2. Broadcast shapes use the widest operand. */
-static double stmt_flops(const ir_program *ir, const ir_stmt *s, double rows)
+double cg_stmt_flops(const ir_program *ir, const ir_stmt *s, double rows)
 {
     const ir_var *o = &ir->vars[s->out.var];
     double wide = width(o);
@@ -66,7 +66,7 @@ void cg_counts_fill(const ir_program *ir, const cg_variant *v, const hg_graph *g
     for (int i = 0; i < ir->nstmts; i++) {
         const ir_stmt *s = &ir->stmts[i];
         double rows = (double)cg_stmt_rows(ir, i, g);
-        *flops += stmt_flops(ir, s, rows);
+        *flops += cg_stmt_flops(ir, s, rows);
         *bytes += operand_bytes(ir, v, &s->out, rows, g);
         for (int k = 0; k < s->nin; k++) *bytes += operand_bytes(ir, v, &s->in[k], rows, g);
         const ir_var *o = &ir->vars[s->out.var];

@@ -22,6 +22,7 @@ typedef struct xb_options {
     int compile_threads;    /* NVRTC threads */
     double tolerance;       /* relative L2 error allowed vs the float64 reference */
     int validate_only;      /* stop after validation (correctness sweeps): no timing */
+    int flush_l2;           /* write twice the L2 before each timed run (stored as metric flush_l2) */
     double slow_ms;         /* > 0: a variant whose validation run took longer is timed once,
                              * without warm-up (the sweep sets it from the best time so far:
                              * such a variant cannot win, and on large graphs the slowest

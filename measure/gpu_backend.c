@@ -5,9 +5,12 @@
 #include "codegen/codegen.h"
 #include "codegen/counts.h"
 #include "codegen/emit_loss.h"
+#include "codegen/floor.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
+#include "runtime/ceil.h"
 #include "runtime/exec.h"
+#include "runtime/prof.h"
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
 
@@ -27,6 +30,10 @@ typedef struct gpu_ctx {
     kx_graph kg;
     int graph_uploaded;
     kx_staging *stage;     /* the problem's inputs in float32, and the download buffer */
+    fl_floor floor;        /* the layer's floor on this problem */
+    int have_floor;
+    void *flush_buf;       /* twice the L2, written before timed runs under --flush-l2 */
+    size_t flush_bytes;
 } gpu_ctx;
 
 static void release_problem(gpu_ctx *c)
@@ -56,6 +63,8 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     if (!c->g) return -1;
     hg_stats_compute(c->g, &c->stats);
     if (stats) *stats = c->stats;
+    rg_err ferr;
+    c->have_floor = fl_floor_layer(&c->pl, c->g, &c->floor, &ferr) == 0;
     if (kx_graph_upload(c->g, &c->kg, err)) return -1;
     c->graph_uploaded = 1;
     c->stage = kx_staging_new();
@@ -73,6 +82,47 @@ static int gpu_prepare_reference(xb_backend *b, rg_err *err)
         rg_err_prefix(err, "CPU reference of %s on %s", c->prob.model, c->prob.dataset);
         return -1;
     }
+    return 0;
+}
+
+static void add_metric(xb_result *r, const char *name, const char *unit, double value)
+{
+    if (r->nmetrics >= XB_MAX_METRICS || !isfinite(value)) return;
+    xb_metric *m = &r->metrics[r->nmetrics++];
+    snprintf(m->kernel, sizeof m->kernel, "%s", "");
+    snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(m->unit, sizeof m->unit, "%s", unit);
+    m->value = value;
+}
+
+/* The run's span, whether it started cold, the layer's floor and the device's measured
+ * ceilings: measurement metrics (docs/floor.md names them). */
+static void span_floor_ceilings(const gpu_ctx *c, const kx_timing *t, xb_result *r)
+{
+    add_metric(r, "span_ms", "ms", t->span_ms);
+    add_metric(r, "flush_l2", "", t->flushed_l2);
+    if (c->have_floor) {
+        add_metric(r, "floor_bytes", "byte", c->floor.bytes);
+        add_metric(r, "floor_flops", "flop", c->floor.flops);
+    }
+    rg_err e;
+    const kceil *k = kceil_get(&e);
+    if (!k) return;
+    add_metric(r, "ceil_copy_Bps", "byte/s", k->copy_Bps);
+    add_metric(r, "ceil_l2_Bps", "byte/s", k->l2_Bps);
+    add_metric(r, "ceil_fp32_flops", "flop/s", k->fp32_flops);
+    add_metric(r, "ceil_tf32_flops", "flop/s", k->tf32_flops);
+    add_metric(r, "ceil_bf16_flops", "flop/s", k->bf16_flops);
+    add_metric(r, "l2_bytes", "byte", k->l2_bytes);
+}
+
+/* The flush buffer, allocated on first use and kept for the backend's life. */
+static int flush_buffer(gpu_ctx *c, rg_err *err)
+{
+    if (c->flush_buf) return 0;
+    size_t bytes = 2 * (size_t)c->dev.l2_bytes;
+    if (krt_alloc(&c->flush_buf, bytes, err)) return -1;
+    c->flush_bytes = bytes;
     return 0;
 }
 
@@ -276,11 +326,14 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
                  run_ms, opt->slow_ms);
     }
     kx_timing t;
-    if (kx_time(&var, &comp, &bufs, &c->kg, warmup, repeats, &t, &e)) {
+    if ((opt->flush_l2 && flush_buffer(c, &e)) ||
+        kx_time(&var, &comp, &bufs, &c->kg, warmup, repeats, opt->flush_l2 ? c->flush_buf : NULL,
+                opt->flush_l2 ? c->flush_bytes : 0, &t, &e)) {
         fail_run(r, &e);
         goto done_buffers;
     }
     fill_timing(r, &t);
+    span_floor_ceilings(c, &t, r);
     kx_timing_free(&t);
     r->time_s = rg_now() - t0;
     if (opt->metrics) collect_metrics(c, &var, &comp, &bufs, r);
@@ -327,6 +380,7 @@ static void gpu_close(xb_backend *b)
 {
     gpu_ctx *c = b->ctx;
     release_problem(c);
+    krt_free(c->flush_buf);
     free(c);
     free(b);
 }

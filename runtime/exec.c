@@ -6,6 +6,7 @@
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,8 +565,28 @@ static void summarize_runs(const kprof_records *rec, int per_run, int repeats, k
     free(totals);
 }
 
+/* One timed run: the flush (untimed), then the zero-fills and kernels between run marks. */
+static int timed_run(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg,
+                     void *flush_buf, size_t flush_bytes, int *per_run, rg_err *err)
+{
+    if (flush_bytes && kprof_untimed_memset(flush_buf, flush_bytes, err)) return -1;
+    kprof_run_begin();
+    int rc = kx_reset(v, b, err) || launch_sequence(v, c, b, kg, per_run, err);
+    kprof_run_end();
+    return rc ? -1 : 0;
+}
+
+/* Median of the per-run spans; NaN when the records do not split into the runs. */
+static double median_span_ms(const kprof_records *rec, int per_run, int repeats)
+{
+    double *span = rg_xcalloc((size_t)repeats, sizeof *span);
+    double m = kprof_run_spans(rec, per_run, repeats, span) ? NAN : sorted_median(span, (size_t)repeats) / 1e6;
+    free(span);
+    return m;
+}
+
 int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg, int warmup,
-            int repeats, kx_timing *out, rg_err *err)
+            int repeats, void *flush_buf, size_t flush_bytes, kx_timing *out, rg_err *err)
 {
     kx_compiled *c = (kx_compiled *)c_const;
     memset(out, 0, sizeof *out);
@@ -576,7 +597,7 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
         if (kx_reset(v, b, err) || launch_sequence(v, c, b, kg, &per_run, err)) return -1;
     if (krt_sync(err) || kprof_start(err)) return -1;
     int rc = 0;
-    for (int r = 0; r < repeats && !rc; r++) rc = kx_reset(v, b, err) || launch_sequence(v, c, b, kg, &per_run, err);
+    for (int r = 0; r < repeats && !rc; r++) rc = timed_run(v, c, b, kg, flush_buf, flush_bytes, &per_run, err);
     kprof_records rec = {0};
     if (kprof_stop(&rec, err) || rc) {
         kprof_records_free(&rec);
@@ -584,14 +605,18 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     }
     int *order = rg_xmalloc((size_t)(v->plan.nkernels ? v->plan.nkernels : 1) * sizeof *order);
     int nlaunched = kx_launch_order(v, kg, order);
-    if (rec.n != (size_t)per_run * (size_t)repeats || nlaunched != per_run) {
-        rg_errf(err, "profiler saw %zu kernels, expected %d x %d", rec.n, per_run, repeats);
+    size_t nkern = kprof_count(&rec, KPROF_KERNEL);
+    if (nkern != (size_t)per_run * (size_t)repeats || nlaunched != per_run) {
+        rg_errf(err, "profiler saw %zu kernels, expected %d x %d", nkern, per_run, repeats);
         free(order);
         kprof_records_free(&rec);
         return -1;
     }
     out->repeats = repeats;
     out->method = kprof_method_name(rec.method);
+    out->flushed_l2 = flush_bytes > 0;
+    out->span_ms = median_span_ms(&rec, per_run, repeats);
+    kprof_keep(&rec, KPROF_KERNEL);   /* the kernel sums below index kernels only */
     summarize_runs(&rec, per_run, repeats, out);
     per_kernel_times(v, &rec, order, per_run, repeats, out);
     free(order);

@@ -96,6 +96,8 @@ typedef struct kx_kernel_time {
 typedef struct kx_timing {
     int repeats;
     double median_ms, min_ms, max_ms, stddev_ms;   /* per run: sum of its kernels' times */
+    double span_ms;      /* median per run of first kernel or memset start to last kernel end */
+    int flushed_l2;      /* each timed run started after an L2 flush */
     double gemm_ms, traversal_ms, other_ms;        /* medians per category */
     double fwd_ms, bwd_ms;
     int nkernels;
@@ -107,9 +109,11 @@ typedef struct kx_timing {
  * their count. order needs room for every kernel of the plan. */
 int kx_launch_order(const cg_variant *v, const kx_graph *kg, int *order);
 
-/* Warm-up runs, then `repeats` timed runs under the CUPTI activity API. */
+/* Warm-up runs, then `repeats` timed runs under the CUPTI activity API. With flush_bytes > 0,
+ * flush_buf's bytes are written before each timed run, outside its records, so that the run
+ * starts with a cold L2 (give a buffer of twice the L2's size). */
 int kx_time(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, int warmup,
-            int repeats, kx_timing *out, rg_err *err);
+            int repeats, void *flush_buf, size_t flush_bytes, kx_timing *out, rg_err *err);
 void kx_timing_free(kx_timing *t);
 
 #endif

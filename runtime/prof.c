@@ -1,5 +1,5 @@
-/* Kernel timing through the CUPTI Activity API (CONCURRENT_KERNEL records), with a cudaEvent
- * fallback around krt_launch when CUPTI cannot start, and per-kernel aggregation (GSL). */
+/* Kernel timing through the CUPTI Activity API (kernel, memset and memcpy records), with a
+ * cudaEvent fallback around krt_launch when CUPTI cannot start, and aggregation (GSL). */
 #include "runtime/prof.h"
 #include "runtime/rt.h"
 
@@ -22,6 +22,9 @@ static kprof_record *recs = NULL;
 static size_t nrecs = 0, caprecs = 0;
 static uint64_t dropped = 0;
 static char fallback_reason[sizeof(((rg_err *)0)->msg)];
+/* CUPTI's id of kprof_untimed_memset's stream; its records are dropped */
+static int have_untimed_stream = 0;
+static uint32_t untimed_stream_id = 0;
 
 /* Caller holds `lock`. */
 static kprof_record *append_record(void)
@@ -88,6 +91,31 @@ static void copy_kernel_record(const CUpti_ActivityKernel10 *k)
     r->stream_id = k->streamId;
 }
 
+/* Memset and memcpy records share the fields the span needs. */
+static void copy_transfer_record(kprof_kind kind, uint64_t start, uint64_t end, uint32_t stream)
+{
+    if (have_untimed_stream && stream == untimed_stream_id) return;
+    kprof_record *r = append_record();
+    r->name = rg_xstrdup(kind == KPROF_MEMSET ? "[memset]" : "[memcpy]");
+    r->kind = kind;
+    r->start_ns = start;
+    r->end_ns = end;
+    r->stream_id = stream;
+}
+
+static void copy_record(const CUpti_Activity *rec)
+{
+    if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+        copy_kernel_record((const CUpti_ActivityKernel10 *)rec);
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+        copy_transfer_record(KPROF_MEMSET, m->start, m->end, m->streamId);
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+        copy_transfer_record(KPROF_MEMCPY, m->start, m->end, m->streamId);
+    }
+}
+
 /* Runs on a CUPTI thread or inside cuptiActivityFlushAll. Records that arrive while no
  * collection is active (e.g. at process exit) are dropped. */
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
@@ -97,10 +125,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     pthread_mutex_lock(&lock);
     CUpti_Activity *rec = NULL;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-        if (active && active_method == KPROF_CUPTI &&
-            (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
-             rec->kind == CUPTI_ACTIVITY_KIND_KERNEL))
-            copy_kernel_record((const CUpti_ActivityKernel10 *)rec);
+        if (active && active_method == KPROF_CUPTI) copy_record(rec);
     }
     size_t lost = 0;
     if (cuptiActivityGetNumDroppedRecords(ctx, stream, &lost) == CUPTI_SUCCESS && active)
@@ -126,6 +151,14 @@ static int cupti_start(rg_err *err)
     CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS)
         return rg_errf(err, "CUPTI cannot enable kernel activity records: %s", cupti_error(r));
+    /* the plan's zero-fills and copies belong to the run's span */
+    r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+    if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    if (r != CUPTI_SUCCESS) {
+        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+        return rg_errf(err, "CUPTI cannot enable memset/memcpy activity records: %s", cupti_error(r));
+    }
     return 0;
 }
 
@@ -133,6 +166,9 @@ static int cupti_stop(rg_err *err)
 {
     CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     CUptiResult d = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    CUptiResult d2 = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+    CUptiResult d3 = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    if (d == CUPTI_SUCCESS) d = d2 != CUPTI_SUCCESS ? d2 : d3;
     if (r != CUPTI_SUCCESS) return rg_errf(err, "CUPTI flush failed: %s", cupti_error(r));
     if (d != CUPTI_SUCCESS) return rg_errf(err, "CUPTI disable failed: %s", cupti_error(d));
     return 0;
@@ -192,8 +228,38 @@ static void events_after(void *ctx, const krt_kernel *k, int launched)
     npairs--;
 }
 
+/* Index of the open KPROF_RUN pair, or -1 (an index: pairs may move as kernels are added). */
+static long open_run = -1;
+
+static int events_active(void)
+{
+    pthread_mutex_lock(&lock);
+    int on = active && active_method == KPROF_EVENTS;
+    pthread_mutex_unlock(&lock);
+    return on;
+}
+
+void kprof_run_begin(void)
+{
+    if (!events_active()) return;
+    static const krt_kernel run = {.name = "[run]"};
+    events_before(NULL, &run, (krt_dim3){0, 0, 0}, (krt_dim3){0, 0, 0}, 0);
+    if (!open_pair) return;
+    open_pair->rec.kind = KPROF_RUN;
+    open_run = (long)(open_pair - pairs);
+    open_pair = NULL;
+}
+
+void kprof_run_end(void)
+{
+    if (!events_active() || open_run < 0) return;
+    if (cudaEventRecord(pairs[open_run].end, 0) != cudaSuccess) (void)cudaGetLastError();
+    open_run = -1;
+}
+
 static void destroy_pairs(void)
 {
+    open_run = -1;
     for (size_t i = 0; i < npairs; i++) {
         cudaEventDestroy(pairs[i].start);
         cudaEventDestroy(pairs[i].end);
@@ -232,6 +298,36 @@ static int events_start(void)
     static const krt_launch_hooks h = {events_before, events_after, NULL};
     destroy_pairs();
     krt_set_launch_hooks(&h);
+    return 0;
+}
+
+/* ---- Untimed work ------------------------------------------------------------------------ */
+
+static cudaStream_t untimed_stream;
+
+int kprof_untimed_memset(void *buf, size_t bytes, rg_err *err)
+{
+    if (krt_require_device(err)) return -1;
+    if (!have_untimed_stream) {
+        cudaError_t e = cudaStreamCreateWithFlags(&untimed_stream, cudaStreamNonBlocking);
+        if (e != cudaSuccess) return rg_errf(err, "cannot create a stream: %s", cudaGetErrorString(e));
+        uint32_t id = 0;
+        if (cuptiGetStreamIdEx(NULL, (CUstream)untimed_stream, 0, &id) == CUPTI_SUCCESS) {
+            pthread_mutex_lock(&lock);
+            untimed_stream_id = id;
+            have_untimed_stream = 1;
+            pthread_mutex_unlock(&lock);
+        } else {
+            /* without its id its records could not be told apart: refuse rather than mix */
+            cudaStreamDestroy(untimed_stream);
+            return rg_errf(err, "CUPTI cannot name the flush stream");
+        }
+    }
+    /* the previous run must be over before the flush, and the flush before the next run */
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemsetAsync(buf, 0x5a, bytes, untimed_stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(untimed_stream);
+    if (e != cudaSuccess) return rg_errf(err, "L2 flush failed: %s", cudaGetErrorString(e));
     return 0;
 }
 
@@ -339,6 +435,55 @@ double kprof_span_ns(const kprof_records *r)
         if (r->v[i].end_ns > hi) hi = r->v[i].end_ns;
     }
     return (double)(hi - lo);
+}
+
+size_t kprof_count(const kprof_records *r, kprof_kind kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++) n += r->v[i].kind == kind;
+    return n;
+}
+
+void kprof_keep(kprof_records *r, kprof_kind kind)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        if (r->v[i].kind == kind) r->v[n++] = r->v[i];
+        else free(r->v[i].name);
+    }
+    r->n = n;
+}
+
+/* Spans from the KPROF_RUN records (the cudaEvent fallback). */
+static void spans_of_runs(const kprof_records *r, double *span_ns)
+{
+    int k = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i].kind == KPROF_RUN) span_ns[k++] = (double)(r->v[i].end_ns - r->v[i].start_ns);
+}
+
+int kprof_run_spans(const kprof_records *r, int per_run, int repeats, double *span_ns)
+{
+    if (repeats <= 0 || per_run <= 0) return -1;
+    if (kprof_count(r, KPROF_RUN) == (size_t)repeats) {
+        spans_of_runs(r, span_ns);
+        return 0;
+    }
+    if (kprof_count(r, KPROF_KERNEL) != (size_t)per_run * (size_t)repeats) return -1;
+    /* records are sorted by start: walk them, closing a run at its per_run-th kernel */
+    uint64_t prev_end = 0, lo = UINT64_MAX, hi = 0;
+    int run = 0, kernels = 0;
+    for (size_t i = 0; i < r->n && run < repeats; i++) {
+        const kprof_record *x = &r->v[i];
+        if (x->kind == KPROF_RUN || (run > 0 && x->start_ns < prev_end)) continue;
+        if (x->start_ns < lo) lo = x->start_ns;
+        if (x->end_ns > hi) hi = x->end_ns;
+        if (x->kind != KPROF_KERNEL || ++kernels < per_run) continue;
+        span_ns[run++] = (double)(hi - lo);
+        prev_end = hi;
+        lo = UINT64_MAX, hi = 0, kernels = 0;
+    }
+    return run == repeats ? 0 : -1;
 }
 
 static double duration(const kprof_record *r)

@@ -1,5 +1,5 @@
-/* Kernel timing: CUPTI activity records (CONCURRENT_KERNEL) of every kernel that runs
- * between kprof_start and kprof_stop, a cudaEvent fallback, and per-kernel medians. */
+/* Kernel timing: CUPTI activity records (CONCURRENT_KERNEL, MEMSET, MEMCPY) of the work that
+ * runs between kprof_start and kprof_stop, a cudaEvent fallback, per-kernel medians, spans. */
 #ifndef KPROF_PROF_H
 #define KPROF_PROF_H
 
@@ -13,8 +13,16 @@ typedef enum kprof_method {
     KPROF_EVENTS      /* cudaEvent pairs around each krt_launch (sees no cuBLAS kernels) */
 } kprof_method;
 
+typedef enum kprof_kind {
+    KPROF_KERNEL = 0,
+    KPROF_MEMSET,                /* "[memset]" */
+    KPROF_MEMCPY,                /* "[memcpy]" */
+    KPROF_RUN                    /* "[run]": a kprof_run_begin/end pair (cudaEvent fallback only) */
+} kprof_kind;
+
 typedef struct kprof_record {
     char *name;
+    kprof_kind kind;
     uint64_t start_ns, end_ns;   /* only differences are meaningful */
     int grid[3], block[3];
     int registers;               /* per thread; CUPTI gives the allocation (may exceed numRegs) */
@@ -57,5 +65,24 @@ kprof_summary *kprof_summarize(const kprof_records *r, int repeats, size_t *coun
 void kprof_summary_free(kprof_summary *s, size_t count);
 /* Time from the first start to the last end (0 for no records). */
 double kprof_span_ns(const kprof_records *r);
+/* The number of records of one kind. */
+size_t kprof_count(const kprof_records *r, kprof_kind kind);
+/* Frees and removes every record of another kind (order kept). */
+void kprof_keep(kprof_records *r, kprof_kind kind);
+
+/* Bounds of one timed run (a repeat). Under CUPTI they do nothing (the records carry the
+ * memsets and copies); under the cudaEvent fallback, which sees only krt_launch kernels, they
+ * record an event pair on stream 0 that becomes a KPROF_RUN record. */
+void kprof_run_begin(void);
+void kprof_run_end(void);
+/* The span of each of `repeats` runs whose kernels are `per_run` consecutive KPROF_KERNEL
+ * records: the KPROF_RUN records when there are `repeats` of them, else from the earliest
+ * memset, copy or kernel after the previous run's last kernel to the run's last kernel end.
+ * Returns 0, or -1 when the records do not split into the runs. */
+int kprof_run_spans(const kprof_records *r, int per_run, int repeats, double *span_ns);
+
+/* Sets buf's bytes on a stream of its own and waits for it: its records are left out of the
+ * collection, so a cache flush between repeats stays outside the timed runs. */
+int kprof_untimed_memset(void *buf, size_t bytes, rg_err *err);
 
 #endif

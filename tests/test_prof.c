@@ -71,6 +71,45 @@ static void test_summarize_medians(void **state)
     assert_float_equal(kprof_span_ns(&empty), 0, 0);
 }
 
+static kprof_record krec(kprof_kind kind, uint64_t start, uint64_t end)
+{
+    kprof_record r = rec(kind == KPROF_KERNEL ? "k" : "[memset]", start, end - start);
+    r.kind = kind;
+    return r;
+}
+
+/* Two runs of two kernels, each after the plan's zero-fills (and a copy in the second):
+ * a run's span starts at its first memset, and its kernel sum leaves the memsets out. */
+static void test_run_spans_include_memsets(void **state)
+{
+    (void)state;
+    kprof_records r = {0};
+    r.v = rg_xcalloc(9, sizeof *r.v);
+    r.v[r.n++] = krec(KPROF_MEMSET, 100, 110);
+    r.v[r.n++] = krec(KPROF_KERNEL, 120, 150);
+    r.v[r.n++] = krec(KPROF_KERNEL, 160, 200);
+    r.v[r.n++] = krec(KPROF_MEMSET, 300, 305);
+    r.v[r.n++] = krec(KPROF_MEMCPY, 306, 310);
+    r.v[r.n++] = krec(KPROF_KERNEL, 320, 330);
+    r.v[r.n++] = krec(KPROF_KERNEL, 340, 420);
+    double span[2];
+    assert_int_equal(kprof_run_spans(&r, 2, 2, span), 0);
+    assert_float_equal(span[0], 100, 0);
+    assert_float_equal(span[1], 120, 0);
+    assert_int_equal(kprof_run_spans(&r, 3, 2, span), -1);   /* 4 kernels are not 2 runs of 3 */
+    /* the cudaEvent fallback's run records win when there is one per run */
+    r.v[r.n++] = krec(KPROF_RUN, 90, 205);
+    r.v[r.n++] = krec(KPROF_RUN, 290, 430);
+    assert_int_equal(kprof_run_spans(&r, 2, 2, span), 0);
+    assert_float_equal(span[0], 115, 0);
+    assert_float_equal(span[1], 140, 0);
+    assert_int_equal(kprof_count(&r, KPROF_MEMSET), 2);
+    kprof_keep(&r, KPROF_KERNEL);
+    assert_int_equal(r.n, 4);
+    assert_int_equal(r.v[2].start_ns, 320);
+    kprof_records_free(&r);
+}
+
 static void test_without_device(void **state)
 {
     (void)state;
@@ -168,6 +207,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summarize_medians),
+        cmocka_unit_test(test_run_spans_include_memsets),
         cmocka_unit_test(test_without_device),
         cmocka_unit_test(test_cupti_records_kernels),
         cmocka_unit_test(test_event_fallback_records_kernels),
