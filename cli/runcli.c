@@ -2,9 +2,11 @@
  * `explore gen` (write the generated CUDA sources and launch plan of variants). */
 #include "cli/runcli.h"
 #include "cli/problem.h"
+#include "cli/refdump.h"
 #include "codegen/codegen.h"
 #include "codegen/floor.h"
 #include "codegen/pipeline.h"
+#include "codegen/ref.h"
 #include "datasets/dataset.h"
 #include "measure/backend.h"
 #include "explorer/space.h"
@@ -18,6 +20,7 @@
 typedef struct run_args {
     cp_problem p;
     const char *out, *space;
+    const char *backend, *dump, *weights;   /* run: "gpu" (default) or "ref"; tensor exchange */
     int compile_sm, show_plan, metrics;
 } run_args;
 
@@ -25,9 +28,15 @@ static const char RUN_USAGE[] =
     "usage: explore run --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
     "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
     "                   [--repeats N] [--warmup N] [--flush-l2] [--metrics] [--plan]\n"
+    "                   [--backend gpu|ref] [--dump DIR] [--weights DIR]\n"
     "Builds one variant, validates it against the float64 CPU reference, then times it\n"
     "(warm-up, repeats, median) and prints per-kernel times, the run's span, peak device\n"
-    "memory and the layer's floors at the device's measured ceilings (docs/floor.md).\n";
+    "memory and the layer's floors at the device's measured ceilings (docs/floor.md).\n"
+    "--dump DIR writes the reference's tensors (inputs, weights, output; in training also the\n"
+    "loss, input and weight gradients and the weights after the SGD step) as DIR/<variable>.npy\n"
+    "with DIR/manifest.json. --backend ref runs only the CPU reference (no GPU needed), as\n"
+    "--dump does when no GPU is present; --weights DIR (with --backend ref) replaces the seeded\n"
+    "inputs, weights and labels by the ones of such a directory.\n";
 
 static const char GEN_USAGE[] =
     "usage: explore gen --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H]\n"
@@ -52,8 +61,13 @@ static void command(ro_cmd *c, run_args *a, int gen)
         ro_add(c, (ro_opt){.name = "plan", .arg = NULL, .kind = RO_FLAG, .dst = &a->show_plan, .help = "also print the launch plan"});
         ro_add(c, (ro_opt){.name = "metrics", .arg = NULL, .kind = RO_FLAG, .dst = &a->metrics,
                            .help = "collect hardware counters: achieved DRAM bandwidth against the measured ceiling"});
+        ro_add(c, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &a->backend, .help = "gpu (default) or ref: the CPU reference only"});
+        ro_add(c, (ro_opt){.name = "dump", .arg = "DIR", .kind = RO_STR, .dst = &a->dump, .help = "write the reference's tensors as .npy files and manifest.json"});
+        ro_add(c, (ro_opt){.name = "weights", .arg = "DIR", .kind = RO_STR, .dst = &a->weights, .help = "inputs and weights from a --dump directory (--backend ref)"});
     }
 }
+
+static int reference_only(const run_args *a) { return a->backend && !strcmp(a->backend, "ref"); }
 
 /* 0, or the exit status (0 after the help, 2 for bad input). */
 static int parse_args(int argc, char **argv, run_args *a, int gen, cg_config *cfg, int *exit_rc)
@@ -67,6 +81,10 @@ static int parse_args(int argc, char **argv, run_args *a, int gen, cg_config *cf
     else if (!gen && !a->p.dataset) rc = ro_bad(c.name, "--dataset is required");
     else if (gen && !a->out) rc = ro_bad(c.name, "--out DIR is required");
     else if (gen && a->p.config && a->space) rc = ro_bad(c.name, "give --config or --space, not both");
+    else if (a->backend && strcmp(a->backend, "gpu") && strcmp(a->backend, "ref"))
+        rc = ro_bad(c.name, "unknown --backend '%s' (gpu or ref)", a->backend);
+    else if (a->weights && !reference_only(a))
+        rc = ro_bad(c.name, "--weights needs --backend ref (the GPU backend validates against seeded tensors)");
     else if (cp_check(&a->p, &err) || cp_config(&a->p, cfg, &err)) rc = ro_fail(c.name, &err);
     *exit_rc = rc;
     return rc ? -1 : 0;
@@ -139,6 +157,49 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
     printf("compile: %.2f s\n", r->compile_s);
 }
 
+/* Runs the float64 reference on the graph, with --weights' tensors when given. */
+static ref_exec *reference_run(const run_args *a, const ir_program *prog, const hg_graph *g, rg_err *err)
+{
+    ref_options ro = {0};   /* seed 1, as the validator's */
+    ref_exec *x = ref_new(prog, g, &ro, err);
+    if (!x) return NULL;
+    if ((a->weights && rd_load(x, prog, a->weights, err)) || ref_run(x, err)) {
+        ref_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* --backend ref, or --dump without a GPU: the CPU reference alone, its tensors to --dump.
+ * Returns the exit status (2 for bad --weights, 1 for other failures). */
+static int reference_main(const run_args *a, const xb_problem *prob)
+{
+    rg_err err;
+    const char *task;
+    if (pl_parse_task(prob->task, &task, &err)) return ro_fail("explore run", &err);
+    pl_problem pp = {.model = prob->model, .task = task, .dims = {prob->dim_in, prob->dim_out, prob->heads}};
+    ds_options dso = {.data_dir = a->p.data_dir};
+    hg_graph *g = ds_open(prob->dataset, &dso, &err);
+    ir_program *prog = g ? pl_reference_program(&pp, &err) : NULL;
+    ref_exec *x = prog ? reference_run(a, prog, g, &err) : NULL;
+    int rc = x ? 0 : (prog && a->weights ? 2 : 1);
+    rd_meta m = {prob->model, task, prob->dataset, prob->dim_in, prob->dim_out, prob->heads};
+    if (x && a->dump && rd_dump(x, prog, g, &m, a->dump, &err)) rc = 1;
+    if (rc) {
+        fprintf(stderr, "explore run: %s\n", err.msg);
+    } else {
+        printf("reference (float64, CPU) of %s on %s (%s): %lld nodes, %lld edges", prob->model, prob->dataset, task,
+               (long long)g->num_nodes, (long long)g->num_edges);
+        if (pl_is_train(task)) printf(", loss %.10g", ref_loss(x));
+        printf("\n");
+        if (a->dump) printf("wrote the tensors and manifest.json to %s\n", a->dump);
+    }
+    ref_free(x);
+    ir_free(prog);
+    hg_free(g);
+    return rc;
+}
+
 int xr_run_main(int argc, char **argv)
 {
     run_args a;
@@ -148,10 +209,19 @@ int xr_run_main(int argc, char **argv)
     rg_err err;
     xb_problem prob;
     if (cp_to_xb(&a.p, &prob, &err)) return ro_fail("explore run", &err);
+    if (reference_only(&a)) return reference_main(&a, &prob);
     xb_backend *b = xb_gpu_backend(&err);
+    if (!b && a.dump && err.code == RG_ERR_NO_DEVICE) {
+        fprintf(stderr, "explore run: %s; writing the CPU reference's tensors only\n", err.msg);
+        return reference_main(&a, &prob);
+    }
     if (!b) {
         fprintf(stderr, "explore run: %s\n", err.msg);
         return 1;
+    }
+    if (a.dump && (rc = reference_main(&a, &prob)) != 0) {
+        b->close(b);
+        return rc;
     }
     hg_stats st;
     fprintf(stderr, "preparing %s on %s (%s, dims %d,%d, heads %d): dataset, CPU reference, graph upload...\n", prob.model,

@@ -5,6 +5,7 @@
 #include "datasets/textio.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -103,8 +104,13 @@ static int parse_shape(hdr_cursor *c, npy_array *a)
     return 0;
 }
 
-static int set_dtype(npy_array *a, const char *descr)
+static int set_dtype(npy_array *a, const char *descr, int floats)
 {
+    if (floats && (strcmp(descr, "<f4") == 0 || strcmp(descr, "<f8") == 0)) {
+        a->kind = descr[2] == '4' ? NPY_F4 : NPY_F8;
+        a->itemsize = descr[2] == '4' ? 4 : 8;
+        return 0;
+    }
     if (strcmp(descr, "<i4") == 0) {
         a->kind = NPY_I4;
         a->itemsize = 4;
@@ -124,7 +130,7 @@ static int set_dtype(npy_array *a, const char *descr)
     return -1;
 }
 
-static int parse_dict(const char *text, size_t n, npy_array *a, const char *what, rg_err *err)
+static int parse_dict(const char *text, size_t n, npy_array *a, int floats, const char *what, rg_err *err)
 {
     hdr_cursor c = {text, text + n};
     char key[32], descr[32] = "";
@@ -151,8 +157,9 @@ static int parse_dict(const char *text, size_t n, npy_array *a, const char *what
     if (c.p != c.end) return rg_errf(err, "%s: text after the .npy header dict", what);
     if (!have_descr || !have_fortran || !have_shape)
         return rg_errf(err, "%s: .npy header lacks 'descr', 'fortran_order' or 'shape'", what);
-    if (set_dtype(a, descr))
-        return rg_errf(err, "%s: unsupported dtype '%s' (expected '<i4', '<i8' or '<U<n>')", what, descr);
+    if (set_dtype(a, descr, floats))
+        return rg_errf(err, "%s: unsupported dtype '%s' (expected '<i4', '<i8'%s)", what, descr,
+                       floats ? ", '<f4' or '<f8'" : " or '<U<n>'");
     if (fortran) return rg_errf(err, "%s: fortran_order True is not supported (C order only)", what);
     return 0;
 }
@@ -170,7 +177,7 @@ static int compute_count(npy_array *a)
     return 0;
 }
 
-static int parse_header(const unsigned char *buf, size_t n, npy_array *a, const char *what, rg_err *err)
+static int parse_header(const unsigned char *buf, size_t n, npy_array *a, int floats, const char *what, rg_err *err)
 {
     if (n < 10 || memcmp(buf, NPY_MAGIC, 6) != 0) return rg_errf(err, "%s: not a .npy file (bad magic)", what);
     if ((buf[6] != 1 && buf[6] != 2) || buf[7] != 0)
@@ -183,7 +190,7 @@ static int parse_header(const unsigned char *buf, size_t n, npy_array *a, const 
     const char *text = (const char *)buf + pre;
     if (hlen == 0 || text[hlen - 1] != '\n') return rg_errf(err, "%s: .npy header does not end with a newline", what);
     if (memchr(text, 0, hlen)) return rg_errf(err, "%s: NUL byte in the .npy header", what);
-    if (parse_dict(text, hlen, a, what, err)) return -1;
+    if (parse_dict(text, hlen, a, floats, what, err)) return -1;
     if (compute_count(a)) return rg_errf(err, "%s: .npy shape is too large", what);
     uint64_t need = (uint64_t)a->count * (uint64_t)a->itemsize, have = n - pre - hlen;
     if (need > have)
@@ -193,16 +200,22 @@ static int parse_header(const unsigned char *buf, size_t n, npy_array *a, const 
     return 0;
 }
 
-int npy_parse(unsigned char *buf, size_t n, npy_array *a, const char *what, rg_err *err)
+/* floats: also accept '<f4' and '<f8' (only for readers that handle them, see npy.h). */
+static int parse_any(unsigned char *buf, size_t n, npy_array *a, int floats, const char *what, rg_err *err)
 {
     memset(a, 0, sizeof *a);
     a->buf = buf;
-    if (parse_header(buf, n, a, what, err) == 0) return 0;
+    if (parse_header(buf, n, a, floats, what, err) == 0) return 0;
     npy_free(a);
     return -1;
 }
 
-int npy_read_file(const char *path, npy_array *a, rg_err *err)
+int npy_parse(unsigned char *buf, size_t n, npy_array *a, const char *what, rg_err *err)
+{
+    return parse_any(buf, n, a, 0, what, err);
+}
+
+static int read_file(const char *path, npy_array *a, int floats, rg_err *err)
 {
     memset(a, 0, sizeof *a);
     errno = 0;
@@ -226,7 +239,61 @@ int npy_read_file(const char *path, npy_array *a, rg_err *err)
         n += (size_t)got;
     }
     gzclose(gz);
-    return npy_parse(buf, n, a, path, err);
+    return parse_any(buf, n, a, floats, path, err);
+}
+
+int npy_read_file(const char *path, npy_array *a, rg_err *err) { return read_file(path, a, 0, err); }
+
+int npy_read_numeric_file(const char *path, npy_array *a, rg_err *err)
+{
+    if (read_file(path, a, 1, err)) return -1;
+    if (a->kind != NPY_U) return 0;
+    rg_errf(err, "%s: a string array where numbers were expected", path);
+    npy_free(a);
+    return -1;
+}
+
+double npy_value_at(const npy_array *a, int64_t i)
+{
+    RG_ASSERT(i >= 0 && i < a->count && a->kind != NPY_U);
+    if (a->kind == NPY_F8) {
+        double v;
+        memcpy(&v, a->data + 8 * i, 8);
+        return v;
+    }
+    if (a->kind == NPY_F4) {
+        float v;
+        memcpy(&v, a->data + 4 * i, 4);
+        return v;
+    }
+    return (double)npy_int_at(a, i);
+}
+
+/* One whole .npy file: header, then n items of `size` bytes (little-endian hosts only, as
+ * every reader here assumes). */
+static int write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data,
+                      size_t size, rg_err *err)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= shape[d];
+    unsigned char hdr[NPY_HEADER_MAX];
+    size_t hlen = npy_format_header(hdr, descr, ndim, shape);
+    FILE *f = fopen(path, "wb");
+    if (!f) return rg_errf(err, "cannot create %s: %s", path, strerror(errno));
+    int ok = fwrite(hdr, 1, hlen, f) == hlen && (n == 0 || fwrite(data, size, (size_t)n, f) == (size_t)n);
+    if (fclose(f) != 0) ok = 0;
+    if (!ok) return rg_errf(err, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+int npy_write_f64(const char *path, int ndim, const int64_t *shape, const double *data, rg_err *err)
+{
+    return write_file(path, "<f8", ndim, shape, data, sizeof *data, err);
+}
+
+int npy_write_i64(const char *path, int ndim, const int64_t *shape, const int64_t *data, rg_err *err)
+{
+    return write_file(path, "<i8", ndim, shape, data, sizeof *data, err);
 }
 
 void npy_free(npy_array *a)

@@ -11,7 +11,8 @@
 /* Room for any header npy_format_header writes (the dict is short; padding to 64). */
 #define NPY_HEADER_MAX 256
 
-typedef enum npy_kind { NPY_I4, NPY_I8, NPY_U } npy_kind;
+/* NPY_F4 and NPY_F8 come only from npy_read_numeric_file. */
+typedef enum npy_kind { NPY_I4, NPY_I8, NPY_U, NPY_F4, NPY_F8 } npy_kind;
 
 typedef struct npy_array {
     npy_kind kind;
@@ -30,6 +31,15 @@ int npy_parse(unsigned char *buf, size_t n, npy_array *a, const char *what, rg_e
 /* Reads a whole .npy file (plain or gzip-compressed) and parses it. */
 int npy_read_file(const char *path, npy_array *a, rg_err *err);
 void npy_free(npy_array *a);
+/* Like npy_read_file for numeric arrays: '<i4', '<i8', '<f4' or '<f8' (tensor dumps); the
+ * strict readers above never return float kinds, so their callers need not handle them. */
+int npy_read_numeric_file(const char *path, npy_array *a, rg_err *err);
+/* Element i of a numeric array as a double. */
+double npy_value_at(const npy_array *a, int64_t i);
+
+/* Whole .npy files (version 1.0, C order) of float64 or int64 values; ndim 0 is a scalar. */
+int npy_write_f64(const char *path, int ndim, const int64_t *shape, const double *data, rg_err *err);
+int npy_write_i64(const char *path, int ndim, const int64_t *shape, const int64_t *data, rg_err *err);
 
 /* Element i of an integer array (NPY_I4 or NPY_I8). */
 int64_t npy_int_at(const npy_array *a, int64_t i);

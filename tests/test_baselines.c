@@ -531,10 +531,33 @@ static void test_pyg_bench_script(void **state)
     hg_free(g);
 }
 
+/* torch_equal.py's numpy parts on our own dumps: its self-test exports a synthetic graph,
+ * dumps the reference of every model and task with `explore run --backend ref --dump`, checks
+ * that the export and the dump agree and that its layer code in float64 numpy reproduces the
+ * reference's output and loss; with torch it also checks gradients and times (else it says so). */
+static void test_torch_equal_script(void **state)
+{
+    (void)state;
+    const char *py = numpy_python();
+    if (!py) {
+        printf("skip: numpy is not importable by python3 here\n");
+        skip();
+    }
+    assert_true(rg_file_exists("build/explore"));
+    char *cmd = rg_xasprintf("%s baselines/torch_equal.py --self-test --explore build/explore 2>&1", py);
+    int rc;
+    char *out = run_capture(cmd, &rc);
+    if (rc != 0 || !strstr(out, "numpy checks: ok") || !strstr(out, "check-io hgt train loss") ||
+        !(strstr(out, "self-test passed") || strstr(out, "skip: torch")))
+        fail_msg("self-test (rc %d):\n%s", rc, out);
+    free(out), free(cmd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import_csv),
+        cmocka_unit_test(test_torch_equal_script),
         cmocka_unit_test(test_import_errors),
         cmocka_unit_test(test_compare_table),
         cmocka_unit_test(test_import_then_compare),

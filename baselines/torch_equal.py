@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+# An equal-work PyTorch baseline: our exact RGCN, RGAT and HGT layers (models/*.rgnn) in plain
+# torch ops, checked against `explore run --dump` tensors, then timed eager and torch.compile'd.
+"""Runs the explorer's own layers (models/rgcn.rgnn, rgat.rgnn, hgt.rgnn, lib.rgnn) in plain
+PyTorch: index_select / gathers, per-relation and per-node-type matrix products, index_add
+segment sums, edge_softmax WITHOUT max-subtraction, the mean NLL loss of log-softmax over all
+nodes, the input and weight gradients and the SGD step (lr from the dump's manifest). Inputs,
+weights and labels come from a directory written by
+
+  explore run --model M --dataset D --task T --dims IN,OUT --heads H --backend ref --dump DIR
+
+and the graph from `explore datasets export D --format npz`. The results are checked against the
+dump (relative L2: output and loss <= 1e-5, gradients and updated weights <= 1e-4, all printed),
+then timed (CUDA events, warm-up, median of repeats) and written as CSV rows in pyg_bench.py's
+format, system torch-eager / torch-compile, layer "equal", which `explore import` loads.
+
+  torch_equal.py --npz G.npz --dump DIR [--modes eager,compile] [--warmup 3] [--repeats 10]
+                 [--device cuda] [--out equal.csv] [--append]
+  torch_equal.py --check-io --npz G.npz --dump DIR   # numpy only: read both, check that they
+                                                     # agree and the float64 forward matches
+  torch_equal.py --self-test [--explore PATH]        # CPU, tiny random graph; skips without torch
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pyg_bench import COLUMNS, is_oom, load_graph, np, time_runs  # noqa: E402
+
+CSV_COLUMNS = COLUMNS + ["dim_in", "dim_out"]
+TOL_OUT, TOL_GRAD = 1e-5, 1e-4
+MODELS = ("rgcn", "rgat", "hgt")
+
+
+# ---------------------------------------------------------------------------- the dump ----
+
+class Dump:
+    """A --dump directory: the manifest and its arrays (numpy), by file role."""
+
+    def __init__(self, path):
+        mpath = os.path.join(path, "manifest.json")
+        try:
+            with open(mpath) as f:
+                self.meta = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ValueError("%s: not a tensor dump (%s)" % (path, e))
+        if self.meta.get("format") != "rgnn-tensors 1":
+            raise ValueError("%s: unknown format %r" % (mpath, self.meta.get("format")))
+        if self.meta["model"] not in MODELS:
+            raise ValueError("%s: model %r is not one of %s" % (mpath, self.meta["model"], ", ".join(MODELS)))
+        self.arrays = {}      # (role, variable) -> array
+        for t in self.meta["tensors"]:
+            a = np.load(os.path.join(path, t["file"]), allow_pickle=False)
+            if list(a.shape) != t["shape"] or str(a.dtype) != t["dtype"]:
+                raise ValueError("%s: shape %s %s, the manifest says %s %s" %
+                                 (t["file"], a.shape, a.dtype, t["shape"], t["dtype"]))
+            key = t["role"], t.get("of", t["variable"]) if t["role"] in ("grad", "updated") else t["variable"]
+            self.arrays[key] = a
+        self.model, self.task = self.meta["model"], self.meta["task"]
+        self.heads, self.dim_in, self.dim_out = self.meta["heads"], self.meta["dim_in"], self.meta["dim_out"]
+
+    def params(self):
+        return {v: a for (r, v), a in self.arrays.items() if r == "param"}
+
+    def get(self, role, var):
+        return self.arrays[(role, var)]
+
+    def check_graph(self, g):
+        """The dump and the export must describe the same graph, edges in the same order."""
+        m = self.meta
+        if (m["nodes"], m["edges"], m["node_types"], m["edge_types"]) != \
+                (g.num_nodes, g.num_edges, g.num_ntypes, g.num_etypes):
+            raise ValueError("the dump is of a graph of %d nodes, %d edges, %d/%d types; the export has %d, %d, %d/%d"
+                             % (m["nodes"], m["edges"], m["node_types"], m["edge_types"], g.num_nodes,
+                                g.num_edges, g.num_ntypes, g.num_etypes))
+        if ("graph", "norm") in self.arrays:
+            want = 1.0 / in_counts(g)
+            err = rel_l2(self.get("graph", "norm").reshape(-1), want)
+            if err > 1e-12:
+                raise ValueError("the dump's e.norm differs from the export's graph (rel L2 %.3g)" % err)
+
+
+def in_counts(g):
+    """c_{dst, etype} of every edge: incoming edges of its dst with its type."""
+    key = g.etype.astype(np.int64) * g.num_nodes + g.dst
+    _, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    return counts[inv].astype(np.float64)
+
+
+def rel_l2(a, b):
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    nb = np.linalg.norm(b)
+    return float(np.linalg.norm(a - b) / (nb if nb > 0 else 1.0))
+
+
+# -------------------------------------------------------------------------- the layers ----
+# Written once against a tiny array interface (`ops`) so that numpy (float64, the --check-io
+# path that runs without torch) and torch (float32, eager or compiled) run the same code.
+
+class NumpyOps:
+    exp = staticmethod(np.exp)
+    einsum = staticmethod(np.einsum)
+
+    @staticmethod
+    def index_add(n, idx, src):
+        out = np.zeros((n,) + src.shape[1:], dtype=src.dtype)
+        np.add.at(out, idx, src)
+        return out
+
+    @staticmethod
+    def leaky_relu(x, slope):
+        return np.where(x > 0, x, slope * x)
+
+    @staticmethod
+    def cat(xs):
+        return np.concatenate(xs)
+
+
+class TorchOps:
+    def __init__(self, torch):
+        self.torch = torch
+        self.exp, self.einsum, self.cat = torch.exp, torch.einsum, torch.cat
+
+    def index_add(self, n, idx, src):
+        return src.new_zeros((n,) + tuple(src.shape[1:])).index_add(0, idx, src)
+
+    def leaky_relu(self, x, slope):
+        return self.torch.nn.functional.leaky_relu(x, slope)
+
+
+class Layout:
+    """The graph's index arrays on the array library's side (edges sorted by etype)."""
+
+    def __init__(self, g, to_index):
+        self.n, self.e = g.num_nodes, g.num_edges
+        self.src, self.dst, self.etype = to_index(g.src), to_index(g.dst), to_index(g.etype)
+        self.erange = [(int(g.etype_ptr[r]), int(g.etype_ptr[r + 1])) for r in range(g.num_etypes)
+                       if g.etype_ptr[r + 1] > g.etype_ptr[r]]
+        self.eidx = [r for r in range(g.num_etypes) if g.etype_ptr[r + 1] > g.etype_ptr[r]]
+        self.nrange = [(int(g.ntype_ptr[t]), int(g.ntype_ptr[t + 1])) for t in range(g.num_ntypes)]
+
+
+def per_relation(L, fn):
+    """fn(r, lo, hi) for every non-empty relation, concatenated in edge order."""
+    return L.ops.cat([fn(r, lo, hi) for r, (lo, hi) in zip(L.eidx, L.erange)])
+
+
+def edge_softmax(L, att):
+    """lib.rgnn: exp, sum over the incoming edges of each dst, divide (no max-subtraction)."""
+    a = L.ops.exp(att)
+    return a / L.ops.index_add(L.n, L.dst, a)[L.dst]
+
+
+def rgcn(L, x, P, heads):
+    """h = x W0 + sum_r sum_{u in N_v^r} norm * x_u W_r; norm = 1 / c_{v,r}."""
+    W0, W = P["W0"], P["W"]
+    msg = per_relation(L, lambda r, lo, hi: x[L.src[lo:hi]] @ W[r, 0])
+    return x @ W0[0, 0] + L.ops.index_add(L.n, L.dst, L.norm * msg)
+
+
+def rgat(L, x, P, heads):
+    """hs = x_s W_r, ht = x_t W_r (heads x d), att = leakyrelu(hs.w_s[r] + ht.w_t[r], 0.2),
+    edge_softmax, h_t = sum att * hs."""
+    W = P["W"]
+    d = W.shape[-1] // heads
+    hs = per_relation(L, lambda r, lo, hi: (x[L.src[lo:hi]] @ W[r, 0]).reshape(hi - lo, heads, d))
+    ht = per_relation(L, lambda r, lo, hi: (x[L.dst[lo:hi]] @ W[r, 0]).reshape(hi - lo, heads, d))
+    att = L.ops.leaky_relu((hs * P["w_s"][L.etype]).sum(-1) + (ht * P["w_t"][L.etype]).sum(-1), 0.2)
+    att = edge_softmax(L, att)
+    return L.ops.index_add(L.n, L.dst, att[:, :, None] * hs).reshape(L.n, heads * d)
+
+
+def hgt(L, x, P, heads):
+    """k, q, v = node-typed linears (heads x d); att = (k_s Wa_r) . q_t * mu_r / sqrt(d);
+    msg = v_s Wm_r per head; edge_softmax; h_t = sum att * msg."""
+    Wa, Wm, mu = P["Wa"], P["Wm"], P["mu"]
+    d = P["WK"].shape[-1] // heads
+
+    def typed(Wn):
+        return L.ops.cat([x[lo:hi] @ Wn[t, 0] for t, (lo, hi) in enumerate(L.nrange)]).reshape(L.n, heads, d)
+
+    k, q, v = typed(P["WK"]), typed(P["WQ"]), typed(P["WV"])
+
+    katt = per_relation(L, lambda r, lo, hi: L.ops.einsum("ehd,hdf->ehf", k[L.src[lo:hi]], Wa[r]))
+    att = (katt * q[L.dst]).sum(-1) * mu[L.etype][:, :, 0] / math.sqrt(d)
+    msg = per_relation(L, lambda r, lo, hi: L.ops.einsum("ehd,hdf->ehf", v[L.src[lo:hi]], Wm[r]))
+    att = edge_softmax(L, att)
+    return L.ops.index_add(L.n, L.dst, att[:, :, None] * msg).reshape(L.n, heads * d)
+
+
+LAYERS = {"rgcn": rgcn, "rgat": rgat, "hgt": hgt}
+
+
+def numpy_forward(g, dump):
+    """The float64 forward and loss in numpy: checks the formulas wherever numpy is."""
+    L = Layout(g, lambda a: a.astype(np.int64))
+    L.ops = NumpyOps
+    L.norm = 1.0 / in_counts(g)[:, None]
+    x = dump.get("input", "feature").reshape(g.num_nodes, -1)
+    h = LAYERS[dump.model](L, x, dump.params(), dump.heads)
+    loss = None
+    if dump.task == "train":
+        lab = dump.get("label", "label").reshape(-1)
+        m = h.max(-1, keepdims=True)
+        lse = (m + np.log(np.exp(h - m).sum(-1, keepdims=True)))[:, 0]
+        loss = float(np.mean(lse - h[np.arange(g.num_nodes), lab]))
+    return h, loss
+
+
+def check_io(g, dump):
+    """Numpy only: graph and dump agree; the float64 forward (and loss) match the dump's."""
+    dump.check_graph(g)
+    h, loss = numpy_forward(g, dump)
+    errs = {"h": rel_l2(h, dump.get("output", "h"))}
+    if loss is not None:
+        errs["loss"] = rel_l2(loss, dump.meta["loss"])
+    for k, e in errs.items():
+        print("check-io %s %s %s: rel L2 %.3e" % (dump.model, dump.task, k, e))
+    bad = [k for k, e in errs.items() if not e <= 1e-10]
+    if bad:
+        raise ValueError("the numpy float64 forward differs from the dump in %s" % ", ".join(bad))
+
+
+# -------------------------------------------------------------------- torch: run, check ----
+
+class TorchRun:
+    """One model on one device: float32 tensors from the dump, eager or compiled steps."""
+
+    def __init__(self, torch, g, dump, device, compiled):
+        self.torch, self.dump, self.device = torch, dump, device
+        L = Layout(g, lambda a: torch.as_tensor(a.astype(np.int64), device=device))
+        L.ops = TorchOps(torch)
+        L.norm = torch.as_tensor(1.0 / in_counts(g)[:, None], dtype=torch.float32, device=device)
+        self.L = L
+        self.lr = float(dump.meta["sgd_lr"])
+        self.x0 = dump.get("input", "feature").reshape(g.num_nodes, -1)
+        self.P0 = dump.params()
+        self.reset()
+        if dump.task == "train":
+            self.labels = torch.as_tensor(dump.get("label", "label").reshape(-1), device=device)
+        layer, heads = LAYERS[dump.model], dump.heads
+
+        def forward(x, P):
+            return layer(L, x, P, heads)
+
+        self.forward = torch.compile(forward) if compiled else forward
+
+    def reset(self):
+        t = self.torch
+        train = self.dump.task == "train"
+        self.x = t.tensor(self.x0, dtype=t.float32, device=self.device, requires_grad=train)
+        self.P = {k: t.tensor(v, dtype=t.float32, device=self.device, requires_grad=train) for k, v in self.P0.items()}
+
+    def infer(self):
+        with self.torch.no_grad():
+            return self.forward(self.x, self.P)
+
+    def train_step(self):
+        """Forward, mean NLL of log-softmax over all nodes, backward (input and weight
+        gradients), then the SGD step w -= lr * dw."""
+        t = self.torch
+        self.x.grad = None
+        for p in self.P.values():
+            p.grad = None
+        h = self.forward(self.x, self.P)
+        loss = t.nn.functional.cross_entropy(h, self.labels)
+        loss.backward()
+        with t.no_grad():
+            for p in self.P.values():
+                p.sub_(self.lr * p.grad)
+        return h, loss
+
+    def check(self):
+        """Rel L2 of everything against the dump; raises naming what is over its tolerance."""
+        d = self.dump
+        errs = []   # (what, error, tolerance)
+        if d.task == "infer":
+            errs.append(("h", rel_l2(self.infer().cpu().numpy(), d.get("output", "h")), TOL_OUT))
+        else:
+            h, loss = self.train_step()
+            errs.append(("h", rel_l2(h.detach().cpu().numpy(), d.get("output", "h")), TOL_OUT))
+            errs.append(("loss", rel_l2(loss.item(), d.meta["loss"]), TOL_OUT))
+            errs.append(("d_feature", rel_l2(self.x.grad.cpu().numpy(), d.get("grad", "feature")), TOL_GRAD))
+            for k, p in self.P.items():
+                errs.append(("d_" + k, rel_l2(p.grad.cpu().numpy(), d.get("grad", k)), TOL_GRAD))
+                errs.append((k + " after SGD", rel_l2(p.detach().cpu().numpy(), d.get("updated", k)), TOL_GRAD))
+            self.reset()
+        for what, e, tol in errs:
+            print("check %s %s %-16s rel L2 %.3e (tolerance %g)" % (d.model, d.task, what, e, tol), file=sys.stderr)
+        bad = ["%s (%.3e > %g)" % (w, e, tol) for w, e, tol in errs if not e <= tol]
+        if bad:
+            raise ValueError("differs from the reference: " + ", ".join(bad))
+
+
+def environment(device):
+    import torch
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    row = {"torch_version": torch.__version__, "cuda_version": torch.version.cuda or "", "gpu": "cpu", "sm": 0}
+    if device != "cpu":
+        props = torch.cuda.get_device_properties(device)
+        row.update(gpu=props.name, sm=props.major * 10 + props.minor)
+    # Full FP32 products, as the explorer's kernels and the reference comparison assume.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return torch, device, row
+
+
+def measure(torch, device, env_row, g, dump, mode, args):
+    """One CSV row: check, then time one mode; failures are results."""
+    cuda = device != "cpu"
+    row = dict(env_row, system="torch-" + mode, layer="equal", model=dump.model, task=dump.task,
+               dataset=args.dataset or dump.meta["dataset"], dims=dump.dim_out, dim_in=dump.dim_in,
+               dim_out=dump.dim_out, heads=dump.heads, nodes=g.num_nodes, edges=g.num_edges,
+               relations=g.num_etypes, status="ok", repeats=0, error="")
+    try:
+        if cuda:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        run = TorchRun(torch, g, dump, device, mode == "compile")
+        run.check()
+        step = run.infer if dump.task == "infer" else run.train_step
+        times = time_runs(torch, step, args.warmup, args.repeats, cuda)
+        row.update(median_ms="%.6f" % statistics.median(times), min_ms="%.6f" % min(times),
+                   max_ms="%.6f" % max(times), repeats=len(times))
+        if cuda:
+            row["peak_mem_bytes"] = torch.cuda.max_memory_allocated()
+    except ValueError as exc:    # a failed check: no time is recorded for a wrong result
+        row.update(status="wrong_answer", error=str(exc)[:300])
+    except Exception as exc:     # noqa: BLE001 - out of memory or a compile failure is a result
+        oom = is_oom(torch, exc)
+        row.update(status="oom" if oom else "launch_error",
+                   error=("%s: %s" % (type(exc).__name__, exc)).splitlines()[0][:300])
+    return row
+
+
+def write_csv(path, rows, append):
+    exists = append and os.path.exists(path) and os.path.getsize(path) > 0
+    with open(path, "a" if append else "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+        if not exists:
+            w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in CSV_COLUMNS})
+
+
+# ----------------------------------------------------------------------------- self-test ----
+
+SELF_TEST_GRAPH = "synth:nodes=40,edges=160,ntypes=3,etypes=4,ratio=0.6,seed=5"
+
+
+def self_test(explore):
+    if np is None:
+        print("skip: numpy not importable")
+        return 0
+    if not os.path.exists(explore):
+        print("torch_equal.py: %s not found (build it, or pass --explore PATH)" % explore, file=sys.stderr)
+        return 1
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    with tempfile.TemporaryDirectory() as tmp:
+        npz = os.path.join(tmp, "g.npz")
+        subprocess.run([explore, "datasets", "export", SELF_TEST_GRAPH, "--out", npz], check=True,
+                       stdout=subprocess.DEVNULL)
+        g = load_graph(npz)
+        rows = []
+        for model in MODELS:
+            heads = 1 if model == "rgcn" else 2
+            for task in ("infer", "train"):
+                ddir = os.path.join(tmp, "%s-%s" % (model, task))
+                subprocess.run([explore, "run", "--model", model, "--dataset", SELF_TEST_GRAPH, "--task", task,
+                                "--dims", "6,4", "--heads", str(heads), "--backend", "ref", "--dump", ddir],
+                               check=True, stdout=subprocess.DEVNULL)
+                dump = Dump(ddir)
+                check_io(g, dump)
+                if torch is not None:
+                    torch_mod, device, env_row = environment("cpu")
+                    args = argparse.Namespace(warmup=1, repeats=2, dataset="selftest")
+                    rows.append(measure(torch_mod, device, env_row, g, dump, "eager", args))
+        print("numpy checks: ok")
+        if torch is None:
+            print("skip: torch not importable")
+            return 0
+        for r in rows:
+            assert r["status"] == "ok" and r["system"] == "torch-eager" and float(r["median_ms"]) >= 0, r
+        out = os.path.join(tmp, "equal.csv")
+        write_csv(out, rows, False)
+        with open(out, newline="") as f:
+            assert len(list(csv.DictReader(f))) == len(rows)
+    print("self-test passed")
+    return 0
+
+
+# ---------------------------------------------------------------------------------- main ----
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--npz", help="the graph, from `explore datasets export NAME --format npz`")
+    ap.add_argument("--dump", help="tensors from `explore run ... --dump DIR`")
+    ap.add_argument("--dataset", help="the name to record (default: the dump's dataset)")
+    ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--device", help="cuda, cuda:1 or cpu (default: cuda when available)")
+    ap.add_argument("--out", default="equal.csv")
+    ap.add_argument("--append", action="store_true", help="add rows to an existing CSV")
+    ap.add_argument("--check-io", action="store_true", help="numpy only: read and check the graph and dump")
+    ap.add_argument("--self-test", action="store_true")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--explore", default=os.path.join(here, "..", "build", "explore"), help="for --self-test")
+    args = ap.parse_args(argv)
+    if args.self_test:
+        return self_test(args.explore)
+    if np is None:
+        print("torch_equal.py: numpy is not importable", file=sys.stderr)
+        return 1
+    if not args.npz or not args.dump:
+        ap.error("give --npz FILE and --dump DIR (or --self-test)")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in ("eager", "compile") for m in modes):
+        ap.error("--modes takes eager and/or compile")
+    if args.repeats < 1 or args.warmup < 0:
+        ap.error("--repeats must be at least 1 and --warmup at least 0")
+    try:
+        g, dump = load_graph(args.npz), Dump(args.dump)
+        if args.check_io:
+            check_io(g, dump)
+            print("check-io: ok")
+            return 0
+        dump.check_graph(g)
+    except (OSError, ValueError, KeyError) as e:
+        print("torch_equal.py: %s" % e, file=sys.stderr)
+        return 1
+    try:
+        torch, device, env_row = environment(args.device)
+    except ImportError as e:
+        print("torch_equal.py: PyTorch is needed to run and time the layers (%s)" % e, file=sys.stderr)
+        return 1
+    rows = []
+    for mode in modes:
+        row = measure(torch, device, env_row, g, dump, mode, args)
+        rows.append(row)
+        print("%-10s %-13s %-5s %-5s %-12s %10s ms  peak %s %s" %
+              (row["dataset"], row["system"], row["model"], row["task"], row["status"], row.get("median_ms", "-"),
+               row.get("peak_mem_bytes", "-"), row["error"]), file=sys.stderr, flush=True)
+    write_csv(args.out, rows, args.append)
+    print("wrote %s: %d rows, %d ok" % (args.out, len(rows), sum(r["status"] == "ok" for r in rows)))
+    return 0 if all(r["status"] in ("ok", "oom") for r in rows) else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
