@@ -244,16 +244,18 @@ int xr_run_main(int argc, char **argv)
     return rc ? 1 : (r.status == RS_OK ? 0 : 3);
 }
 
-/* Writes one variant's sources into dir; with sm > 0 also compiles them with NVRTC. */
+/* Writes one variant's sources into dir; with sm > 0 also compiles them with NVRTC.
+ * PL_INAPPLICABLE when the config chooses a pass the model has nothing for. */
 static int gen_one(const run_args *a, const cg_config *cfg, const hg_graph *g, const char *dir, FILE *log,
                    rg_err *err)
 {
     pl_problem p = {.model = a->p.model, .task = a->p.task, .dims = {a->p.dims[0], a->p.dims[1], a->p.heads}};
     ir_program *ir;
     lw_program *lp;
-    if (pl_build(&p, cfg, g, log, &ir, &lp, err)) return -1;
+    int rc = pl_build(&p, cfg, g, log, &ir, &lp, err);
+    if (rc) return rc;
     cg_variant v;
-    int rc = cg_build(ir, lp, cfg, &v, err);
+    rc = cg_build(ir, lp, cfg, &v, err);
     if (rc == 0) {
         rc = cg_write_sources(&v, ir, dir, err);
         if (rc == 0 && a->compile_sm) {
@@ -284,7 +286,7 @@ int xr_gen_main(int argc, char **argv)
             return 1;
         }
     }
-    int failures = 0, total = 0;
+    int failures = 0, total = 0, skipped = 0;
     if (!a.space) {
         if (gen_one(&a, &cfg, g, a.out, stdout, &err)) {
             fprintf(stderr, "explore gen: %s\n", err.msg);
@@ -308,7 +310,11 @@ int xr_gen_main(int argc, char **argv)
         total++;
         char *cs = cfg_to_string(&pts[i].cfg);
         char *dir = rg_xasprintf("%s/v%03d", a.out, i);
-        if (gen_one(&a, &pts[i].cfg, g, dir, NULL, &err)) {
+        int grc = gen_one(&a, &pts[i].cfg, g, dir, NULL, &err);
+        if (grc == PL_INAPPLICABLE) {
+            fprintf(stderr, "variant %d (%s): skipped: %s\n", i, cs, err.msg);
+            skipped++;
+        } else if (grc) {
             fprintf(stderr, "variant %d (%s): %s\n", i, cs, err.msg);
             failures++;
         } else {
@@ -323,8 +329,8 @@ int xr_gen_main(int argc, char **argv)
         free(dir);
         free(cs);
     }
-    printf("%d variants of space %s written under %s%s; %d failed\n", total, a.space, a.out,
-           a.compile_sm ? " and compiled" : "", failures);
+    printf("%d variants of space %s written under %s%s; %d not for this model; %d failed\n", total - skipped,
+           a.space, a.out, a.compile_sm ? " and compiled" : "", skipped, failures);
     free(pts);
     hg_free(g);
     return failures ? 1 : 0;

@@ -304,19 +304,21 @@ static int result_value(adctx *c, ir_operand *val)
     return 0;
 }
 
+/* a / b, or div_nz (its gradients are div_nz too: where b == 0 the result is the constant 0). */
 static int diff_div(adctx *c, ir_operand G)
 {
     const ir_operand *a = &c->f.in[0], *b = &c->f.in[1];
+    ir_opkind div = c->f.op;
     if (wants_grad(c, a)) {
         if (is_weight(c, a)) {
             if (!temp_rows_ok(c)) return rg_errf(c->err, "no gradient rule for dividing a weight here");
             shape sg = shape_of(c->p, &G), sb = shape_of(c->p, b);
             int t = row_temp(c, imax(sg.heads, sb.heads), imax(sg.dim, sb.dim));
             ir_operand in[2] = {G, *b};
-            emit(c, IR_OP_DIV, opv(t, IR_ACC_ROW), 0, 2, in, 0, 0, 0);
+            emit(c, div, opv(t, IR_ACC_ROW), 0, 2, in, 0, 0, 0);
             if (add_copy(c, a, opv(t, IR_ACC_ROW)) < 0) return -1;
         } else {
-            emit2(c, IR_OP_DIV, grad_at(c, a), G, *b);
+            emit2(c, div, grad_at(c, a), G, *b);
         }
     }
     if (wants_grad(c, b)) {
@@ -328,7 +330,7 @@ static int diff_div(adctx *c, ir_operand G)
         int t1 = row_temp(c, so.heads, so.dim), t2 = row_temp(c, so.heads, so.dim);
         ir_operand m[2] = {G, val}, d[2] = {opv(t1, IR_ACC_ROW), *b};
         emit(c, IR_OP_MUL, opv(t1, IR_ACC_ROW), 0, 2, m, 0, 0, 0);
-        emit(c, IR_OP_DIV, opv(t2, IR_ACC_ROW), 0, 2, d, 0, 0, 0);
+        emit(c, div, opv(t2, IR_ACC_ROW), 0, 2, d, 0, 0, 0);
         if (add_product(c, b, opv(t2, IR_ACC_ROW), opc(-1.0)) < 0) return -1;
     }
     return 0;
@@ -389,6 +391,7 @@ static int diff_stmt(adctx *c)
         if (ga && add_product(c, a, G, *b) < 0) return -1;
         return gb ? add_product(c, b, G, *a) : 0;
     case IR_OP_DIV:
+    case IR_OP_DIV_NZ:
         return diff_div(c, G);
     case IR_OP_EXP: {
         ir_operand val;

@@ -17,6 +17,11 @@ typedef enum cfg_compact {
     CFG_COMPACT_DIRECT    /* per unique (src, etype); edges read a precomputed per-edge index */
 } cfg_compact;
 
+typedef enum cfg_softmax {
+    CFG_SOFTMAX_TWOPASS,  /* edge_softmax normalises per edge, then a second edge pass aggregates */
+    CFG_SOFTMAX_SINGLE    /* one edge pass aggregates unnormalised; one node-wise division (pass_softmax) */
+} cfg_softmax;
+
 /* One member per key of codegen/config_keys.def, where each is described. */
 typedef struct cg_config {
 #define CFG_KEY(field, ctype, ...) ctype field;

@@ -193,6 +193,7 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
     case IR_OP_SUB: snprintf(out, n, "%s - %s", a, b); return 0;
     case IR_OP_MUL: snprintf(out, n, "%s * %s", a, b); return 0;
     case IR_OP_DIV: snprintf(out, n, "%s / %s", a, b); return 0;
+    case IR_OP_DIV_NZ: snprintf(out, n, "(%s != 0.0 ? %s / %s : 0.0)", b, a, b); return 0;
     case IR_OP_EXP: snprintf(out, n, "exp(%s)", a); return 0;
     case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, %.17g)", a, s->cval); return 0;
     case IR_OP_RELU: snprintf(out, n, "fmax(%s, 0.0)", a); return 0;

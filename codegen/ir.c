@@ -122,6 +122,7 @@ const char *ir_op_name(ir_opkind op)
         [IR_OP_RELU_GRAD] = "relu_grad", [IR_OP_SLICE] = "slice",
         [IR_OP_WEIGHT_MM] = "weight_mm", [IR_OP_WGRAD] = "wgrad",
         [IR_OP_NLL_LOSS] = "nll_loss", [IR_OP_NLL_GRAD] = "nll_grad",
+        [IR_OP_DIV_NZ] = "div_nz",
     };
     if ((int)op < 0 || op >= IR_OP__COUNT || !names[op]) return "?";
     return names[op];
@@ -380,7 +381,7 @@ static int check_shapes(const ir_program *p, const ir_stmt *s, rg_err *err)
             VFAIL("dot operands %dx%d and %dx%d do not match", a.heads, a.dim, b.heads, b.dim);
         OUT_FITS_OR_FAIL(max_int(a.heads, b.heads), 1);
         return 0;
-    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV:
+    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_DIV_NZ:
     case IR_OP_LEAKYRELU_GRAD: case IR_OP_RELU_GRAD:
         if (a.is_matrix || b.is_matrix) VFAIL("%s of a weight matrix", ir_op_name(s->op));
         if (!broadcast_ok(a.heads, b.heads) || !broadcast_ok(a.dim, b.dim))

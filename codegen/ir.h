@@ -133,6 +133,9 @@ typedef enum ir_opkind {
     IR_OP_NLL_LOSS,   /* DOM_GLOBAL: loss = -(1/N) sum_n log_softmax(x[n])[label[n]]; in[0]=x, in[1]=label */
     IR_OP_NLL_GRAD,   /* DOM_NODE: out[n] = (softmax(x[n]) - onehot(label[n])) * dloss / N;
                          in[0] = x, in[1] = label, in[2] = dloss (scalar) */
+    IR_OP_DIV_NZ,     /* out = b != 0 ? a / b : 0, elementwise with DIV's broadcasting: the
+                         normalisation of an aggregate by the sum of its weights, where a row
+                         that received nothing (b == 0, a == 0) stays 0 (pass_softmax) */
     IR_OP__COUNT
 } ir_opkind;
 

@@ -4,6 +4,7 @@
 #include "codegen/modeldir.h"
 #include "codegen/parse.h"
 #include "codegen/pass_compact.h"
+#include "codegen/pass_softmax.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,16 @@ int model_add_loss(ir_program *p, rg_err *err)
     return 0;
 }
 
+/* A config that asks for the rewrite where it cannot apply is refused, so that it is not
+ * measured as a copy of the two-pass program. */
+static int single_pass_softmax(ir_program *p, const model_options *opt, rg_err *err)
+{
+    char why[160];
+    if (psm_single_pass(p, opt->log, why, sizeof why) > 0) return 0;
+    if (opt->inapplicable) *opt->inapplicable = 1;
+    return rg_errf(err, "softmax=single does not apply to %s: %s", p->name, why);
+}
+
 ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const model_options *opt, rg_err *err)
 {
     char *path = md_find(name_or_path);
@@ -81,6 +92,7 @@ ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const
         if (rr_reorder(p, &ro, err) < 0) goto fail;
     }
     if (opt && opt->compact && pc_compact(p, opt->log, err) < 0) goto fail;
+    if (opt && opt->softmax_single && single_pass_softmax(p, opt, err) < 0) goto fail;
     if (!strcmp(task, "train")) {
         if (model_add_loss(p, err) < 0) goto fail;
 #ifdef MODEL_HAVE_AUTODIFF

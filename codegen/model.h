@@ -12,6 +12,9 @@ typedef struct model_options {
     int reorder, compact;   /* inter-operator passes */
     const rr_stats *stats;  /* for reordering decisions; NULL: nominal counts */
     FILE *log;              /* pass reports (reorder counts, compacted variables); NULL: quiet */
+    int softmax_single;     /* pass_softmax: edge_softmax's division deferred to the nodes */
+    int *inapplicable;      /* may be NULL; set to 1 when a chosen pass finds nothing to rewrite
+                               (the load then fails, saying why) */
 } model_options;
 
 /* Parses the model, runs the chosen passes, and for "train" appends the loss and (when

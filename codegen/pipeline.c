@@ -26,6 +26,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
     *ir_out = NULL;
     *lp_out = NULL;
     rr_stats rs;
+    int inapplicable = 0;
     if (g) rr_stats_from_graph(&rs, g, g->name);
     else rr_stats_nominal(&rs);
     model_options mo = {
@@ -34,9 +35,11 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         .compact = cfg->compact != CFG_COMPACT_OFF,
         .stats = &rs,
         .log = log,
+        .softmax_single = cfg->softmax == CFG_SOFTMAX_SINGLE,
+        .inapplicable = &inapplicable,
     };
     ir_program *ir = model_load_opts(p->model, &p->dims, &mo, err);
-    if (!ir) return -1;
+    if (!ir) return inapplicable ? PL_INAPPLICABLE : -1;
     lw_program *lp = lw_lower(ir, err);
     if (!lp) {
         ir_free(ir);

@@ -18,9 +18,12 @@ typedef struct pl_problem {
 /* The unoptimized program (no passes), with its backward part for training: what the
  * CPU reference runs. */
 ir_program *pl_reference_program(const pl_problem *p, rg_err *err);
+/* pl_build's failure when cfg chooses a pass that does not apply to the model (e.g.
+ * softmax=single for a model without edge_softmax): the point is invalid for this model. */
+#define PL_INAPPLICABLE (-2)
 /* The program of one variant (passes chosen by cfg; reordering decided with the graph's
- * sizes, or nominal ones when g is NULL) and its lowering. On failure nothing is returned.
- * `log` (may be NULL) receives the passes' reports. */
+ * sizes, or nominal ones when g is NULL) and its lowering. On failure nothing is returned:
+ * -1, or PL_INAPPLICABLE. `log` (may be NULL) receives the passes' reports. */
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
              lw_program **lp_out, rg_err *err);
 int pl_is_train(const char *task);

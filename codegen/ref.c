@@ -448,6 +448,7 @@ static void k_elementwise(const splan *pl, const rowctx *c, double *dst)
     case IR_OP_SUB: EW_LOOP(va - vb); break;
     case IR_OP_MUL: case IR_OP_WGRAD: EW_LOOP(va * vb); break;
     case IR_OP_DIV: EW_LOOP(va / vb); break;
+    case IR_OP_DIV_NZ: EW_LOOP(vb != 0 ? va / vb : 0.0); break;
     case IR_OP_EXP: EW_LOOP(exp(va)); break;
     case IR_OP_LEAKYRELU: EW_LOOP(va > 0 ? va : cv * va); break;
     case IR_OP_RELU: EW_LOOP(va > 0 ? va : 0.0); break;
