@@ -37,6 +37,9 @@ static void find_owners(const ir_program *ir, const lw_program *lp, int *owner)
         else
             for (int j = 0; j < in->u.trav.nstmts; j++) touch_stmt(owner, &ir->stmts[in->u.trav.stmts[j].stmt], i);
         if (in->kind == LW_GEMM && in->u.gemm.scalar_var >= 0) touch(owner, in->u.gemm.scalar_var, i);
+        /* a GEMM that fuses an aggregation (y[dst] += s * x W) writes a variable its statement
+         * does not name: without this a node-wise reader of y would keep it as scratch */
+        if (in->kind == LW_GEMM) touch(owner, in->u.gemm.y_var, i);
     }
 }
 
