@@ -1,5 +1,5 @@
 /* Tests of the code generator without a GPU: every variant of the default design space,
- * for every model and task, emits sources that NVRTC compiles for sm_80 and sm_90 (points
+ * for every model and task, emits sources that NVRTC compiles for sm_90 (a sample for sm_80; points
  * that do not apply to a model, softmax=single for rgcn, must say so and are left out). */
 #include "tests/testutil.h"
 #include "codegen/codegen.h"
@@ -72,15 +72,26 @@ static void compile_space(const char *model, const char *task)
         cg_variant_free(&v);
     }
     if (!strcmp(model, "rgcn")) assert_true(inapplicable > 0);
-    static const int archs[] = {80, 90};
+    /* sm_90, the target, compiles every unique kernel; sm_80 a quarter of them (portability is a
+     * property of the templates, and the whole set doubled the test's time) */
+    kp_plan sample = {0};
+    for (int k = 0; k < set.plan.nkernels; k += 4) {
+        kp_kernel *c = kp_add_kernel(&sample);
+        *c = set.plan.kernels[k];
+        c->source = rg_xstrdup(set.plan.kernels[k].source);
+    }
+    static const int archs[] = {90, 80};
+    const kp_plan *plans[] = {&set.plan, &sample};
     for (int a = 0; a < 2; a++) {
         kx_compiled c;
         double t0 = rg_now();
-        if (kx_compile(&set.plan, archs[a], 2, &c, &err)) fail_msg("%s %s sm_%d: %s", model, task, archs[a], err.msg);
-        printf("%s %s: %d variants (%d not for this model), %d unique kernels compiled for sm_%d in %.1f s (%d from "
-               "the cache)\n", model, task, variants, inapplicable, set.n, archs[a], rg_now() - t0, c.cache_hits);
+        if (kx_compile(plans[a], archs[a], 2, &c, &err)) fail_msg("%s %s sm_%d: %s", model, task, archs[a], err.msg);
+        printf("%s %s: %d variants (%d not for this model), %d of %d unique kernels compiled for sm_%d in %.1f s (%d "
+               "from the cache)\n", model, task, variants, inapplicable, plans[a]->nkernels, set.n, archs[a],
+               rg_now() - t0, c.cache_hits);
         kx_compiled_free(&c);
     }
+    kp_plan_free(&sample);
     kp_plan_free(&set.plan);
     free(set.hash);
     free(pts);
