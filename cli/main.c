@@ -32,7 +32,7 @@ static const command COMMANDS[] = {
     /* modules add their subcommand here */
     {"export", rs_cli_export, "export measurements of the results store as CSV or JSON"},
     {"merge", rs_cli_merge, "merge results databases into one (skips what is already there)"},
-    {"compare", rs_cli_compare, "list regressions of the best times between two runs"},
+    {"compare", rs_cli_compare, "list regressions of the best times between two run groups (nights) or runs"},
     {"prune", rs_cli_prune, "drop superseded commits' rows from a store of record (--keep-latest-commit)"},
     {"datasets", ds_cli_main, "list, inspect (info --json), fetch and export the graph datasets"},
     {"ir", irc_main, "print a model's IR after passes (--reorder, --compact) and its lowering"},
