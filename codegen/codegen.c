@@ -170,6 +170,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     int rc = 0;
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];
+        int first = out->plan.nkernels;
         switch (in->kind) {
         case LW_GEMM: rc = eg_emit(ir, &in->u.gemm, cfg, in->name, in->backward, &out->plan, err); break;
         case LW_TRAV:
@@ -179,6 +180,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
             rc = emit_fallback(ir, in->u.fallback_stmt, out->materialized, cfg, in->name, in->backward, &out->plan, err);
             break;
         }
+        for (int k = first; k < out->plan.nkernels; k++) out->plan.kernels[k].inst = i;
     }
     if (!rc && lp->ninst > 0) rc = el_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
     if (rc) {

@@ -875,6 +875,7 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
             char kname[64];
             snprintf(kname, sizeof kname, "%s_p%d", name, p);
             rc = emit_one_kernel(ir, tr, materialized, cfg, f, phases, p, nphases, kname, backward, plan, err);
+            if (!rc) plan->kernels[plan->nkernels - 1].phase = p;
         }
     }
     free(phases);

@@ -15,6 +15,7 @@ kp_kernel *kp_add_kernel(kp_plan *p)
     memset(k, 0, sizeof *k);
     k->grid_y = k->grid_z = 1;
     k->block_y = 1;
+    k->inst = k->phase = -1;
     return k;
 }
 

@@ -52,6 +52,9 @@ typedef struct kp_kernel {
     char *source;       /* complete CUDA C translation unit, compilable on its own */
     kp_category category;
     int backward;
+    /* the lowered instance it comes from (lw_program.inst index; -1: the SGD step), and the
+     * traversal phase it runs (-1: every statement of the instance) */
+    int inst, phase;
     int nparams;
     kp_param params[KP_MAX_PARAMS];
     kp_grid_kind grid_kind;

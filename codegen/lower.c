@@ -58,6 +58,7 @@ static int gemm_of(const ir_program *p, int i, lw_gemm *g)
     memset(g, 0, sizeof *g);
     g->stmt = i;
     g->scalar_var = -1;
+    g->scalar_stmt = -1;
     g->rows = rows_of(p, s);
     if (s->op == IR_OP_LINEAR) {
         const ir_var *w = &p->vars[s->in[1].var];
@@ -142,6 +143,7 @@ static int absorb_scalar(const ir_program *p, lw_gemm *g, const char *taken, int
     g->y_atomic = needs_atomic(g->rows, y_idx);
     g->scalar_var = sc->var;
     g->scalar_idx = s_idx;
+    g->scalar_stmt = m;
     *absorbed = m;
     return 1;
 }

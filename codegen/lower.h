@@ -38,6 +38,7 @@ typedef struct lw_gemm {
     int transpose_w;    /* multiply by W^T (input gradients) */
     ir_access w_acc;    /* which type slices W: ETYPE, NTYPE, SRC_NTYPE, DST_NTYPE, ALL */
     int scalar_var;     /* -1 or a per-row scalar fused into the GEMM (e.norm, attention) */
+    int scalar_stmt;    /* the statement of that multiply (its output is y_var), -1 */
     lw_index scalar_idx;
     int K, N;           /* inner and output widths of one head's product */
     int heads;          /* per-head weights: heads independent products; else 1 */

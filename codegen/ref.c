@@ -1522,36 +1522,60 @@ static void plan_flips(ref_exec *x, int index, splan *pl)
     pl->flip_thr = kink_threshold(x->flip_rel, var_rms(x, pl->in[1].var));
 }
 
+/* Resets what statements [first, last) write: zero_init variables to 0, the others to NaN. */
+static int reset_written(ref_exec *x, int first, int last, rg_err *err)
+{
+    const ir_program *p = x->p;
+    char *reset = rg_xcalloc((size_t)p->nvars + 1, 1);
+    int rc = 0;
+    for (int i = first; i < last && rc == 0; i++) {
+        int v = p->stmts[i].out.var;
+        if (v < 0 || v >= p->nvars || reset[v] || is_data_role(p->vars[v].role)) continue;
+        reset[v] = 1;
+        if (fill_var(x, v, err) < 0) rc = -1;
+    }
+    free(reset);
+    return rc;
+}
+
+/* Runs one statement on the values as they are. RGNN_REF_PROFILE=1: one line per statement
+ * with its time on stderr. */
+static int exec_stmt(ref_exec *x, int i, int profile, rg_err *err)
+{
+    splan pl;
+    if (plan_stmt(x, i, &pl, err) < 0) return -1;
+    plan_flips(x, i, &pl);
+    double t0 = profile ? rg_now() : 0;
+    run_stmt(&pl);
+    if (profile) {
+        static const char *const modes[] = {"direct", "scatter", "wacc", "serial"};
+        fprintf(stderr, "ref: %3d %-14s %-7s %9lld rows %8.4f s  ", i, ir_op_name(pl.op), modes[pl.mode],
+                (long long)pl.nrows, rg_now() - t0);
+        ir_print_stmt(x->p, i, stderr);
+        fputc('\n', stderr);
+    }
+    return 0;
+}
+
 int ref_run_range(ref_exec *x, int first, int last, rg_err *err)
 {
     const ir_program *p = x->p;
     if (first < 0 || last > p->nstmts || first > last)
         return rg_errf(err, "%s: statement range [%d, %d) outside [0, %d)", p->name, first, last, p->nstmts);
-    char *reset = rg_xcalloc((size_t)p->nvars + 1, 1);
-    for (int i = first; i < last; i++) {
-        int v = p->stmts[i].out.var;
-        if (v < 0 || v >= p->nvars || reset[v] || is_data_role(p->vars[v].role)) continue;
-        reset[v] = 1;
-        if (fill_var(x, v, err) < 0) break;
-    }
-    free(reset);
-    /* RGNN_REF_PROFILE=1: one line per statement with its time on stderr */
+    if (reset_written(x, first, last, err)) return -1;
     int profile = getenv("RGNN_REF_PROFILE") != NULL;
-    for (int i = first; i < last; i++) {
-        splan pl;
-        if (plan_stmt(x, i, &pl, err) < 0) return -1;
-        plan_flips(x, i, &pl);
-        double t0 = profile ? rg_now() : 0;
-        run_stmt(&pl);
-        if (profile) {
-            static const char *const modes[] = {"direct", "scatter", "wacc", "serial"};
-            fprintf(stderr, "ref: %3d %-14s %-7s %9lld rows %8.4f s  ", i, ir_op_name(pl.op), modes[pl.mode],
-                    (long long)pl.nrows, rg_now() - t0);
-            ir_print_stmt(p, i, stderr);
-            fputc('\n', stderr);
-        }
-    }
+    for (int i = first; i < last; i++)
+        if (exec_stmt(x, i, profile, err)) return -1;
     return 0;
+}
+
+int ref_reset_all(ref_exec *x, rg_err *err) { return reset_written(x, 0, x->p->nstmts, err); }
+
+int ref_run_stmt(ref_exec *x, int stmt, rg_err *err)
+{
+    if (stmt < 0 || stmt >= x->p->nstmts)
+        return rg_errf(err, "%s: statement %d outside [0, %d)", x->p->name, stmt, x->p->nstmts);
+    return exec_stmt(x, stmt, getenv("RGNN_REF_PROFILE") != NULL, err);
 }
 
 int ref_run(ref_exec *x, rg_err *err) { return ref_run_range(x, 0, x->p->nstmts, err); }

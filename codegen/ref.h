@@ -76,6 +76,11 @@ void ref_free(ref_exec *x);
 
 /* Runs statements [first, last) in order (resetting what they write, see above). */
 int ref_run_range(ref_exec *x, int first, int last, rg_err *err);
+/* Resets what the whole program writes (as ref_run does first), and runs one statement on
+ * the values as they are, resetting nothing: a caller that runs statements in another valid
+ * order, or changes values between them (codegen/collective.h's partitioned runs), uses these. */
+int ref_reset_all(ref_exec *x, rg_err *err);
+int ref_run_stmt(ref_exec *x, int stmt, rg_err *err);
 int ref_run(ref_exec *x, rg_err *err);          /* the whole program */
 int ref_run_forward(ref_exec *x, rg_err *err);  /* statements [0, nforward) */
 
