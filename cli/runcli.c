@@ -9,6 +9,7 @@
 #include "codegen/ref.h"
 #include "datasets/dataset.h"
 #include "measure/backend.h"
+#include "measure/mgpu_backend.h"
 #include "explorer/space.h"
 #include "runtime/exec.h"
 #include "runtime/memplan.h"
@@ -22,13 +23,14 @@ typedef struct run_args {
     const char *out, *space;
     const char *backend, *dump, *weights;   /* run: "gpu" (default) or "ref"; tensor exchange */
     int compile_sm, show_plan, metrics;
+    int ranks;                              /* run: --ranks N, a layer over N GPUs; 0: one GPU */
 } run_args;
 
 static const char RUN_USAGE[] =
     "usage: explore run --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
     "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
     "                   [--repeats N] [--warmup N] [--flush-l2] [--metrics] [--plan]\n"
-    "                   [--backend gpu|ref] [--dump DIR] [--weights DIR]\n"
+    "                   [--backend gpu|ref] [--dump DIR] [--weights DIR] [--ranks N]\n"
     "Builds one variant, validates it against the float64 CPU reference, then times it\n"
     "(warm-up, repeats, median) and prints per-kernel times, the run's span, peak device\n"
     "memory and the layer's floors at the device's measured ceilings (docs/floor.md).\n"
@@ -36,7 +38,10 @@ static const char RUN_USAGE[] =
     "loss, input and weight gradients and the weights after the SGD step) as DIR/<variable>.npy\n"
     "with DIR/manifest.json. --backend ref runs only the CPU reference (no GPU needed), as\n"
     "--dump does when no GPU is present; --weights DIR (with --backend ref) replaces the seeded\n"
-    "inputs, weights and labels by the ones of such a directory.\n";
+    "inputs, weights and labels by the ones of such a directory.\n"
+    "--ranks N runs the layer over GPUs 0..N-1, relations split by the config key part\n"
+    "(edges, count, rows), node sums all-reduced with NCCL (codegen/collective.h); its time is\n"
+    "the host's, from every rank ready to every rank done, with the collectives' share.\n";
 
 static const char GEN_USAGE[] =
     "usage: explore gen --model M [--dataset D] [--task infer|train] [--dims IN,OUT] [--heads H]\n"
@@ -62,6 +67,8 @@ static void command(ro_cmd *c, run_args *a, int gen)
         ro_add(c, (ro_opt){.name = "metrics", .arg = NULL, .kind = RO_FLAG, .dst = &a->metrics,
                            .help = "collect hardware counters: achieved DRAM bandwidth against the measured ceiling"});
         ro_add(c, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &a->backend, .help = "gpu (default) or ref: the CPU reference only"});
+        ro_add(c, (ro_opt){.name = "ranks", .arg = "N", .kind = RO_INT, .dst = &a->ranks, .lo = 1, .hi = 16,
+                           .help = "one layer over GPUs 0..N-1, relations split by the config key part"});
         ro_add(c, (ro_opt){.name = "dump", .arg = "DIR", .kind = RO_STR, .dst = &a->dump, .help = "write the reference's tensors as .npy files and manifest.json"});
         ro_add(c, (ro_opt){.name = "weights", .arg = "DIR", .kind = RO_STR, .dst = &a->weights, .help = "inputs and weights from a --dump directory (--backend ref)"});
     }
@@ -210,7 +217,7 @@ int xr_run_main(int argc, char **argv)
     xb_problem prob;
     if (cp_to_xb(&a.p, &prob, &err)) return ro_fail("explore run", &err);
     if (reference_only(&a)) return reference_main(&a, &prob);
-    xb_backend *b = xb_gpu_backend(&err);
+    xb_backend *b = a.ranks > 0 ? xb_mgpu_backend(a.ranks, &err) : xb_gpu_backend(&err);
     if (!b && a.dump && err.code == RG_ERR_NO_DEVICE) {
         fprintf(stderr, "explore run: %s; writing the CPU reference's tensors only\n", err.msg);
         return reference_main(&a, &prob);

@@ -5,6 +5,7 @@
 #include "datasets/dataset.h"
 #include "explorer/costmodel.h"
 #include "explorer/plan.h"
+#include "measure/mgpu_backend.h"
 #include "results/store.h"
 
 #include <stdlib.h>
@@ -78,6 +79,20 @@ static void add_sweep_options(ro_cmd *r, sc_cli *c, cp_problem *p)
     ro_add(r, (ro_opt){.name = "commit", .arg = "C", .kind = RO_STR, .dst = &o->commit, .help = "commit to record (default: git rev-parse HEAD, else 'unknown')"});
     ro_add(r, (ro_opt){.name = "no-progress", .arg = NULL, .kind = RO_FLAG, .dst = &c->no_progress, .help = "no progress output on stderr"});
     ro_add(r, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &o->backend, .help = "gpu (default), or sim[:...] to test without a GPU (see below)"});
+    ro_add(r, (ro_opt){.name = "ranks", .arg = "N", .kind = RO_INT, .dst = &c->ranks, .lo = 1, .hi = 16,
+                       .help = "each variant is one layer over GPUs 0..N-1, its relations split by the\n"
+                               "config key part (edges, count, rows); N 1 runs that code path on one GPU"});
+}
+
+/* The backend of --ranks N (a sweep's workers are forked: they see the count set here). */
+static int sweep_ranks;
+static xb_backend *ranks_backend(rg_err *err) { return xb_mgpu_backend(sweep_ranks, err); }
+
+static xs_gpu_backend_fn choose_backend(const sc_cli *c, xs_gpu_backend_fn gpu_backend)
+{
+    if (c->ranks <= 0) return gpu_backend;
+    sweep_ranks = c->ranks;
+    return ranks_backend;
 }
 
 static void init(sc_cli *c, cp_problem *p)
@@ -191,7 +206,7 @@ int sc_sweep_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
         return ro_bad("explore", "--model is required (rgcn, rgat, hgt or a .rgnn file); explore --help lists "
                                  "the commands and options");
     if (!c.have_dataset) choose_default_dataset(&c.problem);
-    c.opt.gpu_backend = gpu_backend;
+    c.opt.gpu_backend = choose_backend(&c, gpu_backend);
     rg_err err;
     cm_model model;
     int attached = sc_attach_cost_model(&c, &model, &err);
@@ -276,7 +291,7 @@ int sc_plan_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
         xp_default_group(plan, time(NULL), group, sizeof group);
         c.opt.group = group;
     }
-    c.opt.gpu_backend = gpu_backend;
+    c.opt.gpu_backend = choose_backend(&c, gpu_backend);
     c.opt.command_line = line;
     int failed = 0;
     rc = run_shard(&c, plan, si, sn, &failed, &err);

@@ -13,6 +13,7 @@ typedef struct sc_cli {
     const char *cost_model;       /* --cost-model FILE */
     int no_cost_model;            /* --no-cost-model */
     int no_progress;              /* --no-progress */
+    int ranks;                    /* --ranks N: each variant a layer over N GPUs; 0: one GPU */
 } sc_cli;
 
 /* Parses the sweep options (plan_mode: `explore sweep`, which takes --plan and --shard instead

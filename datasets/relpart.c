@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const method_names[RLP__COUNT] = {"count", "edges", "rows"};
+static const char *const method_names[RLP__COUNT] = {"edges", "count", "rows"};
 
 const char *rlp_method_name(rlp_method m)
 {
@@ -20,7 +20,7 @@ int rlp_parse_method(const char *s, rlp_method *out, rg_err *err)
             *out = (rlp_method)m;
             return 0;
         }
-    return rg_errf(err, "unknown partition method '%s' (count, edges or rows)", s);
+    return rg_errf(err, "unknown partition method '%s' (edges, count or rows)", s);
 }
 
 static int64_t relation_edges(const hg_graph *g, int32_t r) { return g->etype_ptr[r + 1] - g->etype_ptr[r]; }

@@ -12,7 +12,8 @@
  *          the compact typed linear's rows, the two row sets a relation's kernels iterate
  * each by longest-processing-time-first: relations by decreasing weight, each to the rank
  * with the least weight so far (ties: the lower rank; equal weights: the lower edge type). */
-typedef enum rlp_method { RLP_COUNT, RLP_EDGES, RLP_ROWS, RLP__COUNT } rlp_method;
+/* The codes are the config key `part`'s (codegen/config_keys.def), in its order. */
+typedef enum rlp_method { RLP_EDGES, RLP_COUNT, RLP_ROWS, RLP__COUNT } rlp_method;
 
 const char *rlp_method_name(rlp_method m);
 /* The method named s; -1 with a message listing the names otherwise. */

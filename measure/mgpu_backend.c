@@ -1,0 +1,219 @@
+/* The measurement backend of layers over several GPUs: builds a variant once, partitions the
+ * relations, runs it on every rank with its collectives, validates the whole layer, times it. */
+#include "measure/mgpu_backend.h"
+#include "measure/validate.h"
+#include "codegen/collective.h"
+#include "codegen/counts.h"
+#include "codegen/pipeline.h"
+#include "datasets/dataset.h"
+#include "datasets/relpart.h"
+#include "runtime/mgpu.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct mgb_ctx {
+    mg_layer *L;
+    xb_problem prob;
+    pl_problem pl;
+    hg_graph *g;
+    xv_reference *ref;
+} mgb_ctx;
+
+static void release_problem(mgb_ctx *c)
+{
+    xv_reference_free(c->ref);
+    c->ref = NULL;
+    hg_free(c->g);
+    c->g = NULL;
+}
+
+static int mgb_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_err *err)
+{
+    mgb_ctx *c = b->ctx;
+    release_problem(c);
+    c->prob = *p;
+    const char *task;
+    if (pl_parse_task(p->task, &task, err)) return -1;
+    c->pl = (pl_problem){c->prob.model, task, {p->dim_in, p->dim_out, p->heads}};
+    ds_options dso = {.data_dir = p->data_dir};
+    c->g = ds_open(p->dataset, &dso, err);
+    if (!c->g) return -1;
+    if (stats) hg_stats_compute(c->g, stats);
+    return 0;
+}
+
+static int mgb_prepare_reference(xb_backend *b, rg_err *err)
+{
+    mgb_ctx *c = b->ctx;
+    if (!c->g) return rg_errf(err, "reference before prepare");
+    if (c->ref) return 0;
+    c->ref = xv_reference_new(&c->pl, c->g, err);
+    if (!c->ref) {
+        rg_err_prefix(err, "CPU reference of %s on %s", c->prob.model, c->prob.dataset);
+        return -1;
+    }
+    return 0;
+}
+
+static void add_metric(xb_result *r, const char *name, const char *unit, double value)
+{
+    if (r->nmetrics >= XB_MAX_METRICS || !isfinite(value)) return;
+    xb_metric *m = &r->metrics[r->nmetrics++];
+    m->kernel[0] = 0;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(m->unit, sizeof m->unit, "%s", unit);
+    m->value = value;
+}
+
+static const void *layer_values(void *ctx, int var, int64_t *n, int *elem, rg_err *err)
+{
+    return mg_values(ctx, var, n, elem, err);
+}
+
+static int fail_run(xb_result *r, const rg_err *e) { return xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e); }
+
+/* Validation of the whole layer's output, loss, gradients and SGD step; 1 when it matches. */
+static int validate_layer(mgb_ctx *c, const ir_program *ir, const lw_program *lp, const cg_variant *var,
+                          const double *const *vals, const xb_options *opt, xb_result *r)
+{
+    rg_err e;
+    xv_source src = {layer_values, c->L};
+    xv_verdict *vd = rg_xmalloc(sizeof *vd);
+    double tol = xv_tolerance(opt->tolerance, pl_is_train(c->pl.task));
+    int vrc = xv_validate(c->ref, ir, lp, var, &src, (const double **)vals, tol, vd, &e);
+    r->validation_error = vd->error;
+    if (vrc && (vd->ncompared == 0 || e.code != RG_ERR_OTHER)) {
+        fail_run(r, &e);
+    } else {
+        snprintf(r->evidence, sizeof r->evidence, "%s", vd->evidence);
+        if (!vd->ok) {
+            r->status = RS_WRONG_ANSWER;
+            r->err_class = RG_ERR_WRONG_ANSWER;
+        }
+    }
+    int ok = vd->ok && !vrc;
+    free(vd);
+    return ok;
+}
+
+static void fill_timing(const mg_timing *t, int nranks, const char *part, xb_result *r)
+{
+    r->median_ms = t->wall_ms;
+    r->min_ms = t->min_ms;
+    r->max_ms = t->max_ms;
+    r->repeats = t->repeats;
+    add_metric(r, "gpus", "", nranks);
+    add_metric(r, "span_ms", "ms", t->span_ms);
+    add_metric(r, "comm_ms", "ms", t->comm_ms);
+    add_metric(r, "comm_bytes", "byte", t->comm_bytes);
+    add_metric(r, "collectives", "", t->ncollectives);
+    double peak = 0;
+    for (int k = 0; k < nranks && k < 16; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "peak_bytes_rank%d", k);
+        add_metric(r, name, "byte", t->rank_peak_bytes[k]);
+        peak = fmax(peak, t->rank_peak_bytes[k]);
+    }
+    r->peak_mem_bytes = (int64_t)peak;
+    size_t used = strlen(r->evidence);
+    snprintf(r->evidence + used, sizeof r->evidence - used, "%s%d GPUs, relations split by %s, %d all-reduces",
+             used ? "; " : "", nranks, part, t->ncollectives);
+}
+
+static void run_variant(mgb_ctx *c, const ir_program *ir, const lw_program *lp, const cg_config *cfg,
+                        const xb_options *opt, xb_result *r)
+{
+    rg_err e;
+    cg_variant var;
+    if (cg_build(ir, lp, cfg, &var, &e)) {
+        xb_result_fail(r, RS_INVALID, &e);
+        return;
+    }
+    cg_counts_fill(ir, &var, c->g, &r->flops, &r->bytes, &r->atomics, &r->launches);
+    col_plan cp = {0};
+    int32_t *owner = rg_xmalloc((size_t)c->g->num_etypes * sizeof *owner);
+    const double **vals = NULL;
+    if (col_plan_build(ir, lp, &var, &cp, &e) || rlp_partition(c->g, mg_nranks(c->L), (rlp_method)cfg->part, owner, &e)) {
+        if (cp.state) col_plan_free(&cp);
+        xb_result_fail(r, RS_INVALID, &e);
+        goto done_variant;
+    }
+    vals = xv_input_values(c->ref, ir, &e);
+    int oom = 0;
+    if (!vals) {
+        xb_result_fail(r, RS_INVALID, &e);
+    } else if (mg_setup(c->L, ir, &var, &cp, c->g, owner, vals, c->prob.mem_limit, &oom, &e)) {
+        xb_result_fail(r, oom ? RS_OOM : xb_status_of(&e, RS_LAUNCH_ERROR), &e);
+    } else if (mg_run(c->L, &e)) {
+        fail_run(r, &e);
+    } else if (validate_layer(c, ir, lp, &var, vals, opt, r) && !opt->validate_only) {
+        mg_timing t;
+        int warmup = opt->warmup >= 0 ? opt->warmup : 3, repeats = opt->repeats > 0 ? opt->repeats : 10;
+        if (mg_time(c->L, warmup, repeats, &t, &e)) fail_run(r, &e);
+        else fill_timing(&t, mg_nranks(c->L), rlp_method_name((rlp_method)cfg->part), r);
+    }
+    mg_teardown(c->L);
+    free(vals);
+    col_plan_free(&cp);
+done_variant:
+    free(owner);
+    cg_variant_free(&var);
+}
+
+static int mgb_measure(xb_backend *b, const cg_config *cfg, const xb_options *opt, xb_result *r, rg_err *err)
+{
+    mgb_ctx *c = b->ctx;
+    xb_result_init(r);
+    if (!c->g) return rg_errf(err, "measure before prepare");
+    if (mgb_prepare_reference(b, err)) return -1;
+    rg_err e;
+    if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
+    ir_program *ir = NULL;
+    lw_program *lp = NULL;
+    if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);
+    double t0 = rg_now();
+    run_variant(c, ir, lp, cfg, opt, r);
+    r->time_s = rg_now() - t0;
+    lw_free(lp);
+    ir_free(ir);
+    return 0;
+}
+
+static void mgb_device(xb_backend *b, char *gpu_name, size_t n, int *sm, char *driver, char *cuda, char *cupti,
+                       size_t vn)
+{
+    mgb_ctx *c = b->ctx;
+    snprintf(gpu_name, n, "%s x%d", mg_device_name(c->L), mg_nranks(c->L));
+    *sm = mg_sm(c->L);
+    snprintf(driver, vn, "unknown");
+    snprintf(cuda, vn, "unknown");
+    snprintf(cupti, vn, "none (host wall time)");
+}
+
+static void mgb_close(xb_backend *b)
+{
+    mgb_ctx *c = b->ctx;
+    release_problem(c);
+    mg_close(c->L);
+    free(c);
+    free(b);
+}
+
+xb_backend *xb_mgpu_backend(int nranks, rg_err *err)
+{
+    mg_layer *L = mg_open(nranks, err);
+    if (!L) return NULL;
+    mgb_ctx *c = rg_xcalloc(1, sizeof *c);
+    c->L = L;
+    xb_backend *b = rg_xcalloc(1, sizeof *b);
+    b->name = "mgpu";
+    b->ctx = c;
+    b->prepare = mgb_prepare;
+    b->prepare_reference = mgb_prepare_reference;
+    b->measure = mgb_measure;
+    b->device = mgb_device;
+    b->close = mgb_close;
+    return b;
+}
