@@ -135,13 +135,14 @@ static void test_unknown_key_suggestion(void **state)
 {
     (void)state;
     expect_parse_error("tiel=16", "config: unknown key 'tiel' (did you mean 'tile'? known: compact, reorder, tile, "
-                                   "coarsen, lb, w, trav, pagg, softmax)");
+                                   "coarsen, lb, w, trav, pagg, softmax");
     expect_parse_error("launch_bound=on", "did you mean 'launch_bounds'?");
     cg_config c;
     rg_err err;
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "colour=blue", &err), -1);
-    assert_string_equal(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax");
+    /* every key of the table, in table order (keys added later come after these) */
+    assert_non_null(strstr(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax"));
     expect_parse_error("x=1", "unknown key 'x' (known:");
 }
 
