@@ -6,11 +6,15 @@
 #include "explorer/costmodel.h"
 #include "explorer/plan.h"
 #include "measure/mgpu_backend.h"
+#include "runtime/rt.h"
 #include "results/store.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SC_DEFAULT_COST_MODEL "results/costmodel.txt"
 
@@ -142,6 +146,9 @@ int sc_parse_cli(const char *cmd, int argc, char **argv, int plan_mode, sc_cli *
         ro_add(&r, (ro_opt){.name = "shard", .arg = "I/N", .kind = RO_STR, .dst = &c->shard,
                             .help = "run the jobs k with k % N == I (0 <= I < N); default from\n"
                             "SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, else 0/1"});
+        ro_add(&r, (ro_opt){.name = "gpus", .arg = "all|N", .kind = RO_STR, .dst = &c->gpus,
+                            .help = "one sweep process per GPU of this host (GPU g runs the shard's jobs\n"
+                            "with (k / N_shards) %% N == g), all into the one database"});
     } else {
         cp_add_options(&r, &p, CP_MODEL | CP_DATASET | CP_TASK | CP_DIMS | CP_HEADS);
     }
@@ -237,16 +244,24 @@ static int resolve_shard(const sc_cli *c, int *si, int *sn, rg_err *err)
 
 /* Runs this shard's jobs in one session (one run); a job that cannot be prepared is reported
  * and the others go on. */
-static int run_shard(sc_cli *c, const xp_plan *plan, int si, int sn, int *failed, rg_err *err)
+/* Which GPU of the host (gi of gn) runs job k of shard si/sn: the shard's jobs round-robin. */
+static int gpu_owns(int k, int si, int sn, int gi, int gn)
+{
+    return xp_shard_owns(k, si, sn) && (k / sn) % gn == gi;
+}
+
+static int run_shard(sc_cli *c, const xp_plan *plan, int si, int sn, int gi, int gn, int *failed, rg_err *err)
 {
     xs_session *s = xs_open(&c->opt, err);
     if (!s) return -1;
     int total = xp_count(plan), mine = 0;
-    for (int k = 0; k < total; k++) mine += xp_shard_owns(k, si, sn);
-    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d runs %d of them into %s (group %s)\n", plan->path, total, si, sn,
-            mine, c->opt.db, c->opt.group ? c->opt.group : "-");
+    for (int k = 0; k < total; k++) mine += gpu_owns(k, si, sn, gi, gn);
+    char on_gpu[32] = "";
+    if (gn > 1) snprintf(on_gpu, sizeof on_gpu, ", GPU %d of %d,", gi, gn);
+    fprintf(stderr, "explore sweep: %s: %d jobs; shard %d/%d%s runs %d of them into %s (group %s)\n", plan->path, total,
+            si, sn, on_gpu, mine, c->opt.db, c->opt.group ? c->opt.group : "-");
     for (int k = 0, nth = 0; k < total && !xs_interrupted(s); k++) {
-        if (!xp_shard_owns(k, si, sn)) continue;
+        if (!gpu_owns(k, si, sn, gi, gn)) continue;
         xb_problem p;
         xp_job(plan, k, &p);
         p.data_dir = c->problem.data_dir;
@@ -264,6 +279,76 @@ static int run_shard(sc_cli *c, const xp_plan *plan, int si, int sn, int *failed
     }
     int interrupted = xs_interrupted(s);
     if (xs_close(s, err)) return -1;
+    return interrupted;
+}
+
+/* The number of GPUs, counted in a child process: CUDA initialized in this one would be
+ * unusable in the sweep processes forked after it. 0 when there is none. */
+static int count_gpus(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        rg_err e;
+        int n = krt_require_device(&e) ? 0 : krt_device_count();
+        _exit(n > 100 ? 100 : n);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 0;
+}
+
+static int resolve_gpus(const sc_cli *c, int *n, rg_err *err)
+{
+    if (c->ranks > 0) return rg_errf(err, "--gpus runs one single-GPU worker per GPU; --ranks spreads each variant over "
+                                     "several: use one or the other");
+    if (strcmp(c->gpus, "all") == 0) {
+        if (c->opt.backend && strncmp(c->opt.backend, "sim", 3) == 0)
+            return rg_errf(err, "--gpus all counts this host's GPUs; with --backend sim give a number");
+        if ((*n = count_gpus()) < 1) return rg_errf(err, "--gpus all: no CUDA device was found on this host");
+        return 0;
+    }
+    char *end;
+    long v = strtol(c->gpus, &end, 10);
+    if (*end || v < 1 || v > 64) return rg_errf(err, "--gpus: '%s' is neither 'all' nor a count from 1 to 64", c->gpus);
+    *n = (int)v;
+    return 0;
+}
+
+/* One sweep process per GPU (CUDA_VISIBLE_DEVICES=g), all writing the one database (its
+ * claims keep concurrent writers apart); waits for all. 1 if any was interrupted. */
+static int run_on_every_gpu(sc_cli *c, const xp_plan *plan, int si, int sn, int gn, int *failed, rg_err *err)
+{
+    pid_t pids[64];
+    fflush(NULL);
+    for (int g = 0; g < gn; g++) {
+        pids[g] = fork();
+        if (pids[g] < 0) return rg_errf(err, "cannot start the sweep of GPU %d: fork: %s", g, strerror(errno));
+        if (pids[g] == 0) {
+            char dev[16];
+            snprintf(dev, sizeof dev, "%d", g);
+            setenv("CUDA_VISIBLE_DEVICES", dev, 1);
+            int nf = 0;
+            rg_err e;
+            int rc = run_shard(c, plan, si, sn, g, gn, &nf, &e);
+            if (rc < 0) print_failure("explore sweep: stopped", &e);
+            fflush(NULL);
+            _exit(rc > 0 ? 130 : rc < 0 ? 2 : nf ? 1 : 0);
+        }
+    }
+    int interrupted = 0, broken = 0;
+    for (int g = 0; g < gn; g++) {
+        int st;
+        while (waitpid(pids[g], &st, 0) < 0 && errno == EINTR) {}
+        int code = WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+        fprintf(stderr, "explore sweep: GPU %d of %d: %s\n", g, gn,
+                code == 0 ? "done" : code == 1 ? "some jobs failed" : code == 130 ? "interrupted" : "stopped");
+        *failed += code == 1;
+        interrupted |= code == 130;
+        broken |= code == 2;
+    }
+    if (broken) return rg_errf(err, "the sweep of at least one GPU stopped (its messages are above)");
     return interrupted;
 }
 
@@ -293,8 +378,14 @@ int sc_plan_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
     }
     c.opt.gpu_backend = choose_backend(&c, gpu_backend);
     c.opt.command_line = line;
-    int failed = 0;
-    rc = run_shard(&c, plan, si, sn, &failed, &err);
+    int failed = 0, gn = 1;
+    if (c.gpus && resolve_gpus(&c, &gn, &err)) {
+        rc = -1;
+    } else if (gn > 1) {
+        rc = run_on_every_gpu(&c, plan, si, sn, gn, &failed, &err);
+    } else {
+        rc = run_shard(&c, plan, si, sn, 0, 1, &failed, &err);
+    }
     if (attached) cm_model_free(&model);
     if (rc < 0) print_failure("explore sweep: stopped", &err);
     else fprintf(stderr, "explore sweep: shard %d/%d: %d job%s failed%s\n", si, sn, failed, failed == 1 ? "" : "s",

@@ -10,6 +10,7 @@ typedef struct sc_cli {
     xb_problem problem;
     int have_dataset, have_db;    /* --dataset, --db given */
     const char *plan, *shard;     /* explore sweep only */
+    const char *gpus;             /* explore sweep only: --gpus all|N, one worker per GPU of this host */
     const char *cost_model;       /* --cost-model FILE */
     int no_cost_model;            /* --no-cost-model */
     int no_progress;              /* --no-progress */

@@ -81,6 +81,12 @@ static void probe_devices(void)
     (void)cudaGetLastError();
 }
 
+int krt_device_count(void)
+{
+    pthread_once(&probe_once, probe_devices);
+    return probe_count;
+}
+
 int krt_have_device(void)
 {
     pthread_once(&probe_once, probe_devices);

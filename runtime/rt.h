@@ -28,6 +28,8 @@ typedef struct krt_device {
 int krt_init(int device, krt_device *out, rg_err *err);
 /* 1 when at least one CUDA device is usable. Cached; never aborts, never prints. */
 int krt_have_device(void);
+/* How many CUDA devices this process sees (0 without a driver or device). */
+int krt_device_count(void);
 /* 0 when a device is usable, else -1 with the "no CUDA device: ..." line in err. */
 int krt_require_device(rg_err *err);
 /* Why no device is usable, for a reader: cuda_error is the cudaError_t of the device probe,

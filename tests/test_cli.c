@@ -245,6 +245,42 @@ static void test_plan_sweep_rejects_the_same_bad_input(void **state)
     tu_rm_tree(dir);
 }
 
+/* --gpus N: one sweep process per GPU into one database, every job exactly once. */
+static void test_plan_sweep_one_process_per_gpu(void **state)
+{
+    (void)state;
+    require_explore();
+    char *dir = tu_tmpdir();
+    char *plan = tu_write_file(dir, "plan.txt", "models: rgat rgcn\ndatasets: synth:aifb\ntasks: infer train\n");
+    char *db = rg_xasprintf("%s/one.db", dir);
+    char *args = rg_xasprintf("sweep --plan %s --gpus 3 --backend sim --db %s --no-progress --no-cost-model "
+                              "--budget 8 --best-dir %s/best", plan, db, dir);
+    char *err_text;
+    int rc = explore(dir, args, &err_text);
+    if (rc != 0) fail_msg("exit %d: %s", rc, err_text);
+    assert_non_null(strstr(err_text, "GPU 2 of 3: done"));
+    assert_int_equal(tu_sql_int(db, "select count(distinct run_id) from measurements"), 3);
+    /* 4 jobs, each measured by one process only */
+    assert_int_equal(tu_sql_int(db, "select count(*) from (select v.model, v.task, count(distinct m.run_id) n "
+                                    "from measurements m join variants v on v.id = m.variant_id group by 1, 2) "
+                                    "where n = 1"), 4);
+    free(err_text);
+    free(args);
+    args = rg_xasprintf("sweep --plan %s --gpus 2 --ranks 2 --backend sim --db %s", plan, db);
+    assert_int_not_equal(explore(dir, args, &err_text), 0);
+    assert_non_null(strstr(err_text, "use one or the other"));
+    free(err_text);
+    free(args);
+    args = rg_xasprintf("sweep --plan %s --gpus all --backend sim --db %s", plan, db);
+    assert_int_not_equal(explore(dir, args, &err_text), 0);
+    assert_non_null(strstr(err_text, "give a number"));
+    free(err_text);
+    free(args);
+    free(db);
+    free(plan);
+    tu_rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_shared_limits),
         cmocka_unit_test(test_every_command_rejects_the_same_bad_input),
         cmocka_unit_test(test_plan_sweep_rejects_the_same_bad_input),
+        cmocka_unit_test(test_plan_sweep_one_process_per_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
