@@ -3,21 +3,23 @@
 # graph, dumps the CPU reference's tensors, runs torch_equal.py (check, then timing) and prints the CSV.
 #
 #   baselines/run_equal.sh [-d "aifb mutag"] [-m "rgcn rgat hgt"] [-t "infer train"] [-D 64] [-H 1]
-#                          [-M eager,compile] [-r 10] [-w 3] [-o equal.csv] [-k WORKDIR] [-- DATA_DIR]
+#                          [-M eager,compile] [-r 10] [-w 3] [-T SECONDS] [-o equal.csv] [-k WORKDIR] [-- DATA_DIR]
 #
 # -H is the heads of rgat and hgt (rgcn always has one). Run from the repository root after
 # `make all`; the CSV (one row per dataset, model, task and mode) loads with `explore import`.
-# The reference runs on the CPU in float64 and takes a while on the larger graphs.
+# The reference runs on the CPU in float64 and takes a while on the larger graphs. -T limits each
+# torch_equal.py run (both modes of one problem; default 600 s): one that runs over is counted as
+# failed and named, and the matrix goes on.
 set -euo pipefail
 
 datasets="aifb mutag" models="rgcn rgat hgt" tasks="infer train" dims=64 heads=1
-modes=eager,compile repeats=10 warmup=3 out=equal.csv work=""
+modes=eager,compile repeats=10 warmup=3 out=equal.csv work="" tlimit=600
 usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-while getopts "d:m:t:D:H:M:r:w:o:k:h" opt; do
+while getopts "d:m:t:D:H:M:r:w:T:o:k:h" opt; do
     case $opt in
     d) datasets=$OPTARG ;; m) models=$OPTARG ;; t) tasks=$OPTARG ;; D) dims=$OPTARG ;;
     H) heads=$OPTARG ;; M) modes=$OPTARG ;; r) repeats=$OPTARG ;; w) warmup=$OPTARG ;;
-    o) out=$OPTARG ;; k) work=$OPTARG ;; *) usage ;;
+    T) tlimit=$OPTARG ;; o) out=$OPTARG ;; k) work=$OPTARG ;; *) usage ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -47,8 +49,13 @@ for ds in $datasets; do
             # --backend ref: the CPU reference alone, so the dump never depends on the GPU's kernels
             "$explore" run --model "$model" --dataset "$ds" --data-dir "$data_dir" --task "$task" \
                 --dims "$dims" --heads "$h" --backend ref --dump "$dump" >&2
-            "$python" baselines/torch_equal.py --npz "$npz" --dump "$dump" --dataset "$ds" --modes "$modes" \
-                --repeats "$repeats" --warmup "$warmup" --out "$out" --append || failed=$((failed + 1))
+            rc=0
+            timeout "$tlimit" "$python" baselines/torch_equal.py --npz "$npz" --dump "$dump" --dataset "$ds" \
+                --modes "$modes" --repeats "$repeats" --warmup "$warmup" --out "$out" --append || rc=$?
+            if [ "$rc" -ne 0 ]; then
+                failed=$((failed + 1))
+                [ "$rc" -eq 124 ] && echo "run_equal.sh: $ds $model $task: over $tlimit s, stopped" >&2
+            fi
             rm -rf "$dump"
         done
     done
