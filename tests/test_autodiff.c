@@ -314,7 +314,7 @@ static void test_errors(void **state)
 
 /* ------------------------------------------------------------------ the models */
 
-static const char *const MODELS[] = {"rgcn", "rgat", "hgt"};
+#define MODELS tu_models
 
 static ir_program *load(const char *model, const ir_dims *d, int reorder, int compact)
 {
@@ -339,7 +339,7 @@ static void models_gradients_on(hg_graph *g, int samples)
     ir_dims dims[] = {{6, 4, 1}, {6, 4, 2}};
     int saw_weight_mm = 0;
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
-        for (size_t m = 0; m < 3; m++) {
+        for (int m = 0; m < tu_nmodels; m++) {
             ir_program *base = load(MODELS[m], &dims[di], 0, 0);
             ref_exec *xb = ref_new(base, g, NULL, NULL);
             assert_non_null(xb);

@@ -574,7 +574,7 @@ static void test_errors(void **state)
 
 /* ------------------------------------------------------------------ models and passes */
 
-static const char *const MODELS[] = {"rgcn", "rgat", "hgt"};
+#define MODELS tu_models
 
 static ir_program *load_model(const char *model, const ir_dims *d, const char *task, int reorder, int compact,
                               const rr_stats *st)
@@ -594,7 +594,7 @@ static int check_passes_keep_outputs(const hg_graph *g, const char *name, const 
     rr_stats st;
     rr_stats_from_graph(&st, g, name);
     int reordered = 0;
-    for (size_t m = 0; m < sizeof MODELS / sizeof MODELS[0]; m++) {
+    for (int m = 0; m < tu_nmodels; m++) {
         ir_program *base = load_model(MODELS[m], d, "infer", 0, 0, &st);
         ref_exec *xb = run_prog(base, g, 0);
         const double *want = ref_values(xb, base->output);

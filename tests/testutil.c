@@ -47,6 +47,9 @@ int tu_under_asan(void)
 #endif
 }
 
+const char *const tu_models[] = {"rgcn", "rgat", "hgt", "pyg_rgcn", "pyg_rgat"};
+const int tu_nmodels = (int)(sizeof tu_models / sizeof tu_models[0]);
+
 char *tu_tmpdir(void)
 {
     char tmpl[] = "/tmp/rgnn-test-XXXXXX";

@@ -38,6 +38,10 @@ int tu_have_program(const char *program);
 /* Skips the current test, saying why, when PROGRAM is not installed (gnuplot on the GPU machine). */
 #define TU_REQUIRE_PROGRAM(program) \
     if (!tu_have_program(program)) { printf("skip: %s is not installed\n", program); skip(); }
+/* Every shipped model (the .rgnn files of models/ but lib), for the tests that check each one: the papers'
+ * three and the PyG-definition programs. */
+extern const char *const tu_models[];
+extern const int tu_nmodels;
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */
