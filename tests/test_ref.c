@@ -595,12 +595,13 @@ static int check_passes_keep_outputs(const hg_graph *g, const char *name, const 
     rr_stats_from_graph(&st, g, name);
     int reordered = 0;
     for (int m = 0; m < tu_nmodels; m++) {
-        ir_program *base = load_model(MODELS[m], d, "infer", 0, 0, &st);
+        ir_dims md = tu_model_dims(MODELS[m], d);
+        ir_program *base = load_model(MODELS[m], &md, "infer", 0, 0, &st);
         ref_exec *xb = run_prog(base, g, 0);
         const double *want = ref_values(xb, base->output);
         int64_t n = ref_count(xb, base->output);
         for (int cfg = 1; cfg < 4; cfg++) {
-            ir_program *p = load_model(MODELS[m], d, "infer", cfg & 1, cfg >> 1, &st);
+            ir_program *p = load_model(MODELS[m], &md, "infer", cfg & 1, cfg >> 1, &st);
             for (int i = 0; i < p->nstmts; i++) reordered += p->stmts[i].op == IR_OP_WEIGHT_MM;
             ref_exec *x = run_prog(p, g, 0);
             assert_int_equal(ref_count(x, p->output), n);
