@@ -91,6 +91,15 @@ bench-datasets: $(BUILD)/explore
 figures: $(BUILD)/explore
 	$(BUILD)/explore report --db results/results.db --out results/reports/latest
 
+# The docs' tables of record from the committed H100 stores (read-only); .ci/run fails when the
+# committed docs/perf-tables.md differs from what this writes. Only stores git tracks: a scratch
+# .db left in results/h100/ must not change the tables.
+PERF_STORES = $(shell git ls-files 'results/h100/*.db')
+.PHONY: perf-tables
+perf-tables: $(BUILD)/explore
+	@[ -n "$(PERF_STORES)" ] || { echo "make perf-tables: git lists no results/h100/*.db (not a git checkout?)" >&2; exit 2; }
+	$(BUILD)/explore perf-tables --out docs/perf-tables.md $(PERF_STORES)
+
 # Regenerates the committed fixture of tests/test_report.c (deterministic; commit the .db).
 .PHONY: report-fixture
 report-fixture: $(BUILD)/librgnn.a

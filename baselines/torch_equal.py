@@ -43,7 +43,7 @@ MODELS = ("rgcn", "rgat", "hgt")
 class Dump:
     """A --dump directory: the manifest and its arrays (numpy), by file role."""
 
-    def __init__(self, path):
+    def __init__(self, path, models=MODELS):
         mpath = os.path.join(path, "manifest.json")
         try:
             with open(mpath) as f:
@@ -52,8 +52,8 @@ class Dump:
             raise ValueError("%s: not a tensor dump (%s)" % (path, e))
         if self.meta.get("format") != "rgnn-tensors 1":
             raise ValueError("%s: unknown format %r" % (mpath, self.meta.get("format")))
-        if self.meta["model"] not in MODELS:
-            raise ValueError("%s: model %r is not one of %s" % (mpath, self.meta["model"], ", ".join(MODELS)))
+        if self.meta["model"] not in models:
+            raise ValueError("%s: model %r is not one of %s" % (mpath, self.meta["model"], ", ".join(models)))
         self.arrays = {}      # (role, variable) -> array
         for t in self.meta["tensors"]:
             a = np.load(os.path.join(path, t["file"]), allow_pickle=False)

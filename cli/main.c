@@ -13,6 +13,7 @@
 #include "cli/sweepcli.h"
 #include "cli/cmcli.h"
 #include "cli/rpcli.h"
+#include "cli/ptcli.h"
 #include "common/opts.h"
 
 
@@ -39,6 +40,7 @@ static const command COMMANDS[] = {
     {"import", blcli_import_main, "load baseline measurements (pyg_bench.py's CSV) into the results store"},
     {"baselines", blcli_baselines_main, "measure the cuBLAS-built baseline layers (seg, bmm, grouped) and record them"},
     {"compare-baselines", blcli_compare_main, "best generated variant against each baseline: speed-ups, OOMs (markdown)"},
+    {"perf-tables", ptc_main, "the docs' tables of record (docs/perf-tables.md) from results stores, read-only"},
     {"run", xr_run_main, "build, validate against the CPU reference and time one variant"},
     {"gen", xr_gen_main, "write the generated CUDA sources and launch plan of a variant or a space"},
     {"sweep", plan_main, "sweep a plan (models x datasets x tasks x dims), optionally one shard of it"},

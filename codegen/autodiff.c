@@ -398,6 +398,24 @@ static int diff_stmt(adctx *c)
         if (result_value(c, &val) < 0) return -1;
         return add_product(c, a, G, val);
     }
+    case IR_OP_SIGMOID: {
+        /* d a += g * s * (1 - s), s the result; a may be a weight (HGT's gated skip) */
+        if (!temp_rows_ok(c)) return rg_errf(c->err, "no gradient rule for sigmoid here");
+        ir_operand s;
+        if (result_value(c, &s) < 0) return -1;
+        shape so = shape_of(c->p, &c->f.out);
+        int t1 = row_temp(c, so.heads, so.dim), t2 = row_temp(c, so.heads, so.dim);
+        ir_operand sub[2] = {opc(1.0), s}, mul[2] = {s, opv(t1, IR_ACC_ROW)};
+        emit(c, IR_OP_SUB, opv(t1, IR_ACC_ROW), 0, 2, sub, 0, 0, 0);
+        emit(c, IR_OP_MUL, opv(t2, IR_ACC_ROW), 0, 2, mul, 0, 0, 0);
+        return add_product(c, a, G, opv(t2, IR_ACC_ROW));
+    }
+    case IR_OP_GELU: {
+        if (is_weight(c, a)) return rg_errf(c->err, "no gradient rule for gelu of a weight");
+        ir_operand in[2] = {G, *a};
+        emit(c, IR_OP_GELU_GRAD, grad_at(c, a), 1, 2, in, 0, 0, 0);
+        return 0;
+    }
     case IR_OP_LEAKYRELU:
     case IR_OP_RELU: {
         if (is_weight(c, a)) return rg_errf(c->err, "no gradient rule for %s of a weight", ir_op_name(f->op));

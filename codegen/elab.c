@@ -592,6 +592,8 @@ static int eval_unary_fn(elab *el, const ast_expr *x, const want *w, value *v, i
     if (in.kind == VK_CONST) {
         if (op == IR_OP_EXP) *v = const_value(exp(in.c));
         else if (op == IR_OP_RELU) *v = const_value(in.c > 0 ? in.c : 0);
+        else if (op == IR_OP_GELU) *v = const_value(0.5 * in.c * erfc(-in.c * M_SQRT1_2));
+        else if (op == IR_OP_SIGMOID) *v = const_value(1.0 / (1.0 + exp(-in.c)));
         else *v = const_value(in.c > 0 ? in.c : slope * in.c);
         return w->dst ? emit(el, IR_OP_COPY, v, 1, 1, 1, 0, w->dst, x->loc, v) : 0;
     }
@@ -688,6 +690,8 @@ static int eval_call(elab *el, const ast_expr *x, const want *w, value *v)
     if (!strcmp(fn, "dot")) return eval_dot(el, x, w, v);
     if (!strcmp(fn, "exp")) return eval_unary_fn(el, x, w, v, IR_OP_EXP);
     if (!strcmp(fn, "relu")) return eval_unary_fn(el, x, w, v, IR_OP_RELU);
+    if (!strcmp(fn, "gelu")) return eval_unary_fn(el, x, w, v, IR_OP_GELU);
+    if (!strcmp(fn, "sigmoid")) return eval_unary_fn(el, x, w, v, IR_OP_SIGMOID);
     if (!strcmp(fn, "leakyrelu")) return eval_unary_fn(el, x, w, v, IR_OP_LEAKYRELU);
     if (!strcmp(fn, "concat")) return eval_concat(el, x, w, v);
     if (!strcmp(fn, "reshape")) return eval_reshape(el, x, w, v);

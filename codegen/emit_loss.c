@@ -120,18 +120,12 @@ static int sgd_params(const ir_program *ir, const int *materialized, int *out)
     return n;
 }
 
-int el_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err)
+/* Weights one SGD kernel takes: num_rows, then (types, w, dw) per weight. */
+#define SGD_WEIGHTS_PER_KERNEL ((KP_MAX_PARAMS - 1) / 3)
+
+/* One kernel updating the n weights params[0..n). */
+static void emit_sgd_kernel(const ir_program *ir, const int *params, int n, const char *name, kp_plan *plan)
 {
-    int *params = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof *params);
-    int n = sgd_params(ir, materialized, params);
-    if (n == 0) {
-        free(params);
-        return 0;
-    }
-    if (2 + 3 * n > KP_MAX_PARAMS) {
-        free(params);
-        return rg_errf(err, "cannot emit %s: %d trainable weights, more than one kernel takes", name, n);
-    }
     kp_kernel *k = kp_add_kernel(plan);
     snprintf(k->name, sizeof k->name, "%s", name);
     k->backward = 1;
@@ -166,6 +160,21 @@ int el_emit_sgd(const ir_program *ir, const int *materialized, const char *name,
                         "%s}\n", body.s);
     rg_str_free(&body);
     k->source = src.s;
+}
+
+int el_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err)
+{
+    (void)err;
+    int *params = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof *params);
+    int n = sgd_params(ir, materialized, params);
+    /* more weights than one kernel's parameters take (PyG's HGTConv has 12): NAME, NAME_2, ... */
+    for (int first = 0, part = 1; first < n; first += SGD_WEIGHTS_PER_KERNEL, part++) {
+        int m = n - first < SGD_WEIGHTS_PER_KERNEL ? n - first : SGD_WEIGHTS_PER_KERNEL;
+        char kname[64];
+        if (part == 1) snprintf(kname, sizeof kname, "%s", name);
+        else snprintf(kname, sizeof kname, "%s_%d", name, part);
+        emit_sgd_kernel(ir, params + first, m, kname, plan);
+    }
     free(params);
     return 0;
 }

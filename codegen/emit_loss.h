@@ -20,9 +20,10 @@ static inline int el_handles(const ir_stmt *s) { return s->op == IR_OP_NLL_LOSS 
  * kernel text, without the device helpers, to *src. Fails when a row has too many classes. */
 int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err);
 
-/* The SGD step that ends a training plan: one kernel updating every trainable weight in
- * place, w -= EL_SGD_LR * dw (nothing is emitted when the program has no gradients). The
- * kernel's text comes without the device helpers. */
+/* The SGD step that ends a training plan: kernels updating every trainable weight in place,
+ * w -= EL_SGD_LR * dw, NAME for the first ten weights, NAME_2 for the next ten and so on (one
+ * kernel's parameters take ten); nothing is emitted when the program has no gradients. The
+ * kernels' text comes without the device helpers. */
 int el_emit_sgd(const ir_program *ir, const int *materialized, const char *name, kp_plan *plan, rg_err *err);
 
 #endif

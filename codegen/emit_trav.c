@@ -197,6 +197,9 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
     case IR_OP_EXP: snprintf(out, n, "exp(%s)", a); return 0;
     case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, %.17g)", a, s->cval); return 0;
     case IR_OP_RELU: snprintf(out, n, "fmax(%s, 0.0)", a); return 0;
+    case IR_OP_GELU: snprintf(out, n, "gelu(%s)", a); return 0;
+    case IR_OP_SIGMOID: snprintf(out, n, "(1.0 / (1.0 + exp(-(%s))))", a); return 0;
+    case IR_OP_GELU_GRAD: snprintf(out, n, "gelu_grad(%s, %s)", a, b); return 0;
     case IR_OP_COPY: snprintf(out, n, "%s", a); return 0;
     case IR_OP_LEAKYRELU_GRAD: snprintf(out, n, "lrelu_grad(%s, %s, %.17g)", a, b, s->cval); return 0;
     case IR_OP_RELU_GRAD: snprintf(out, n, "(%s > 0.0 ? %s : 0.0)", b, a); return 0;

@@ -122,7 +122,8 @@ const char *ir_op_name(ir_opkind op)
         [IR_OP_RELU_GRAD] = "relu_grad", [IR_OP_SLICE] = "slice",
         [IR_OP_WEIGHT_MM] = "weight_mm", [IR_OP_WGRAD] = "wgrad",
         [IR_OP_NLL_LOSS] = "nll_loss", [IR_OP_NLL_GRAD] = "nll_grad",
-        [IR_OP_DIV_NZ] = "div_nz",
+        [IR_OP_DIV_NZ] = "div_nz", [IR_OP_GELU] = "gelu", [IR_OP_SIGMOID] = "sigmoid",
+        [IR_OP_GELU_GRAD] = "gelu_grad",
     };
     if ((int)op < 0 || op >= IR_OP__COUNT || !names[op]) return "?";
     return names[op];
@@ -197,6 +198,7 @@ static int op_arity(ir_opkind op)
 {
     switch (op) {
     case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY: case IR_OP_SLICE:
+    case IR_OP_GELU: case IR_OP_SIGMOID:
         return 1;
     case IR_OP_NLL_GRAD: return 3;
     default: return 2;
@@ -382,13 +384,13 @@ static int check_shapes(const ir_program *p, const ir_stmt *s, rg_err *err)
         OUT_FITS_OR_FAIL(max_int(a.heads, b.heads), 1);
         return 0;
     case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_DIV_NZ:
-    case IR_OP_LEAKYRELU_GRAD: case IR_OP_RELU_GRAD:
+    case IR_OP_LEAKYRELU_GRAD: case IR_OP_RELU_GRAD: case IR_OP_GELU_GRAD:
         if (a.is_matrix || b.is_matrix) VFAIL("%s of a weight matrix", ir_op_name(s->op));
         if (!broadcast_ok(a.heads, b.heads) || !broadcast_ok(a.dim, b.dim))
             VFAIL("%s operands %dx%d and %dx%d do not broadcast", ir_op_name(s->op), a.heads, a.dim, b.heads, b.dim);
         OUT_FITS_OR_FAIL(max_int(a.heads, b.heads), max_int(a.dim, b.dim));
         return 0;
-    case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY:
+    case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY: case IR_OP_GELU: case IR_OP_SIGMOID:
         if (a.is_matrix != o.is_matrix || (a.is_matrix && a.rows_dim != o.rows_dim))
             VFAIL("%s between a matrix and a non-matrix", ir_op_name(s->op));
         /* COPY between equal row widths of other (heads, dim) is a reshape (flat copy) */

@@ -136,6 +136,9 @@ typedef enum ir_opkind {
     IR_OP_DIV_NZ,     /* out = b != 0 ? a / b : 0, elementwise with DIV's broadcasting: the
                          normalisation of an aggregate by the sum of its weights, where a row
                          that received nothing (b == 0, a == 0) stays 0 (pass_softmax) */
+    IR_OP_GELU,       /* out = x * Phi(x), Phi the standard normal CDF (erf form, PyTorch's default) */
+    IR_OP_SIGMOID,    /* out = 1 / (1 + exp(-x)) */
+    IR_OP_GELU_GRAD,  /* out = g * (Phi(x) + x * phi(x)); in[0] = g, in[1] = x (backward) */
     IR_OP__COUNT
 } ir_opkind;
 

@@ -411,6 +411,10 @@ static void k_wgrad_rows(const splan *pl, const rowctx *c, double *dst)
     k_wgrad_rows_n(pl, c, 1, dst);
 }
 
+/* The standard normal CDF and density, for GELU (PyTorch's exact form, not the tanh one). */
+static double normal_cdf(double x) { return 0.5 * erfc(-x * M_SQRT1_2); }
+static double normal_pdf(double x) { return exp(-0.5 * x * x) / sqrt(2.0 * M_PI); }
+
 #define EW_LOOP(EXPR)                                                     \
     for (int h = 0; h < H; h++) {                                         \
         const double *A = pa + h * a->sh, *B = pb + h * b->sh;            \
@@ -452,6 +456,9 @@ static void k_elementwise(const splan *pl, const rowctx *c, double *dst)
     case IR_OP_EXP: EW_LOOP(exp(va)); break;
     case IR_OP_LEAKYRELU: EW_LOOP(va > 0 ? va : cv * va); break;
     case IR_OP_RELU: EW_LOOP(va > 0 ? va : 0.0); break;
+    case IR_OP_GELU: EW_LOOP(va * normal_cdf(va)); break;
+    case IR_OP_SIGMOID: EW_LOOP(1.0 / (1.0 + exp(-va))); break;
+    case IR_OP_GELU_GRAD: EW_LOOP(va * (normal_cdf(vb) + vb * normal_pdf(vb))); break;
     case IR_OP_COPY: EW_LOOP(va); break;
     case IR_OP_LEAKYRELU_GRAD:
         if (flip) {
@@ -845,7 +852,8 @@ static int plan_matmul(splan *pl, rg_err *err)
 static int arity(ir_opkind op)
 {
     switch (op) {
-    case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY: case IR_OP_SLICE: return 1;
+    case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_COPY: case IR_OP_SLICE:
+    case IR_OP_GELU: case IR_OP_SIGMOID: return 1;
     case IR_OP_NLL_GRAD: return 3;
     default: return 2;
     }

@@ -35,6 +35,13 @@ static const tpl_helper helpers[] = {
     {"lrelu", "static __device__ __forceinline__ double lrelu(double x, double slope) { return x > 0.0 ? x : slope * x; }\n"},
     {"lrelu_grad",
      "static __device__ __forceinline__ double lrelu_grad(double g, double x, double slope) { return x > 0.0 ? g : slope * g; }\n"},
+    /* GELU in PyTorch's exact (erf) form, x * Phi(x), and g times its derivative Phi(x) + x phi(x) */
+    {"gelu", "static __device__ __forceinline__ double gelu(double x) { return 0.5 * x * erfc(-x * 0.70710678118654752440); }\n"},
+    {"gelu_grad",
+     "static __device__ __forceinline__ double gelu_grad(double g, double x)\n"
+     "{\n"
+     "    return g * (0.5 * erfc(-x * 0.70710678118654752440) + x * 0.39894228040143267794 * exp(-0.5 * x * x));\n"
+     "}\n"},
 };
 
 static int ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }

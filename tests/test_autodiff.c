@@ -267,6 +267,48 @@ static void test_weight_products(void **state)
     hg_free(g);
 }
 
+/* GELU and SIGMOID (PyG's HGTConv): their float64 values against libm's erf, and their gradients,
+ * sigmoid also of a weight (the gated skip), against finite differences. */
+static void test_gelu_sigmoid(void **state)
+{
+    (void)state;
+    hg_graph *g = irb_small_graph();
+    ir_program *p = irb_new_prog("gelu_sigmoid");
+    int h = irb_node_var(p, "h", 1, 4, IR_ROLE_INPUT, 0);
+    int W = param(p, "W", IR_WIDX_NONE, 1, 4, 3), skip = param(p, "skip", IR_WIDX_NTYPE, 1, 0, 1);
+    int z = irb_node_var(p, "z", 1, 3, IR_ROLE_TEMP, 0), y = irb_node_var(p, "y", 1, 3, IR_ROLE_TEMP, 0);
+    int a = irb_node_var(p, "a", 1, 1, IR_ROLE_TEMP, 0), s = edge_var(p, "s", 1, 3, 0);
+    int out = irb_node_var(p, "out", 1, 3, IR_ROLE_OUTPUT, 1);
+    p->output = out;
+    S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(z, IR_ACC_ROW), 0, O(h, IR_ACC_ROW), O(W, IR_ACC_ALL));
+    S1(p, IR_OP_GELU, IR_DOM_NODE, O(y, IR_ACC_ROW), 0, O(z, IR_ACC_ROW));
+    S1(p, IR_OP_SIGMOID, IR_DOM_NODE, O(a, IR_ACC_ROW), 0, O(skip, IR_ACC_NTYPE));
+    S1(p, IR_OP_SIGMOID, IR_DOM_EDGE, O(s, IR_ACC_ROW), 0, O(y, IR_ACC_SRC));
+    S2(p, IR_OP_MUL, IR_DOM_EDGE, O(out, IR_ACC_DST), 1, O(s, IR_ACC_ROW), O(a, IR_ACC_DST));
+    S2(p, IR_OP_MUL, IR_DOM_NODE, O(out, IR_ACC_ROW), 1, O(y, IR_ACC_ROW), O(a, IR_ACC_ROW));
+    add_loss(p);
+
+    rg_err err;
+    ref_options o = {11, 2};
+    ref_exec *x = ref_new(p, g, &o, &err);
+    if (!x) fail_msg("ref_new: %s", err.msg);
+    if (ref_run(x, &err) < 0) fail_msg("ref_run: %s", err.msg);
+    const double *zv = ref_values(x, z), *yv = ref_values(x, y), *av = ref_values(x, a), *kv = ref_values(x, skip);
+    int below = 0, above = 0;
+    for (int64_t i = 0; i < ref_count(x, z); i++) {
+        assert_true(fabs(yv[i] - (0.5 * zv[i] * (1.0 + erf(zv[i] / sqrt(2.0))))) < 1e-15);
+        below += zv[i] < 0, above += zv[i] > 0;
+    }
+    assert_true(below > 0 && above > 0);   /* both sides of GELU's bend are checked */
+    for (int t = 0; t < g->num_ntypes; t++)
+        for (int n = g->ntype_ptr[t]; n < g->ntype_ptr[t + 1]; n++)
+            assert_true(fabs(av[n] - (1.0 / (1.0 + exp(-kv[t])))) < 1e-15);
+    ref_free(x);
+    differentiate_and_check(p, g);
+    ir_free(p);
+    hg_free(g);
+}
+
 static void expect_ad_error(ir_program *p, const char *needle)
 {
     rg_err err = {0};
@@ -314,7 +356,7 @@ static void test_errors(void **state)
 
 /* ------------------------------------------------------------------ the models */
 
-static const char *const MODELS[] = {"rgcn", "rgat", "hgt"};
+#define MODELS tu_models
 
 static ir_program *load(const char *model, const ir_dims *d, int reorder, int compact)
 {
@@ -339,13 +381,14 @@ static void models_gradients_on(hg_graph *g, int samples)
     ir_dims dims[] = {{6, 4, 1}, {6, 4, 2}};
     int saw_weight_mm = 0;
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++)
-        for (size_t m = 0; m < 3; m++) {
-            ir_program *base = load(MODELS[m], &dims[di], 0, 0);
+        for (int m = 0; m < tu_nmodels; m++) {
+            ir_dims md = tu_model_dims(MODELS[m], &dims[di]);
+            ir_program *base = load(MODELS[m], &md, 0, 0);
             ref_exec *xb = ref_new(base, g, NULL, NULL);
             assert_non_null(xb);
             assert_int_equal(ref_run(xb, NULL), 0);
             for (int cfg = 0; cfg < 4; cfg++) {
-                ir_program *p = load(MODELS[m], &dims[di], cfg & 1, cfg >> 1);
+                ir_program *p = load(MODELS[m], &md, cfg & 1, cfg >> 1);
                 check_structure(p, p->nforward);
                 fd_check(p, g, samples, 1e-6);
                 saw_weight_mm += count_op(p, IR_OP_WEIGHT_MM) > 0;
@@ -397,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_attention_in_place),
         cmocka_unit_test(test_heads_broadcast),
         cmocka_unit_test(test_weight_products),
+        cmocka_unit_test(test_gelu_sigmoid),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_models_gradients),
     };

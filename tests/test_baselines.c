@@ -553,11 +553,55 @@ static void test_torch_equal_script(void **state)
     free(out), free(cmd);
 }
 
+/* pyg_crosscheck.py --check-io on our dumps of the three PyG-definition programs (dims 8, 2 heads;
+ * pyg_hgt's bias, GELU, output linear and skip included): the weight mapping in PyG's layout,
+ * run by its numpy emulation of the classes, gives our reference's output. Without PyG the real
+ * check says so in one line and exits 2. */
+static void test_pyg_crosscheck_script(void **state)
+{
+    (void)state;
+    const char *py = numpy_python();
+    if (!py) {
+        printf("skip: numpy is not importable by python3 here\n");
+        skip();
+    }
+    assert_true(rg_file_exists("build/explore"));
+    const char *G = "synth:nodes=60,edges=400,ntypes=3,etypes=5,ratio=0.5,seed=3";
+    const char *models[] = {"pyg_rgcn", "pyg_rgat", "pyg_hgt"};
+    char *dir = tu_tmpdir();
+    char *cmd = rg_xasprintf("build/explore datasets export '%s' --format npz --out %s/g.npz >/dev/null 2>&1", G, dir);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    for (int m = 0; m < 3; m++) {
+        cmd = rg_xasprintf("build/explore run --model %s --dataset '%s' --dims 8 --heads 2 --backend ref --dump %s/%s "
+                           ">/dev/null 2>&1", models[m], G, dir, models[m]);
+        assert_int_equal(system(cmd), 0);
+        free(cmd);
+        cmd = rg_xasprintf("%s baselines/pyg_crosscheck.py --check-io --npz %s/g.npz --dump %s/%s 2>&1", py, dir, dir,
+                           models[m]);
+        int rc;
+        char *out = run_capture(cmd, &rc);
+        if (rc != 0 || !strstr(out, "numpy emulation of PyG:") || !strstr(out, ": ok"))
+            fail_msg("`%s` (rc %d):\n%s", cmd, rc, out);
+        printf("%s", out);
+        free(out), free(cmd);
+    }
+    cmd = rg_xasprintf("%s baselines/pyg_crosscheck.py --npz %s/g.npz --dump %s/pyg_hgt 2>&1", py, dir, dir);
+    int rc;
+    char *out = run_capture(cmd, &rc);
+    if (!(WEXITSTATUS(rc) == 2 && strstr(out, "PyTorch Geometric is not installed")) &&
+        !(rc == 0 && strstr(out, "PyG pyg_hgt")))
+        fail_msg("`%s` (rc %d):\n%s", cmd, rc, out);
+    free(out), free(cmd);
+    tu_rm_tree(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_import_csv),
         cmocka_unit_test(test_torch_equal_script),
+        cmocka_unit_test(test_pyg_crosscheck_script),
         cmocka_unit_test(test_import_errors),
         cmocka_unit_test(test_compare_table),
         cmocka_unit_test(test_import_then_compare),

@@ -442,12 +442,12 @@ static void test_lower_rgat_reorder_compact(void **state)
 static void test_all_configs_verify_and_lower(void **state)
 {
     (void)state;
-    const char *models[] = {"rgcn", "rgat", "hgt"};
+    const char *const *models = tu_models;
     const char *tasks[] = {"infer", "train"};
-    for (int m = 0; m < 3; m++)
+    for (int m = 0; m < tu_nmodels; m++)
         for (int cfgi = 0; cfgi < 4; cfgi++)
             for (int t = 0; t < 2; t++) {
-                ir_dims d = {32, 32, m == 0 ? 1 : 2};
+                ir_dims d = {32, 32, strstr(models[m], "rgcn") ? 1 : 2};
                 model_options o = {.task = tasks[t], .reorder = cfgi & 1, .compact = (cfgi >> 1) & 1};
                 rg_err err;
                 ir_program *p = model_load_opts(models[m], &d, &o, &err);

@@ -574,7 +574,7 @@ static void test_errors(void **state)
 
 /* ------------------------------------------------------------------ models and passes */
 
-static const char *const MODELS[] = {"rgcn", "rgat", "hgt"};
+#define MODELS tu_models
 
 static ir_program *load_model(const char *model, const ir_dims *d, const char *task, int reorder, int compact,
                               const rr_stats *st)
@@ -594,13 +594,14 @@ static int check_passes_keep_outputs(const hg_graph *g, const char *name, const 
     rr_stats st;
     rr_stats_from_graph(&st, g, name);
     int reordered = 0;
-    for (size_t m = 0; m < sizeof MODELS / sizeof MODELS[0]; m++) {
-        ir_program *base = load_model(MODELS[m], d, "infer", 0, 0, &st);
+    for (int m = 0; m < tu_nmodels; m++) {
+        ir_dims md = tu_model_dims(MODELS[m], d);
+        ir_program *base = load_model(MODELS[m], &md, "infer", 0, 0, &st);
         ref_exec *xb = run_prog(base, g, 0);
         const double *want = ref_values(xb, base->output);
         int64_t n = ref_count(xb, base->output);
         for (int cfg = 1; cfg < 4; cfg++) {
-            ir_program *p = load_model(MODELS[m], d, "infer", cfg & 1, cfg >> 1, &st);
+            ir_program *p = load_model(MODELS[m], &md, "infer", cfg & 1, cfg >> 1, &st);
             for (int i = 0; i < p->nstmts; i++) reordered += p->stmts[i].op == IR_OP_WEIGHT_MM;
             ref_exec *x = run_prog(p, g, 0);
             assert_int_equal(ref_count(x, p->output), n);

@@ -95,16 +95,20 @@ static void check_helpers_called(const kp_kernel *k, void *ctx)
     *helpers += n;
 }
 
-static const char *MODELS[] = {"rgcn", "rgat", "hgt"}, *TASKS[] = {"infer", "train"};
+#define MODELS tu_models
+static const char *TASKS[] = {"infer", "train"};
 static const ir_dims DIMS[] = {{64, 64, 1}, {32, 16, 4}};
 
 static void test_every_helper_is_called(void **state)
 {
     (void)state;
     int kernels = 0, helpers = 0;
-    for (int m = 0; m < 3; m++)
+    for (int m = 0; m < tu_nmodels; m++)
         for (int t = 0; t < 2; t++)
-            for (int d = 0; d < 2; d++) kernels += for_each_kernel(MODELS[m], TASKS[t], &DIMS[d], check_helpers_called, &helpers);
+            for (int d = 0; d < 2; d++) {
+                ir_dims md = tu_model_dims(MODELS[m], &DIMS[d]);
+                kernels += for_each_kernel(MODELS[m], TASKS[t], &md, check_helpers_called, &helpers);
+            }
     printf("%d unique kernels, %d helper definitions, each called\n", kernels, helpers);
     /* the traversals of RGAT call lrelu, compact forms call compact_find: helpers do appear */
     assert_true(kernels > 0 && helpers > 0);
@@ -163,8 +167,11 @@ static void test_nvcc_warns_about_no_helper(void **state)
         skip();
     }
     by_helpers b = {0};
-    for (int m = 0; m < 3; m++)
-        for (int t = 0; t < 2; t++) for_each_kernel(MODELS[m], TASKS[t], &DIMS[1], keep_one_per_helper_set, &b);
+    for (int m = 0; m < tu_nmodels; m++)
+        for (int t = 0; t < 2; t++) {
+            ir_dims md = tu_model_dims(MODELS[m], &DIMS[1]);
+            for_each_kernel(MODELS[m], TASKS[t], &md, keep_one_per_helper_set, &b);
+        }
     char *dir = tu_tmpdir();
     int bad = 0;
     for (int i = 0; i < b.n; i++) {

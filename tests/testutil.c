@@ -47,6 +47,16 @@ int tu_under_asan(void)
 #endif
 }
 
+const char *const tu_models[] = {"rgcn", "rgat", "hgt", "pyg_rgcn", "pyg_rgat", "pyg_hgt"};
+const int tu_nmodels = (int)(sizeof tu_models / sizeof tu_models[0]);
+
+ir_dims tu_model_dims(const char *model, const ir_dims *d)
+{
+    ir_dims m = *d;
+    if (!strcmp(model, "pyg_hgt")) m.out_dim = m.in_dim;
+    return m;
+}
+
 char *tu_tmpdir(void)
 {
     char tmpl[] = "/tmp/rgnn-test-XXXXXX";

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "codegen/ir.h"
 
 /* ../shared/datasets (or $RGNN_TEST_DATA) if present, else NULL. */
 const char *tu_shared_datasets(void);
@@ -38,6 +39,13 @@ int tu_have_program(const char *program);
 /* Skips the current test, saying why, when PROGRAM is not installed (gnuplot on the GPU machine). */
 #define TU_REQUIRE_PROGRAM(program) \
     if (!tu_have_program(program)) { printf("skip: %s is not installed\n", program); skip(); }
+/* Every shipped model (the .rgnn files of models/ but lib), for the tests that check each one: the papers'
+ * three and the PyG-definition programs. */
+extern const char *const tu_models[];
+extern const int tu_nmodels;
+/* The dims a test gives a model: D, except that pyg_hgt gets OUT = IN (PyG's HGTConv has its gated
+ * skip only there, and pyg_hgt always applies it). */
+ir_dims tu_model_dims(const char *model, const ir_dims *d);
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */

@@ -1,0 +1,476 @@
+/* `explore perf-tables`: runs fixed SQL queries on results stores and prints their rows as
+ * markdown, each table with its store, query and commits, so the docs' numbers cannot drift. */
+#include "results/perftab.h"
+#include "results/store.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Result columns whose name starts with '_' are not printed: `_commits` (comma-separated commits of
+ * the row) feeds the commit line, `_device` the device line (it becomes a column when a table spans
+ * several devices), `_k` orders compound queries. Every real value is formatted by the query
+ * itself (SQLite's printf), so the cells do not depend on this machine's C library or locale. */
+
+#define MS(col, alias) "iif(" col " is null, '-', printf('%.4f', " col ")) as \"" alias "\""
+
+/* One measurement-level metric of measurement ID (older stores have NULL kernels). */
+#define METRIC(id, name) \
+    "(select value from metrics x where x.measurement_id = " id " and coalesce(x.kernel, '') = '' and x.name = '" name "')"
+
+/* Per problem (device, model, task, dataset, dims, heads) and system/layer: the best attempt
+ * (the fastest ok one; when none is ok, the newest), and for each baseline the best generated
+ * variant of the same problem beside it. Times compared: spans where the generated row has one
+ * (a baseline without one gives its wall time, or its kernel sum for the cuBLAS layers), else
+ * kernel sums against the baseline's stored time. */
+#define PAIRS_CTE \
+    "with r as (\n" \
+    "  select m.id, m.device_key, m.system, m.layer, m.status, m.median_ms, m.git_commit, v.model, v.task,\n" \
+    "         d.name as dataset, v.dim_in, v.dim_out, v.heads, " METRIC("m.id", "span_ms") " as span\n" \
+    "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id),\n" \
+    "ranked as (\n" \
+    "  select r.*, row_number() over (partition by device_key, system, layer, model, task, dataset, dim_in, dim_out, heads\n" \
+    "                                 order by status <> 'ok', median_ms, id desc) as rk\n" \
+    "  from r),\n" \
+    "g as (select * from ranked where system = 'generated' and status = 'ok' and rk = 1),\n" \
+    "b as (select * from ranked where system <> 'generated' and rk = 1),\n" \
+    "pairs as (\n" \
+    "  select b.model, b.task, b.dataset, b.dim_in, b.dim_out, b.heads, b.device_key, b.system, b.layer, b.status,\n" \
+    "         b.median_ms as b_ms, b.span as b_span, b.git_commit as b_commit,\n" \
+    "         g.median_ms as g_ms, g.span as g_span, g.git_commit as g_commit,\n" \
+    "         iif(g.span is not null, coalesce(b.span, b.median_ms), b.median_ms) / coalesce(g.span, g.median_ms) as ratio,\n" \
+    "         iif(g.span is not null and b.span is not null, 'span', iif(b.system like 'cublas-%', 'sum', 'wall'))\n" \
+    "           || ' / ' || iif(g.span is not null, 'span', 'sum') as basis\n" \
+    "  from b left join g on g.device_key = b.device_key and g.model = b.model and g.task = b.task\n" \
+    "    and g.dataset = b.dataset and g.dim_in = b.dim_in and g.dim_out = b.dim_out and g.heads = b.heads)\n"
+
+static const char SQL_COUNTS[] =
+    "select m.system as system, v.task as task, count(*) as measurements, sum(m.status = 'ok') as ok,\n"
+    "       count(distinct v.model || '/' || d.name || '/' || v.dim_in || ',' || v.dim_out || '/' || v.heads) as problems,\n"
+    "       count(distinct m.run_id) as runs, count(distinct m.git_commit) as commits,\n"
+    "       0 as _k, m.device_key as _device, group_concat(distinct m.git_commit) as _commits\n"
+    "from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "group by m.device_key, m.system, v.task\n"
+    "union all\n"
+    "select 'all', '', count(*), sum(m.status = 'ok'),\n"
+    "       count(distinct m.system || '/' || v.model || '/' || v.task || '/' || d.name || '/' || v.dim_in || ',' || v.dim_out\n"
+    "                      || '/' || v.heads),\n"
+    "       count(distinct m.run_id), count(distinct m.git_commit), 1, m.device_key, group_concat(distinct m.git_commit)\n"
+    "from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "group by m.device_key\n"
+    "order by _device, _k, system, task;\n";
+
+static const char SQL_BEST[] =
+    "with ok as (\n"
+    "  select m.id, m.device_key, m.git_commit, m.median_ms, v.hash, v.model, v.task, d.name as dataset,\n"
+    "         v.dim_in, v.dim_out, v.heads, row_number() over p as rk, count(*) over p as n_ok\n"
+    "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "  where m.system = 'generated' and m.status = 'ok'\n"
+    "  window p as (partition by m.device_key, v.model, v.task, d.name, v.dim_in, v.dim_out, v.heads\n"
+    "               order by m.median_ms, m.id rows between unbounded preceding and unbounded following)),\n"
+    "best as (\n"
+    "  select b.*, " METRIC("b.id", "span_ms") " as span,\n"
+    "         " METRIC("b.id", "floor_bytes") " as fb,\n"
+    "         " METRIC("b.id", "floor_flops") " as ff,\n"
+    "         " METRIC("b.id", "ceil_copy_Bps") " as bw,\n"
+    "         " METRIC("b.id", "ceil_l2_Bps") " as l2bw,\n"
+    "         " METRIC("b.id", "ceil_fp32_flops") " as pk,\n"
+    "         " METRIC("b.id", "l2_bytes") " as l2\n"
+    "  from ok b where b.rk = 1),\n"
+    "fl as (\n"
+    "  select *, 1000 * max(fb / bw, ff / pk) as floor_ms,\n"
+    "         iif(fb <= l2, 1000 * max(fb / l2bw, ff / pk), null) as l2_floor_ms\n"
+    "  from best)\n"
+    "select model, task, dataset, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\", n_ok as \"ok rows\",\n"
+    "       printf('%.4f', median_ms) as \"kernel sum ms\", " MS("span", "span ms") ",\n"
+    "       " MS("floor_ms", "DRAM floor ms") ", " MS("l2_floor_ms", "L2 floor ms") ",\n"
+    "       iif(floor_ms is null, '-', printf('%.1f', coalesce(span, median_ms) / floor_ms)) as \"x DRAM floor\",\n"
+    "       hash as variant, substr(git_commit, 1, 7) as \"commit\", device_key as _device, git_commit as _commits\n"
+    "from fl order by device_key, model, task, dataset, dim_in, dim_out, heads;\n";
+
+static const char SQL_GEOMEAN[] = PAIRS_CTE
+    "select model, task, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\",\n"
+    "       system || iif(layer = '', '', ' ' || layer) as baseline, basis, count(*) as datasets,\n"
+    "       printf('%.2fx', exp(avg(ln(ratio)))) as \"geomean baseline / generated\",\n"
+    "       printf('%.2fx', min(ratio)) as lowest, printf('%.2fx', max(ratio)) as highest,\n"
+    "       device_key as _device, group_concat(distinct b_commit) || ',' || group_concat(distinct g_commit) as _commits\n"
+    "from pairs where status = 'ok' and ratio is not null\n"
+    "group by device_key, model, task, dim_in, dim_out, heads, system, layer, basis\n"
+    "order by device_key, model, task, dim_in, dim_out, heads, system, layer, basis;\n";
+
+static const char SQL_BASELINES[] = PAIRS_CTE
+    "select model, task, dataset, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\",\n"
+    "       " MS("g_ms", "generated ms") ", " MS("g_span", "generated span ms") ",\n"
+    "       system || iif(layer = '', '', ' ' || layer) as baseline,\n"
+    "       iif(status = 'ok', printf('%.4f', b_ms), upper(status)) as \"baseline ms\", " MS("b_span", "baseline span ms") ",\n"
+    "       iif(status = 'ok' and ratio is not null, printf('%.2fx', ratio), '-') as \"baseline / generated\",\n"
+    "       iif(status = 'ok' and ratio is not null, basis, '-') as basis,\n"
+    "       device_key as _device, b_commit || iif(g_commit is null, '', ',' || g_commit) as _commits\n"
+    "from pairs order by device_key, model, task, dataset, dim_in, dim_out, heads, system, layer;\n";
+
+typedef struct pt_query {
+    const char *name, *title, *about, *sql;
+    int baseline_notes;   /* follow the table with the notes on what each baseline computes */
+} pt_query;
+
+static const pt_query QUERIES[] = {
+    {"counts", "Measurement counts",
+     "Every measurement of the store by system and task: ok ones, problems (model, dataset, dims, heads), runs and "
+     "commits.",
+     SQL_COUNTS, 0},
+    {"best", "Best generated variant per problem, against the floor",
+     "Per problem the fastest ok generated measurement (kernel sum, the median over timed repeats) of every commit the "
+     "store holds; `ok rows` counts the ok generated measurements of the problem. The floor is the layer's DRAM-cold "
+     "floor `max(floor_bytes / ceil_copy_Bps, floor_flops / ceil_fp32_flops)` from the metrics stored with that "
+     "measurement (docs/floor.md; the same selection as docs/floor.sql), the L2 floor only where the floor's bytes fit "
+     "in the L2; `x DRAM floor` divides the span (the kernel sum where no span is stored) by it. `-`: the measurement "
+     "predates these metrics.",
+     SQL_BEST, 0},
+    {"geomean", "Generated code against each baseline: geometric mean over the datasets",
+     "The per-problem ratios of the next table, summarized per model, task, dims and baseline (> 1: the generated code "
+     "is faster). Rows of different bases (see `basis` below) are not mixed.",
+     SQL_GEOMEAN, 1},
+    {"baselines", "Generated code against each baseline, per problem",
+     "Per problem and baseline (system and layer) its best attempt (the fastest ok one; when none is ok, the newest, "
+     "with its status) beside the best generated variant of the same problem in the same store. `baseline / "
+     "generated` compares spans where the generated row stores one (a baseline without a span gives its wall time), "
+     "else kernel sums against the baseline's stored time; `basis` says which: `span` (first to last kernel of a run, "
+     "zero-fills included), `sum` (sum of kernel durations), `wall` (CUDA-event time of one call, launch gaps and "
+     "Python overhead included).",
+     SQL_BASELINES, 1},
+};
+#define NQUERIES ((int)(sizeof QUERIES / sizeof QUERIES[0]))
+
+/* What each baseline system or PyG class does beside or instead of our layer (issue 17). */
+static const struct {
+    const char *system, *layer, *note;
+} NOTES[] = {
+    {"cublas-seg", NULL, "per relation, cublasSgemm on the gathered rows of its edges (DGL style), one simple kernel per "
+                         "other step: the same math as ours, not fused."},
+    {"cublas-bmm", NULL, "the relation's weight replicated per edge, then one strided batched GEMM (PyG FastRGCNConv "
+                         "style): E x d x d weight bytes."},
+    {"cublas-grouped", NULL, "one cublasSgemmGroupedBatched over the relations, one simple kernel per other step."},
+    {"torch-eager", NULL, "baselines/torch_equal.py: exactly our layer (models/*.rgnn, same loss, input gradient and SGD "
+                          "step) in plain PyTorch ops, eager; checked against the float64 reference first."},
+    {"torch-compile", NULL, "the same program under torch.compile."},
+    {"pyg", "RGCNConv", "PyG 2.8 RGCNConv: mean aggregation per relation into all N rows, then all N rows times W_r "
+                        "for every relation (R x N x d x d flops; ours: one product per unique (source, relation) "
+                        "pair), plus a root weight."},
+    {"pyg", "FastRGCNConv", "PyG 2.8 FastRGCNConv: W[edge_type] replicated per edge (E x d x d floats) and a batched "
+                            "product per edge."},
+    {"pyg", "RGATConv", "PyG 2.8 RGATConv: attention vectors shared across relations (ours: per relation), W[edge_type] "
+                        "materialized per edge."},
+    {"pyg", "HGTConv", "PyG 2.8 HGTConv: k_rel/v_rel applied to every node of the source type once per relation (on "
+                       "fb15k237 474 x 14,541 = 6.9M rows each, ours 162K unique rows), plus biases, GELU, a per-type "
+                       "output linear and a gated skip connection."},
+    {"pyg", NULL, "PyG training (task train) computes no input gradient and takes no optimizer step; ours does both."},
+};
+#define NNOTES ((int)(sizeof NOTES / sizeof NOTES[0]))
+
+const char *pt_query_sql(const char *name)
+{
+    for (int i = 0; i < NQUERIES; i++)
+        if (!strcmp(QUERIES[i].name, name)) return QUERIES[i].sql;
+    return NULL;
+}
+
+const char *pt_query_names(void) { return "counts best geomean baselines"; }
+
+/* ---------------------------------------------------------------- results ---- */
+
+typedef struct pt_result {
+    int ncol, nrow, cap;
+    char **names;     /* ncol */
+    char **cells;     /* nrow x ncol; NULL values as "-" */
+} pt_result;
+
+static void result_free(pt_result *r)
+{
+    for (int i = 0; i < r->ncol; i++) free(r->names[i]);
+    for (long i = 0; i < (long)r->nrow * r->ncol; i++) free(r->cells[i]);
+    free(r->names), free(r->cells);
+    memset(r, 0, sizeof *r);
+}
+
+static int run_query(sqlite3 *db, const char *store, const char *name, const char *sql, pt_result *r, rg_err *err)
+{
+    memset(r, 0, sizeof *r);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rg_errf(err, "%s: query %s: %s", store, name, sqlite3_errmsg(db));
+    r->ncol = sqlite3_column_count(st);
+    r->names = rg_xcalloc((size_t)r->ncol, sizeof *r->names);
+    for (int i = 0; i < r->ncol; i++) r->names[i] = rg_xstrdup(sqlite3_column_name(st, i));
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (r->nrow == r->cap) r->cells = rg_xrealloc(r->cells, (size_t)(r->cap = r->cap ? 2 * r->cap : 16) * (size_t)r->ncol * sizeof *r->cells);
+        for (int i = 0; i < r->ncol; i++) {
+            const unsigned char *t = sqlite3_column_text(st, i);
+            r->cells[(long)r->nrow * r->ncol + i] = rg_xstrdup(t ? (const char *)t : "-");
+        }
+        r->nrow++;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        result_free(r);
+        return rg_errf(err, "%s: query %s: %s", store, name, sqlite3_errmsg(db));
+    }
+    return 0;
+}
+
+static int column_of(const pt_result *r, const char *name)
+{
+    for (int i = 0; i < r->ncol; i++)
+        if (!strcmp(r->names[i], name)) return i;
+    return -1;
+}
+
+static const char *cell(const pt_result *r, int row, int col) { return r->cells[(long)row * r->ncol + col]; }
+
+/* ---------------------------------------------------------------- commits ---- */
+
+/* The store's commits in the order of their first measurement: commit ranges read oldest to newest
+ * without asking git, which may not know a commit measured on another branch. */
+typedef struct commit_order {
+    char **sha;
+    int n;
+} commit_order;
+
+static int load_commit_order(sqlite3 *db, const char *store, commit_order *co, rg_err *err)
+{
+    pt_result r;
+    int rc = run_query(db, store, "commit order",
+                       "select git_commit from measurements group by git_commit order by min(recorded_at), min(id)", &r, err);
+    if (rc) return rc;
+    co->n = r.nrow;
+    co->sha = rg_xcalloc((size_t)(r.nrow ? r.nrow : 1), sizeof *co->sha);
+    for (int i = 0; i < r.nrow; i++) co->sha[i] = rg_xstrdup(cell(&r, i, 0));
+    result_free(&r);
+    return 0;
+}
+
+static void commit_order_free(commit_order *co)
+{
+    for (int i = 0; i < co->n; i++) free(co->sha[i]);
+    free(co->sha);
+}
+
+static int is_unknown_commit(const char *c) { return !*c || !strcmp(c, "-") || !strcmp(c, "unknown"); }
+
+/* Marks in seen[] (indexed like co) every commit named in the comma-separated list; 1 when the
+ * list names an unknown commit (rows imported without one). */
+static int mark_commits(const commit_order *co, const char *list, unsigned char *seen)
+{
+    int unknown = 0;
+    char *copy = rg_xstrdup(list), *save = NULL;
+    for (char *c = strtok_r(copy, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+        if (is_unknown_commit(c)) {
+            unknown = 1;
+            continue;
+        }
+        for (int i = 0; i < co->n; i++)
+            if (!strcmp(co->sha[i], c)) seen[i] = 1;
+    }
+    free(copy);
+    return unknown;
+}
+
+static void print_commits(FILE *out, const pt_result *r, const commit_order *co)
+{
+    int col = column_of(r, "_commits"), unknown = 0, n = 0;
+    unsigned char *seen = rg_xcalloc((size_t)(co->n ? co->n : 1), 1);
+    for (int i = 0; col >= 0 && i < r->nrow; i++) unknown |= mark_commits(co, cell(r, i, col), seen);
+    fprintf(out, "Commits of its rows, oldest first:");
+    for (int i = 0; i < co->n; i++)
+        if (seen[i] && !is_unknown_commit(co->sha[i])) fprintf(out, "%s `%.7s`", n++ ? "," : "", co->sha[i]);
+    if (unknown) fprintf(out, "%s rows imported without a commit", n++ ? ";" : "");
+    if (!n) fprintf(out, " none");
+    fprintf(out, ".\n");
+    free(seen);
+}
+
+/* ---------------------------------------------------------------- printing ---- */
+
+static void print_text_cell(FILE *out, const char *s)
+{
+    fputc(' ', out);
+    for (; *s; s++) {
+        if (*s == '|') fputs("\\|", out);
+        else fputc(*s == '\n' ? ' ' : *s, out);
+    }
+    fputs(" |", out);
+}
+
+/* The distinct values of `_device` in row order (rows are sorted by device). */
+static int count_devices(const pt_result *r, FILE *out)
+{
+    int col = column_of(r, "_device"), n = 0;
+    for (int i = 0; col >= 0 && i < r->nrow; i++) {
+        if (i && !strcmp(cell(r, i, col), cell(r, i - 1, col))) continue;
+        if (out) fprintf(out, "%s%s", n ? "; " : "", cell(r, i, col));
+        n++;
+    }
+    return n;
+}
+
+static int shown(const pt_result *r, int col, int show_device)
+{
+    return r->names[col][0] != '_' || (show_device && !strcmp(r->names[col], "_device"));
+}
+
+static void print_table(FILE *out, const pt_result *r)
+{
+    int show_device = count_devices(r, NULL) > 1;
+    fputc('|', out);
+    for (int c = 0; c < r->ncol; c++)
+        if (shown(r, c, show_device)) print_text_cell(out, strcmp(r->names[c], "_device") ? r->names[c] : "device");
+    fputs("\n|", out);
+    for (int c = 0; c < r->ncol; c++)
+        if (shown(r, c, show_device)) fputs("---|", out);
+    fputc('\n', out);
+    for (int i = 0; i < r->nrow; i++) {
+        fputc('|', out);
+        for (int c = 0; c < r->ncol; c++)
+            if (shown(r, c, show_device)) print_text_cell(out, cell(r, i, c));
+        fputc('\n', out);
+    }
+}
+
+static int row_has_baseline(const pt_result *r, const char *system, const char *layer)
+{
+    int col = column_of(r, "baseline");
+    size_t ns = strlen(system);
+    for (int i = 0; col >= 0 && i < r->nrow; i++) {
+        const char *b = cell(r, i, col);
+        if (strncmp(b, system, ns) || (b[ns] && b[ns] != ' ')) continue;
+        if (!layer || (b[ns] == ' ' && !strcmp(b + ns + 1, layer))) return 1;
+    }
+    return 0;
+}
+
+/* The notes of the baselines that appear in r, marked in used[] (NNOTES). */
+static void mark_notes(const pt_result *r, unsigned char *used)
+{
+    for (int i = 0; i < NNOTES; i++) used[i] |= (unsigned char)row_has_baseline(r, NOTES[i].system, NOTES[i].layer);
+}
+
+static void print_notes(FILE *out, const unsigned char *used)
+{
+    int n = 0;
+    for (int i = 0; i < NNOTES; i++) {
+        if (!used[i]) continue;
+        if (!n++) fprintf(out, "\nWhat each baseline computes:\n\n");
+        fprintf(out, "- `%s%s%s`: %s\n", NOTES[i].system, NOTES[i].layer ? " " : "", NOTES[i].layer ? NOTES[i].layer : "",
+                NOTES[i].note);
+    }
+}
+
+/* One store's rows of a table: its caption (store, query, commits, device) and the table. */
+static void print_store_table(FILE *out, const char *store, const pt_query *q, const pt_result *r, const commit_order *co)
+{
+    fprintf(out, "\n#### %s\n\n", store);
+    if (r->nrow == 0) {
+        fprintf(out, "No rows in `%s`.\n", store);
+        return;
+    }
+    fprintf(out, "Store `%s`, query `%s` (`build/explore perf-tables --query %s | sqlite3 -header -markdown %s`). ",
+            store, q->name, q->name, store);
+    print_commits(out, r, co);
+    fprintf(out, "Device: ");
+    count_devices(r, out);
+    fprintf(out, ".\n\n");
+    print_table(out, r);
+}
+
+typedef struct pt_source {
+    const char *path;
+    sqlite3 *db;
+    commit_order co;
+} pt_source;
+
+static int print_query(FILE *out, const pt_query *q, pt_source *src, int nsrc, rg_err *err)
+{
+    unsigned char used[NNOTES] = {0};
+    fprintf(out, "\n### %s\n\n%s\n", q->title, q->about);
+    for (int i = 0; i < nsrc; i++) {
+        pt_result r;
+        if (run_query(src[i].db, src[i].path, q->name, q->sql, &r, err)) return -1;
+        print_store_table(out, src[i].path, q, &r, &src[i].co);
+        if (q->baseline_notes) mark_notes(&r, used);
+        result_free(&r);
+    }
+    print_notes(out, used);
+    return 0;
+}
+
+static void write_header(FILE *out, const char *const *stores, int nstores)
+{
+    fprintf(out, "# Performance tables (generated)\n\n"
+                 "<!-- Written by `make perf-tables` (`build/explore perf-tables`); do not edit: regenerate. -->\n\n"
+                 "The tables of record for the numbers the docs quote as headline results. Each one is a fixed query "
+                 "(listed at the end, and printed by `build/explore perf-tables --query NAME`) run on a committed "
+                 "results store opened read-only; each names its store, its query and the commits its rows were "
+                 "measured at. Nothing here is typed by hand: `make perf-tables` rewrites this file from the stores, "
+                 "and `.ci/run` fails when the file differs from what the stores give. docs/perf-notes.md keeps the "
+                 "history of each session (with the numbers as measured then); where the two differ, this file is the "
+                 "one of record.\n\n"
+                 "Times are in ms, medians over the timed repeats of a measurement. Stores:\n\n");
+    for (int i = 0; i < nstores; i++) fprintf(out, "- `%s`\n", stores[i]);
+    fprintf(out, "\n## Tables\n");
+}
+
+static void write_queries(FILE *out)
+{
+    fprintf(out, "\n## Queries\n");
+    for (int i = 0; i < NQUERIES; i++)
+        fprintf(out, "\n### %s\n\n```sql\n%s```\n", QUERIES[i].name, QUERIES[i].sql);
+}
+
+static void close_sources(pt_source *src, int n)
+{
+    for (int i = 0; i < n; i++) {
+        commit_order_free(&src[i].co);
+        if (src[i].db) sqlite3_close_v2(src[i].db);
+    }
+    free(src);
+}
+
+/* Every store opened read-only before anything is printed: a bad path is one error, no half file. */
+static pt_source *open_sources(const char *const *stores, int n, rg_err *err)
+{
+    pt_source *src = rg_xcalloc((size_t)n, sizeof *src);
+    for (int i = 0; i < n; i++) {
+        src[i].path = stores[i];
+        rs_store *s = rs_open_read(stores[i], err);
+        if (!s) {
+            close_sources(src, i);
+            return NULL;
+        }
+        src[i].db = rs_detach(s);
+        if (load_commit_order(src[i].db, stores[i], &src[i].co, err)) {
+            close_sources(src, i + 1);
+            return NULL;
+        }
+    }
+    return src;
+}
+
+int pt_write(const char *const *stores, int nstores, FILE *out, rg_err *err)
+{
+    RG_ASSERT(nstores > 0);
+    pt_source *src = open_sources(stores, nstores, err);
+    if (!src) return -1;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    RG_ASSERT(mem);
+    write_header(mem, stores, nstores);
+    int rc = 0;
+    for (int i = 0; !rc && i < NQUERIES; i++) rc = print_query(mem, &QUERIES[i], src, nstores, err);
+    write_queries(mem);
+    fclose(mem);
+    close_sources(src, nstores);
+    if (!rc && fwrite(text, 1, len, out) != len) rc = rg_errf(err, "cannot write the tables");
+    free(text);
+    return rc;
+}

@@ -1,0 +1,202 @@
+/* Tests of `explore perf-tables` (results/perftab): the same store contents give the same bytes
+ * (twice, and from two stores built at different times in different folders), and the numbers. */
+#include "tests/testutil.h"
+#include "common/json.h"
+#include "results/perftab.h"
+#include "results/store.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define GPU "Test GPU"
+
+typedef struct fixture {
+    rs_store *s;
+    int64_t run;
+} fixture;
+
+static void put(fixture *fx, const char *system, const char *layer, const char *model, const char *task,
+                const char *dataset, int tag, rs_status st, double ms, const rs_metric *metrics, size_t nmetrics)
+{
+    rg_err err;
+    rgj_writer w = {0};
+    rgj_begin_object(&w);
+    rgj_kv_string(&w, "system", system);
+    rgj_kv_string(&w, "model", model);
+    rgj_kv_string(&w, "task", task);
+    rgj_kv_int(&w, "tag", tag);
+    rgj_end_object(&w);
+    char *json = rgj_finish(&w);
+    rs_variant v = {.config_json = json, .model = model, .task = task, .dim_in = 64, .dim_out = 64, .heads = 1};
+    int64_t var = rs_upsert_variant(fx->s, &v, &err);
+    free(json);
+    if (var <= 0) fail_msg("%s", err.msg);
+    int64_t ds = rs_upsert_dataset(fx->s, dataset, NULL, &err);
+    assert_true(ds > 0);
+    char *dev = rs_device_key(GPU, 90);
+    rs_measurement m;
+    rs_measurement_init(&m);
+    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
+    m.system = system, m.layer = layer, m.status = st, m.median_ms = ms;
+    if (rs_record(fx->s, &m, NULL, 0, metrics, nmetrics, &err) <= 0) fail_msg("%s", err.msg);
+    free(dev);
+}
+
+static int64_t begin(fixture *fx, const char *commit)
+{
+    rg_err err;
+    rs_run_info info = {.commit = commit, .host = "testhost", .gpu_name = GPU, .sm = 90};
+    return fx->run = rs_begin_run(fx->s, &info, &err);
+}
+
+/* Two commits; a generated problem with floor metrics, one without; a cuBLAS layer with a span,
+ * PyG (an imported row without a commit, an OOM), the equal-work torch rows. */
+static void make_store(const char *path)
+{
+    rg_err err;
+    fixture fx = {rs_open(path, &err), 0};
+    assert_non_null(fx.s);
+    assert_true(begin(&fx, "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") > 0);
+    put(&fx, "generated", "", "rgat", "infer", "aifb", 1, RS_OK, 2.0, NULL, 0);
+    put(&fx, "generated", "", "rgcn", "infer", "aifb", 1, RS_OK, 0.5, NULL, 0);
+    put(&fx, "pyg", "RGATConv", "rgat", "infer", "aifb", 2, RS_OK, 8.0, NULL, 0);
+    put(&fx, "cublas-seg", "RGAT", "rgat", "infer", "aifb", 3, RS_OK, 3.0,
+        (rs_metric[]){{.name = "span_ms", .unit = "ms", .value = 3.5}}, 1);
+    assert_true(begin(&fx, "unknown") > 0);
+    put(&fx, "pyg", "RGCNConv", "rgcn", "infer", "aifb", 2, RS_OK, 5.0, NULL, 0);
+    put(&fx, "pyg", "FastRGCNConv", "rgcn", "infer", "aifb", 4, RS_OOM, NAN, NULL, 0);
+    assert_true(begin(&fx, "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") > 0);
+    /* the best rgat variant now (1.0 ms, span 1.25), with its floor: bytes 3e6 at 3e12 B/s = 1 us,
+     * flops 1e9 at 5e13 flop/s = 20 us, so the floor is 0.02 ms and the span 62.5x it */
+    const rs_metric floor[] = {
+        {.name = "span_ms", .unit = "ms", .value = 1.25}, {.name = "floor_bytes", .unit = "B", .value = 3e6},
+        {.name = "floor_flops", .unit = "flop", .value = 1e9}, {.name = "ceil_copy_Bps", .unit = "B/s", .value = 3e12},
+        {.name = "ceil_l2_Bps", .unit = "B/s", .value = 2e13}, {.name = "ceil_fp32_flops", .unit = "flop/s", .value = 5e13},
+        {.name = "l2_bytes", .unit = "B", .value = 50e6},
+    };
+    put(&fx, "generated", "", "rgat", "infer", "aifb", 5, RS_OK, 1.0, floor, sizeof floor / sizeof floor[0]);
+    put(&fx, "generated", "", "rgat", "infer", "aifb", 6, RS_WRONG_ANSWER, NAN, NULL, 0);
+    put(&fx, "torch-compile", "equal", "rgat", "infer", "aifb", 7, RS_OK, 4.0, NULL, 0);
+    put(&fx, "torch-compile", "equal", "rgat", "infer", "aifb", 8, RS_OK, 5.0, NULL, 0);
+    rs_close(fx.s);
+}
+
+static char *tables_of(const char *const *stores, int n)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    rg_err err;
+    if (pt_write(stores, n, mem, &err)) fail_msg("%s", err.msg);
+    fclose(mem);
+    return text;
+}
+
+/* The line of the table that starts with PREFIX (NULL when none). */
+static const char *line_of(const char *text, const char *prefix)
+{
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) return p;
+    return NULL;
+}
+
+static int line_has(const char *text, const char *prefix, const char *what)
+{
+    const char *l = line_of(text, prefix);
+    if (!l) return 0;
+    size_t n = strchr(l, '\n') ? (size_t)(strchr(l, '\n') - l) : strlen(l);
+    char *copy = rg_xasprintf("%.*s", (int)n, l);
+    int has = strstr(copy, what) != NULL;
+    free(copy);
+    return has;
+}
+
+/* Each store made in its own folder at its own time (other uuids, other timestamps), named by
+ * the same relative path: the text must be the same bytes, twice and for both. */
+static void test_deterministic(void **state)
+{
+    (void)state;
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    char *dirs[2] = {tu_tmpdir(), tu_tmpdir()};
+    char *text[3];
+    const char *stores[] = {"store.db"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(chdir(dirs[i]), 0);
+        make_store("store.db");
+        if (i == 0) usleep(20000);   /* later timestamps in the second store */
+        text[i] = tables_of(stores, 1);
+        if (i == 0) text[2] = tables_of(stores, 1);
+    }
+    assert_int_equal(chdir(cwd), 0);
+    assert_string_equal(text[0], text[2]);
+    assert_string_equal(text[0], text[1]);
+    assert_null(strstr(text[0], dirs[0]));
+    assert_null(strstr(text[0], "testhost"));
+    for (int i = 0; i < 3; i++) free(text[i]);
+    tu_rm_tree(dirs[0]), tu_rm_tree(dirs[1]);
+}
+
+static void test_numbers(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/s.db", dir);
+    make_store(path);
+    const char *stores[] = {path};
+    char *t = tables_of(stores, 1);
+    /* best: the 1.0 ms variant of the second commit, its span over a 0.02 ms floor */
+    assert_true(line_has(t, "| rgat | infer | aifb | 64,64/1 | 2 | 1.0000 | 1.2500 | 0.0200 | 0.0200 | 62.5 |", "2222222"));
+    /* a problem without floor metrics */
+    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | 1 | 0.5000 | - | - | - | - |"));
+    /* baselines: spans where the generated row has one (cuBLAS span 3.5 / 1.25), else wall over span */
+    assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | cublas-seg RGAT | 3.0000 | 3.5000 | 2.80x | span / span |"));
+    assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | pyg RGATConv | 8.0000 | - | 6.40x | wall / span |"));
+    assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | torch-compile equal | 4.0000 | - | 3.20x | wall / span |"));
+    /* no generated span: wall time over the kernel sum; an OOM without a ratio */
+    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | 0.5000 | - | pyg RGCNConv | 5.0000 | - | 10.00x | wall / sum |"));
+    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | 0.5000 | - | pyg FastRGCNConv | OOM | - | - | - |"));
+    /* the geomean of one dataset is its ratio; counts with the failed attempt */
+    assert_non_null(line_of(t, "| rgat | infer | 64,64/1 | torch-compile equal | wall / span | 1 | 3.20x |"));
+    assert_non_null(line_of(t, "| generated | infer | 4 | 3 | 2 | 2 | 2 |"));
+    /* commits oldest first, the imported rows named; the PyG classes' extra work noted */
+    assert_non_null(strstr(t, "oldest first: `1111111`, `2222222`; rows imported without a commit."));
+    assert_non_null(strstr(t, "- `pyg RGATConv`: PyG 2.8 RGATConv: attention vectors shared across relations"));
+    assert_non_null(strstr(t, "- `pyg`: PyG training"));
+    free(t);
+    free(path);
+    tu_rm_tree(dir);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *good = rg_xasprintf("%s/s.db", dir), *bad = tu_write_file(dir, "bad.db", "not a database");
+    make_store(good);
+    const char *stores[] = {good, bad};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    rg_err err;
+    assert_int_equal(pt_write(stores, 2, mem, &err), -1);
+    fclose(mem);
+    assert_int_equal(len, 0);   /* nothing written when one store cannot be read */
+    assert_non_null(strstr(err.msg, "bad.db"));
+    assert_non_null(pt_query_sql("best"));
+    assert_null(pt_query_sql("nope"));
+    free(text), free(good), free(bad);
+    tu_rm_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
