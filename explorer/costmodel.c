@@ -1157,6 +1157,7 @@ typedef struct load_state {
     cm_section *sec;
     unsigned char seen[NKEYS];
     int have_format;
+    char new_features[512];    /* config features the file predates */
 } load_state;
 
 static int set_section_value(load_state *st, const char *key, const char *val, rg_err *err)
@@ -1186,10 +1187,40 @@ static int set_section_value(load_state *st, const char *key, const char *val, r
     return 0;
 }
 
+/* Whether ranking coefficient j belongs to config feature f (alone, times a problem feature, or
+ * in a pair). */
+static int coef_involves(int j, int f)
+{
+    if (j < NC) return j == f;
+    if (j < NC + NA) return 0;
+    if (j < NC + NA + NC * NZ) return (j - NC - NA) / NZ == f;
+    int a, b;
+    pair_of(j - NC - NA - NC * NZ, &a, &b);
+    return a == f || b == f;
+}
+
+/* A config feature of which the section has no coefficient at all was added to the key table
+ * after the fit: the model knows nothing of it, so its coefficients are 0 (noted once per file).
+ * A feature with some coefficients but not all is a damaged file, and stays an error. */
+static void zero_new_features(load_state *st)
+{
+    for (int f = 0; f < NC; f++) {
+        int any = 0;
+        for (int j = 0; j < NFEAT && !any; j++) any = coef_involves(j, f) && st->seen[K_COEF + j];
+        if (any) continue;
+        for (int j = 0; j < NFEAT; j++)
+            if (coef_involves(j, f)) st->seen[K_COEF + j] = 1;   /* calloc'ed: already 0 */
+        if (!strstr(st->new_features, cfg_feature_name(f)))
+            snprintf(st->new_features + strlen(st->new_features), sizeof st->new_features - strlen(st->new_features),
+                     "%s%s", st->new_features[0] ? ", " : "", cfg_feature_name(f));
+    }
+}
+
 /* The section just read must have every number (a model with a silent 0 would rank wrongly). */
 static int check_section(load_state *st, rg_err *err)
 {
     if (!st->sec) return 0;
+    zero_new_features(st);
     for (int k = 0; k < NKEYS; k++) {
         if (st->seen[k] || (k < K_LAMBDA && k % NFIELD == F_SIGMA)) continue;
         char key[96];
@@ -1274,6 +1305,9 @@ int cm_load(const char *path, cm_model *out, rg_err *err)
     free(buf);
     fclose(f);
     if (!rc) rc = check_section(&st, err);
+    if (!rc && st.new_features[0])
+        fprintf(stderr, "cost model %s: no coefficients for %s (config keys newer than the fit): taken as 0; "
+                        "`explore fit` refits\n", path, st.new_features);
     if (!rc && !st.have_format) rc = rg_errf(err, "%s: not a cost model file (no 'format = %s' line)", path, CM_FORMAT);
     if (!rc && !out->nsections) rc = rg_errf(err, "%s: no [model task] section", path);
     if (!rc && !(out->bw > 0 && out->peak > 0))

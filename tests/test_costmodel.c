@@ -636,6 +636,41 @@ static void test_model_file_errors(void **state)
     memcpy(at, "#", 1);
     expect_load_error(dir, edited, "lacks ranking.coef.reorder");
     free(edited);
+    /* a file without any coefficient of one config feature predates its key: loaded, that
+     * feature's coefficients 0, the others as written */
+    rg_str older = {0};
+    char *copy = rg_xstrdup(good.s), *save = NULL;
+    int dropped = 0;
+    for (char *ln = strtok_r(copy, "\n", &save); ln; ln = strtok_r(NULL, "\n", &save)) {
+        char name[128];
+        int mine = sscanf(ln, "ranking.coef.%127s", name) == 1;
+        if (mine) {
+            mine = 0;
+            for (char *w = strtok(name, "*"); w; w = strtok(NULL, "*")) mine |= !strcmp(w, "lb");
+        }
+        if (mine) dropped++;
+        else rg_str_printf(&older, "%s\n", ln);
+    }
+    assert_true(dropped > 1);
+    char *older_path = tu_write_file(dir, "older.txt", older.s);
+    cm_model back;
+    if (cm_load(older_path, &back, &err)) fail_msg("%s", err.msg);
+    int zeros = 0;
+    for (int j = 0; j < cm_nfeatures(); j++) {
+        const char *fn = cm_feature_name(j);
+        int lb = !strcmp(fn, "lb") || !strncmp(fn, "lb*", 3) || (strlen(fn) > 3 && !strcmp(fn + strlen(fn) - 3, "*lb"));
+        if (lb) {
+            assert_true(back.sections[0].ranker.coef[j] == 0);
+            zeros++;
+        } else {
+            assert_true(back.sections[0].ranker.coef[j] == m.sections[0].ranker.coef[j]);
+        }
+    }
+    assert_int_equal(zeros, dropped);
+    cm_model_free(&back);
+    free(older_path);
+    free(copy);
+    rg_str_free(&older);
     edited = rg_xstrdup(good.s);
     at = strstr(edited, "analytic.gemm.a_bytes = ") + strlen("analytic.gemm.a_bytes = ");
     at[0] = 'z';
