@@ -4,6 +4,7 @@
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "explorer/costmodel.h"
+#include "results/yardstick.h"
 #include "cli/problem.h"
 
 #include <math.h>
@@ -234,7 +235,10 @@ static const char PICK_USAGE[] =
     "graph (statistics and analytic counts of each variant, no GPU). With --measure-top K it then\n"
     "measures the K best predicted configs (GPU) and chooses the fastest. It prints the chosen\n"
     "config with its predicted and measured time and, when the results store (--db) has the oracle\n"
-    "(the fastest measured config) for this problem on the model's device, the gap to it.\n";
+    "(the fastest measured config) for this problem on the model's device, the gap to it. The\n"
+    "static list (the configs with the best geomean on the store's other datasets) comes with it and,\n"
+    "when the store measured this problem, what the model, the static list and random search find\n"
+    "in the same K measurements (K: --measure-top, else 10% of the space).\n";
 
 /* -1 to go on; else the exit status. */
 static int parse_pick(int argc, char **argv, pick_args *a)
@@ -422,6 +426,83 @@ static void print_choice(const pick_args *a, const char *device, const cg_config
     free(cs);
 }
 
+/* Time of cfg among the problem's samples, NaN when not measured. */
+static double stored_ms(const cm_set *s, int q, const cg_config *cfg)
+{
+    uint64_t h = cfg_hash(cfg);
+    for (int i = 0; i < s->nsamples; i++)
+        if (s->samples[i].problem == q && s->samples[i].cfg_key == h) return s->samples[i].time_ms;
+    return NAN;
+}
+
+static int cmp_ms(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* What model, static list and random search find in the same K measurements of problem q. */
+static void print_same_k(const cm_set *s, int q, const cg_config *cfgs, const int *order, const cg_config *list,
+                         int nlist, int k)
+{
+    double model_ms = NAN, static_ms = NAN, *t = rg_xmalloc((size_t)s->nsamples * sizeof *t);
+    int nt = 0;
+    for (int i = 0; i < k; i++) {
+        double x = stored_ms(s, q, &cfgs[order[i]]);
+        if (isfinite(x) && !(x >= model_ms)) model_ms = x;
+        x = i < nlist ? stored_ms(s, q, &list[i]) : NAN;
+        if (isfinite(x) && !(x >= static_ms)) static_ms = x;
+    }
+    for (int i = 0; i < s->nsamples; i++)
+        if (s->samples[i].problem == q) t[nt++] = s->samples[i].time_ms;
+    qsort(t, (size_t)nt, sizeof *t, cmp_ms);
+    printf("at K = %d measurements, best found / oracle (this problem's %d stored configs; a config not stored finds "
+           "nothing): model %.3f, static list %.3f, random search %.3f (expected)\n",
+           k, nt, model_ms / t[0], static_ms / t[0], ys_random_expected(t, nt, k < nt ? k : nt) / t[0]);
+    free(t);
+}
+
+/* The yardsticks at the model's K: the static list of this kind of problem on the store's other
+ * datasets and, when the store measured this problem, what each of model, static list and random
+ * search finds in K measurements. */
+static void print_yardsticks(const pick_args *a, const cm_model *m, const char *task, const cg_config *cfgs, int n,
+                             const int *order)
+{
+    int k = a->measure_top ? a->measure_top : (int)floor(0.10 * n + 1e-9);
+    k = k < 1 ? 1 : k > n ? n : k;
+    cm_set s;
+    rg_err err;
+    cm_filter f = {.model = a->prob.model, .task = task, .device = m->device};
+    if (!rg_file_exists(a->p.db) || cm_set_load(a->p.db, &f, &s, &err)) {
+        printf("\nno static list: %s\n", rg_file_exists(a->p.db) ? err.msg : "the results store is absent");
+        return;
+    }
+    cm_problem kind = {.dim_in = a->prob.dim_in, .dim_out = a->prob.dim_out, .heads = a->prob.heads};
+    snprintf(kind.model, sizeof kind.model, "%s", a->prob.model);
+    snprintf(kind.task, sizeof kind.task, "%s", task);
+    int *train = rg_xmalloc((size_t)s.nproblems * sizeof *train), self = -1;
+    for (int q = 0; q < s.nproblems; q++) {
+        train[q] = strcmp(s.problems[q].dataset, a->prob.dataset) != 0;
+        if (!train[q] && s.problems[q].dim_in == kind.dim_in && s.problems[q].dim_out == kind.dim_out &&
+            s.problems[q].heads == kind.heads)
+            self = q;
+    }
+    cg_config *list;
+    int nlist;
+    if (cm_static_list(&s, train, &kind, &list, &nlist)) {
+        printf("\nno static list: no config was measured on every other dataset of %s %s in %s\n", kind.model, kind.task,
+               a->p.db);
+    } else {
+        char *first = cfg_to_string(&list[0]);
+        printf("\nstatic list (best geomean over the other datasets in %s): %d configs, first %s\n", a->p.db, nlist, first);
+        free(first);
+        if (self >= 0) print_same_k(&s, self, cfgs, order, list, nlist, k);
+        free(list);
+    }
+    free(train);
+    cm_set_free(&s);
+}
+
 static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, rg_err *err)
 {
     if (!cm_find_section(m, a->prob.model, a->prob.task, err)) return 1;
@@ -451,6 +532,7 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
         rc = 1;
     } else {
         print_ranking(a, m, g, cfgs, n, order, pred);
+        print_yardsticks(a, m, cm_find_section(m, a->prob.model, a->prob.task, NULL)->task, cfgs, n, order);
         int chosen = order[0];
         if (a->measure_top) {
             int k = a->measure_top < n ? a->measure_top : n;

@@ -882,6 +882,22 @@ static void test_cli_fit_and_pick(void **state)
     assert_int_equal(run_cli(cm_cli_fit, bad_fit), 2);
     char *pick[] = {"pick", "--model", "rgat", "--dataset", SMALL_GRAPH, "--cm", model, "--db", db, "--show", "3", NULL};
     assert_int_equal(run_cli(pick_no_gpu, pick), 0);
+    /* with the static list of the store's datasets (every one of them: the graph is none of them) */
+    char *ranked = pick_output(dir, pick);
+    cm_set all;
+    assert_int_equal(cm_set_load(db, NULL, &all, &err), 0);
+    int *train = rg_xmalloc((size_t)all.nproblems * sizeof *train), nlist;
+    for (int q = 0; q < all.nproblems; q++) train[q] = 1;
+    cg_config *list;
+    assert_int_equal(cm_static_list(&all, train, &all.problems[0], &list, &nlist), 0);
+    char *first = cfg_to_string(&list[0]), *want = rg_xasprintf("static list (best geomean over the other datasets in %s): %d configs, first %s\n", db, nlist, first);
+    if (!strstr(ranked, want)) fail_msg("pick does not show the static list \"%s\":\n%s", want, ranked);
+    free(want);
+    free(first);
+    free(list);
+    free(train);
+    cm_set_free(&all);
+    free(ranked);
     /* measuring needs a device: without one, the "no CUDA device" failure */
     char *measure[] = {"pick", "--model", "rgat", "--dataset", SMALL_GRAPH, "--cm", model, "--db", db,
                        "--measure-top", "2", NULL};
