@@ -672,7 +672,12 @@ void sr_search(const sr_strategy *s, const sr_problem *p, int budget, uint64_t s
 {
     RG_ASSERT(budget >= 1 && budget <= p->n);
     sr_run r = {.p = p, .budget = budget, .best = best, .best_ms = NAN};
-    rg_rng_seed(&r.rng, seed);
+    /* the problem goes into the seed: with one seed for all, every problem of the same size would
+     * get the same permutation, and their errors would not average out over problems */
+    char id[600];
+    snprintf(id, sizeof id, "%s/%s/%s/%d/%d/%d", p->prob.model, p->prob.task, p->prob.dataset, p->prob.dim_in,
+             p->prob.dim_out, p->prob.heads);
+    rg_rng_seed(&r.rng, seed ^ rg_fnv1a64(id, strlen(id), RG_FNV_SEED));
     r.done = rg_xcalloc((size_t)p->n, 1);
     s->run(&r);
     /* a strategy that stops early (it ran out of points) found nothing more */

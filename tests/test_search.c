@@ -320,6 +320,61 @@ static void test_strategies_are_deterministic(void **state)
     tu_rm_tree(dir);
 }
 
+/* Sampled random search averages to its exact expectation, and problems of one size do not
+ * share a permutation for one seed (their errors would not average out over problems). */
+static void test_random_search_matches_its_expectation(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = synth_db(dir, "s.db", -1, 1);
+    sr_set s;
+    load(db, SR_CM_NONE, &s);
+    const sr_strategy *rnd = sr_strategy_find("random");
+    double log_ratio = 0;
+    for (int q = 0; q < s.n; q++) {
+        sr_result r;
+        sr_replay(rnd, &s.problems[q], 10, 1, 4000, &r);
+        assert_true(fabs(r.p_score) < 0.05);
+        log_ratio += log(r.curve[2] / sr_random_expected(&s.problems[q], 3));
+        sr_result_free(&r);
+    }
+    assert_true(fabs(log_ratio / s.n) < 0.01);
+    /* one seed on problems that differ only in their dataset's name: different first draws */
+    cm_set twins;
+    memset(&twins, 0, sizeof twins);
+    for (int d = 0; d < 20; d++) {
+        cm_problem p;
+        memset(&p, 0, sizeof p);
+        snprintf(p.model, sizeof p.model, "rgat");
+        snprintf(p.task, sizeof p.task, "infer");
+        snprintf(p.dataset, sizeof p.dataset, "twin%d", d);
+        p.dim_in = p.dim_out = 64;
+        p.heads = 1;
+        int q = cm_set_problem(&twins, &p);
+        for (int i = 0; i < NCFG; i++) {
+            cm_sample x;
+            memset(&x, 0, sizeof x);
+            x.problem = q;
+            config_of(i, &x.cfg);
+            x.time_ms = 1 + i;
+            cm_set_add(&twins, &x);
+        }
+    }
+    sr_set ts;
+    sr_from_cm_set(&twins, NULL, 1, &ts);
+    double first[20];
+    int distinct = 0;
+    for (int q = 0; q < ts.n; q++) {
+        sr_search(rnd, &ts.problems[q], 1, 3, &first[q]);
+        distinct += q > 0 && first[q] != first[0];
+    }
+    assert_true(distinct > 0);
+    sr_set_free(&ts);
+    cm_set_free(&twins);
+    sr_set_free(&s);
+    free(db);
+    tu_rm_tree(dir);
+}
+
 /* A strategy of the test's own: a config the store lacks, the failed point, then the oracle. */
 static const sr_problem *probe_problem;
 static double probe_t[3];
@@ -432,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_static_list_leaves_the_dataset_out),
         cmocka_unit_test(test_every_strategy_finds_the_optimum),
         cmocka_unit_test(test_strategies_are_deterministic),
+        cmocka_unit_test(test_random_search_matches_its_expectation),
         cmocka_unit_test(test_unmeasurable_points_cost_a_unit),
         cmocka_unit_test(test_cli_replay),
     };
