@@ -12,7 +12,7 @@
 
 typedef struct replay_args {
     cp_problem p;              /* --db, --model, --task */
-    const char *strategies, *device, *cm, *out;
+    const char *strategies, *device, *cm, *out, *summary_out;
     int budget, runs, seed, verbose;
     double budget_frac;
 } replay_args;
@@ -20,7 +20,7 @@ typedef struct replay_args {
 static const char USAGE[] =
     "usage: explore replay [--db STORE] [--strategy S[,S...]|all] [--budget N | --budget-frac F]\n"
     "                      [--seed K] [--runs R] [--model M] [--task T] [--device KEY]\n"
-    "                      [--cm lodo|none|FILE] [--out CSV] [--verbose]\n"
+    "                      [--cm lodo|none|FILE] [--out CSV] [--summary-out CSV] [--verbose]\n"
     "Runs search strategies against the recorded measurements of a results store, without a GPU\n"
     "(the store is only read). The space of a problem (model, task, dataset, dims, heads, device)\n"
     "is its stored points: the ok ones of the commit that measured the most of them, and those\n"
@@ -61,6 +61,8 @@ static int parse(int argc, char **argv, replay_args *a)
     ro_add(&c, (ro_opt){.name = "cm", .arg = "M", .kind = RO_STR, .dst = &a->cm,
                         .help = "predictions: lodo (default), none, or a cost model file"});
     ro_add(&c, (ro_opt){.name = "out", .arg = "CSV", .kind = RO_STR, .dst = &a->out, .help = "the curves: one row per strategy, problem and evaluation"});
+    ro_add(&c, (ro_opt){.name = "summary-out", .arg = "CSV", .kind = RO_STR, .dst = &a->summary_out,
+                        .help = "per strategy, geomean found / oracle against the share of the space\nmeasured (plots/search_replay.gp draws it)"});
     ro_add(&c, (ro_opt){.name = "verbose", .arg = NULL, .kind = RO_FLAG, .dst = &a->verbose, .help = "a table per problem too"});
     int rc = ro_parse(&c, argc, argv);
     if (rc) return ro_exit(rc);
@@ -145,6 +147,32 @@ static void csv_rows(FILE *f, const sr_set *set, const sr_problem *p, const char
                 sr_random_expected(p, t) / p->oracle_ms);
 }
 
+/* The summary curve: geomean over problems of found / oracle after each step of GRID_STEP of the
+ * space (problems whose budget does not reach a step leave it). */
+#define GRID_STEP 0.005
+#define GRID_MAX 200
+typedef struct grid {
+    double log_sum[GRID_MAX];
+    int n[GRID_MAX];
+} grid;
+
+static void grid_add(grid *g, const sr_problem *p, const double *curve, int budget)
+{
+    for (int j = 0; j < GRID_MAX; j++) {
+        int t = sr_frac_budget((j + 1) * GRID_STEP, p->n);
+        if (t > budget || (j + 1) * GRID_STEP * p->n < 1 - 1e-9) continue;
+        g->log_sum[j] += log(curve[t - 1] / p->oracle_ms);
+        g->n[j]++;
+    }
+}
+
+static void grid_write(FILE *f, const grid *g, int series, const char *name, int problems)
+{
+    for (int j = 0; j < GRID_MAX; j++)
+        if (g->n[j] == problems && problems > 0)
+            fprintf(f, "%d,%s,%.2f,%.6f\n", series, name, 100 * (j + 1) * GRID_STEP, exp(g->log_sum[j] / g->n[j]));
+}
+
 /* Geomean of found / oracle per fraction and mean P over the problems, per strategy. */
 typedef struct summary {
     double log_frac[SR_NFRACS], p_sum;
@@ -180,9 +208,10 @@ static void summary_header(const char *title)
     printf("\n%s\n%-18s %8s %6s%% %6s%% %6s%% %6s%% %7s\n", title, "strategy", "problems", "1", "2", "5", "10", "P");
 }
 
-static int replay(const replay_args *a, const sr_set *set, const sr_strategy **st, int nst, FILE *csv)
+static int replay(const replay_args *a, const sr_set *set, const sr_strategy **st, int nst, FILE *csv, FILE *sumcsv)
 {
     summary *sum = rg_xcalloc((size_t)nst + 1, sizeof *sum);   /* [nst]: random's exact expectation */
+    grid *curves = rg_xcalloc((size_t)nst + 1, sizeof *curves);
     if (a->verbose)
         printf("\n%-6s %-6s %-18s %-9s %6s %10s %-18s %6s%% %6s%% %6s%% %6s%% %7s\n", "model", "task", "dataset", "dims",
                "points", "oracle ms", "strategy", "1", "2", "5", "10", "P");
@@ -194,10 +223,15 @@ static int replay(const replay_args *a, const sr_set *set, const sr_strategy **s
         double rf[SR_NFRACS];
         random_fracs(p, budget, rf);
         summary_add(&sum[nst], rf, 0);
+        double *expected = rg_xmalloc((size_t)budget * sizeof *expected);
+        for (int t = 1; t <= budget; t++) expected[t - 1] = sr_random_expected(p, t);
+        grid_add(&curves[nst], p, expected, budget);
+        free(expected);
         for (int k = 0; k < nst; k++) {
             sr_result r;
             sr_replay(st[k], p, budget, (uint64_t)a->seed, a->runs, &r);
             summary_add(&sum[k], r.at_frac, r.p_score);
+            grid_add(&curves[k], p, r.curve, budget);
             if (a->verbose) {
                 printf("%-6s %-6s %-18s %-9s %6d %10.4f %-18s", p->prob.model, p->prob.task, p->prob.dataset, dims, p->n,
                        p->oracle_ms, st[k]->name);
@@ -212,7 +246,12 @@ static int replay(const replay_args *a, const sr_set *set, const sr_strategy **s
     summary_header("summary: geomean over problems of best found / oracle after 1/2/5/10% of each space; mean P over the budget");
     for (int k = 0; k < nst; k++) summary_print(st[k]->name, &sum[k]);
     summary_print("random (expected)", &sum[nst]);
+    if (sumcsv) {
+        fputs("series,strategy,percent_of_space,found_over_oracle\n", sumcsv);
+        for (int k = 0; k <= nst; k++) grid_write(sumcsv, &curves[k], k, k < nst ? st[k]->name : "random-expected", set->n);
+    }
     free(sum);
+    free(curves);
     return 0;
 }
 
@@ -232,9 +271,10 @@ int sr_cli_replay(int argc, char **argv)
         free(st);
         return 1;
     }
-    FILE *csv = NULL;
-    if (a.out && !(csv = fopen(a.out, "w"))) {
-        fprintf(stderr, "explore replay: %s: %s\n", a.out, strerror(errno));
+    FILE *csv = NULL, *sumcsv = NULL;
+    if ((a.out && !(csv = fopen(a.out, "w"))) || (a.summary_out && !(sumcsv = fopen(a.summary_out, "w")))) {
+        fprintf(stderr, "explore replay: %s: %s\n", csv || !a.out ? a.summary_out : a.out, strerror(errno));
+        if (csv) fclose(csv);
         sr_set_free(&set);
         free(st);
         return 2;
@@ -246,12 +286,17 @@ int sr_cli_replay(int argc, char **argv)
     if (a.budget) printf("%d evaluations", a.budget);
     else printf("%g of each space", a.budget_frac);
     printf("; seeds %d..%d; predictions: %s\n", a.seed, a.seed + a.runs - 1, set.model_source);
-    int rc = replay(&a, &set, st, nst, csv);
-    if (csv && fclose(csv)) {
-        fprintf(stderr, "explore replay: %s: %s\n", a.out, strerror(errno));
-        rc = 1;
-    } else if (csv) {
-        printf("wrote %s\n", a.out);
+    int rc = replay(&a, &set, st, nst, csv, sumcsv);
+    FILE *files[2] = {csv, sumcsv};
+    const char *names[2] = {a.out, a.summary_out};
+    for (int k = 0; k < 2; k++) {
+        if (!files[k]) continue;
+        if (fclose(files[k])) {
+            fprintf(stderr, "explore replay: %s: %s\n", names[k], strerror(errno));
+            rc = 1;
+        } else {
+            printf("wrote %s\n", names[k]);
+        }
     }
     sr_set_free(&set);
     free(st);

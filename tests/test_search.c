@@ -449,10 +449,11 @@ static void test_cli_replay(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir(), *db = synth_db(dir, "s.db", -1, 1), *csv = rg_xasprintf("%s/curves.csv", dir);
+    char *sum = rg_xasprintf("%s/summary.csv", dir);
     size_t n_before;
     char *before = tu_read_file(db, &n_before);
     char *ok[] = {"replay", "--db", db, "--strategy", "random,static", "--budget", "5", "--runs", "2", "--cm", "none",
-                  "--out", csv, NULL};
+                  "--out", csv, "--summary-out", sum, NULL};
     assert_int_equal(run_replay(ok), 0);
     size_t n_after;
     char *after = tu_read_file(db, &n_after);
@@ -464,6 +465,22 @@ static void test_cli_replay(void **state)
     for (char *c = text; *c; c++) lines += *c == '\n';
     assert_int_equal(lines, 1 + 2 * NDS * 5);   /* header, then 2 strategies x 4 problems x 5 evaluations */
     assert_non_null(strstr(text, "static,rgat,infer,\"beta\",64,64,1,\"" DEVICE "\",37,5,"));
+    /* the summary curve: each strategy and random's expectation, at the steps every problem reaches
+     * (at most 5 of 37 points: floor(f 37) from 3% to 16%); with the whole space measured, random's expectation is the oracle */
+    char *summary = tu_read_file(sum, NULL);
+    assert_non_null(summary);
+    assert_non_null(strstr(summary, "series,strategy,percent_of_space,found_over_oracle\n0,random,3.00,"));
+    assert_non_null(strstr(summary, "\n1,static,16.00,"));
+    assert_null(strstr(summary, ",16.50,"));
+    assert_non_null(strstr(summary, "\n2,random-expected,3.00,"));
+    free(summary);
+    char *whole[] = {"replay", "--db", db, "--strategy", "model", "--budget-frac", "1", "--runs", "1", "--cm", "lodo",
+                     "--summary-out", sum, NULL};
+    assert_int_equal(run_replay(whole), 0);
+    summary = tu_read_file(sum, NULL);
+    assert_non_null(strstr(summary, "\n1,random-expected,100.00,1.000000\n"));
+    assert_non_null(strstr(summary, "\n0,model,100.00,1.000000\n"));
+    free(summary);
     char *bad[] = {"replay", "--db", db, "--strategy", "random,nope", NULL};
     assert_int_equal(run_replay(bad), 2);
     char *both[] = {"replay", "--db", db, "--budget", "3", "--budget-frac", "0.5", NULL};
@@ -474,6 +491,7 @@ static void test_cli_replay(void **state)
     free(before);
     free(after);
     free(csv);
+    free(sum);
     free(db);
     tu_rm_tree(dir);
 }
