@@ -12,5 +12,7 @@ set logscale y
 set xlabel "configs measured (% of each problem's space)"
 set ylabel "best found / oracle (geomean over problems, log scale)"
 set key top right font ",9"
-plot for [s=0:nseries-1] datafile skip 1 using ($1==s ? $3 : NaN):($1==s ? $4 : NaN) with lines lt s+1 \
-        dt (s==nseries-1 ? 2 : 1) title word(series, s+1)
+plot for [s=0:nseries-2] datafile skip 1 using ($1==s ? $3 : NaN):($1==s ? $4 : NaN) with lines lt s+1 \
+        title word(series, s+1), \
+     datafile skip 1 using ($1==nseries-1 ? $3 : NaN):($1==nseries-1 ? $4 : NaN) with lines lt 7 dt 2 \
+        title word(series, nseries)
