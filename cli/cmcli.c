@@ -4,6 +4,7 @@
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "explorer/costmodel.h"
+#include "results/yardstick.h"
 #include "cli/problem.h"
 
 #include <math.h>
@@ -32,10 +33,13 @@ static const char FIT_USAGE[] =
     "Fits the cost models on the ok measurements of the results store (one section per model and\n"
     "task) and writes them to a readable file. First it evaluates them leave-one-dataset-out: for\n"
     "each dataset, fit on the others and rank that dataset's measured configs. Columns: the oracle\n"
-    "(fastest measured), the best fixed strategy (compact+reorder with the schedule best over the\n"
-    "training datasets), the picked config (best predicted), gap = picked / oracle, top-1 (picked\n"
-    "is the oracle), top-K (fastest of the K best predicted: what measuring K variants gives), and\n"
-    "the Spearman rank correlation of predicted and measured times. The results database is only\n"
+    "(fastest measured), the best fixed strategy (the first config of the static list: the config\n"
+    "with the best geomean of time / oracle over the OTHER datasets, the one definition the replay\n"
+    "and the report use too), the picked config (best predicted), gap = picked / oracle, top-1\n"
+    "(picked is the oracle), top-K (fastest of the K best predicted: what measuring K variants\n"
+    "gives), the same K spent on the static list (static-K) and on random search (random-K: the\n"
+    "exact expectation of the best of K uniform draws), each over the oracle, and the Spearman\n"
+    "rank correlation of predicted and measured times. The results database is only\n"
     "read, unless --store-predictions: then each measured config's leave-one-dataset-out\n"
     "prediction is stored back as its metric predicted_ms (replacing the previous fit's), which\n"
     "`explore report` draws against the measured times.\n";
@@ -91,9 +95,12 @@ static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
         snprintf(fixed, sizeof fixed, "%s", r->have_fixed ? "not here" : "-");
         snprintf(fixed_gap, sizeof fixed_gap, "-");
     }
-    printf("%-22s %-9s %7d %10.4f %10.4f %10s %10.4f %6.3f %5s %10.4f %4d %6.3f %6s %8.3f\n", p->dataset, dims, sc->n,
-           sc->oracle_ms, r->predicted_ms, fixed, sc->picked_ms, sc->picked_ms / sc->oracle_ms, sc->hit ? "yes" : "no",
-           sc->topk_ms, sc->top_k, sc->topk_ms / sc->oracle_ms, fixed_gap, sc->spearman);
+    char static_gap[16] = "-";
+    if (isfinite(r->static_topk_ms)) snprintf(static_gap, sizeof static_gap, "%.3f", r->static_topk_ms / sc->oracle_ms);
+    printf("%-22s %-9s %7d %10.4f %10.4f %10s %10.4f %6.3f %5s %10.4f %4d %6.3f %8s %8.3f %6s %8.3f\n", p->dataset, dims,
+           sc->n, sc->oracle_ms, r->predicted_ms, fixed, sc->picked_ms, sc->picked_ms / sc->oracle_ms,
+           sc->hit ? "yes" : "no", sc->topk_ms, sc->top_k, sc->topk_ms / sc->oracle_ms, static_gap,
+           r->random_topk_ms / sc->oracle_ms, fixed_gap, sc->spearman);
     if (!verbose) return;
     char *pc = cfg_to_string(&r->picked), *oc = cfg_to_string(&r->oracle);
     printf("    picked %s\n    oracle %s\n", pc, oc);
@@ -109,9 +116,10 @@ static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
 static void print_summary(const cm_eval_summary *g)
 {
     printf("%s %s, %d sweeps (problems of >= %d configs): top-1 hit rate %.2f; geomean picked/oracle %.3f; top-K/oracle %.3f measuring %.1f%% "
-           "of the configs; best fixed/oracle %.3f; picked/best fixed %.3f; mean Spearman %.3f\n",
+           "of the configs (at the same K: static list %.3f, random search %.3f); best fixed/oracle %.3f; picked/best fixed %.3f; "
+           "mean Spearman %.3f\n",
            g->model, g->task, g->nrows, CM_MIN_SWEEP, g->hit_rate, g->gap_geomean, g->topk_gap_geomean, 100 * g->topk_fraction,
-           g->fixed_gap_geomean, g->picked_vs_fixed, g->spearman_mean);
+           g->static_topk_gap_geomean, g->random_topk_gap_geomean, g->fixed_gap_geomean, g->picked_vs_fixed, g->spearman_mean);
 }
 
 static void print_eval(const cm_set *s, const cm_eval *e, int verbose)
@@ -120,9 +128,9 @@ static void print_eval(const cm_set *s, const cm_eval *e, int verbose)
         const cm_eval_summary *sum = &e->groups[g];
         printf("\n%s %s, leave-one-dataset-out (fit on the other datasets, rank this one's measured configs):\n",
                sum->model, sum->task);
-        printf("%-22s %-9s %7s %10s %10s %10s %10s %6s %5s %10s %4s %6s %6s %8s\n", "dataset", "dims", "configs",
-               "oracle ms", "pred ms", "fixed ms", "picked ms", "gap", "top-1", "top-K ms", "K", "K gap", "fixed",
-               "spearman");
+        printf("%-22s %-9s %7s %10s %10s %10s %10s %6s %5s %10s %4s %6s %8s %8s %6s %8s\n", "dataset", "dims", "configs",
+               "oracle ms", "pred ms", "fixed ms", "picked ms", "gap", "top-1", "top-K ms", "K", "K gap", "static-K",
+               "random-K", "fixed", "spearman");
         for (int r = 0; r < e->nrows; r++) {
             const cm_problem *p = &s->problems[e->rows[r].problem];
             if (!strcmp(p->model, sum->model) && !strcmp(p->task, sum->task)) print_row(s, &e->rows[r], verbose);
@@ -227,7 +235,10 @@ static const char PICK_USAGE[] =
     "graph (statistics and analytic counts of each variant, no GPU). With --measure-top K it then\n"
     "measures the K best predicted configs (GPU) and chooses the fastest. It prints the chosen\n"
     "config with its predicted and measured time and, when the results store (--db) has the oracle\n"
-    "(the fastest measured config) for this problem on the model's device, the gap to it.\n";
+    "(the fastest measured config) for this problem on the model's device, the gap to it. The\n"
+    "static list (the configs with the best geomean on the store's other datasets) comes with it and,\n"
+    "when the store measured this problem, what the model, the static list and random search find\n"
+    "in the same K measurements (K: --measure-top, else 10% of the space).\n";
 
 /* -1 to go on; else the exit status. */
 static int parse_pick(int argc, char **argv, pick_args *a)
@@ -415,6 +426,83 @@ static void print_choice(const pick_args *a, const char *device, const cg_config
     free(cs);
 }
 
+/* Time of cfg among the problem's samples, NaN when not measured. */
+static double stored_ms(const cm_set *s, int q, const cg_config *cfg)
+{
+    uint64_t h = cfg_hash(cfg);
+    for (int i = 0; i < s->nsamples; i++)
+        if (s->samples[i].problem == q && s->samples[i].cfg_key == h) return s->samples[i].time_ms;
+    return NAN;
+}
+
+static int cmp_ms(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* What model, static list and random search find in the same K measurements of problem q. */
+static void print_same_k(const cm_set *s, int q, const cg_config *cfgs, const int *order, const cg_config *list,
+                         int nlist, int k)
+{
+    double model_ms = NAN, static_ms = NAN, *t = rg_xmalloc((size_t)s->nsamples * sizeof *t);
+    int nt = 0;
+    for (int i = 0; i < k; i++) {
+        double x = stored_ms(s, q, &cfgs[order[i]]);
+        if (isfinite(x) && !(x >= model_ms)) model_ms = x;
+        x = i < nlist ? stored_ms(s, q, &list[i]) : NAN;
+        if (isfinite(x) && !(x >= static_ms)) static_ms = x;
+    }
+    for (int i = 0; i < s->nsamples; i++)
+        if (s->samples[i].problem == q) t[nt++] = s->samples[i].time_ms;
+    qsort(t, (size_t)nt, sizeof *t, cmp_ms);
+    printf("at K = %d measurements, best found / oracle (this problem's %d stored configs; a config not stored finds "
+           "nothing): model %.3f, static list %.3f, random search %.3f (expected)\n",
+           k, nt, model_ms / t[0], static_ms / t[0], ys_random_expected(t, nt, k < nt ? k : nt) / t[0]);
+    free(t);
+}
+
+/* The yardsticks at the model's K: the static list of this kind of problem on the store's other
+ * datasets and, when the store measured this problem, what each of model, static list and random
+ * search finds in K measurements. */
+static void print_yardsticks(const pick_args *a, const cm_model *m, const char *task, const cg_config *cfgs, int n,
+                             const int *order)
+{
+    int k = a->measure_top ? a->measure_top : (int)floor(0.10 * n + 1e-9);
+    k = k < 1 ? 1 : k > n ? n : k;
+    cm_set s;
+    rg_err err;
+    cm_filter f = {.model = a->prob.model, .task = task, .device = m->device};
+    if (!rg_file_exists(a->p.db) || cm_set_load(a->p.db, &f, &s, &err)) {
+        printf("\nno static list: %s\n", rg_file_exists(a->p.db) ? err.msg : "the results store is absent");
+        return;
+    }
+    cm_problem kind = {.dim_in = a->prob.dim_in, .dim_out = a->prob.dim_out, .heads = a->prob.heads};
+    snprintf(kind.model, sizeof kind.model, "%s", a->prob.model);
+    snprintf(kind.task, sizeof kind.task, "%s", task);
+    int *train = rg_xmalloc((size_t)s.nproblems * sizeof *train), self = -1;
+    for (int q = 0; q < s.nproblems; q++) {
+        train[q] = strcmp(s.problems[q].dataset, a->prob.dataset) != 0;
+        if (!train[q] && s.problems[q].dim_in == kind.dim_in && s.problems[q].dim_out == kind.dim_out &&
+            s.problems[q].heads == kind.heads)
+            self = q;
+    }
+    cg_config *list;
+    int nlist;
+    if (cm_static_list(&s, train, &kind, &list, &nlist)) {
+        printf("\nno static list: no config was measured on every other dataset of %s %s in %s\n", kind.model, kind.task,
+               a->p.db);
+    } else {
+        char *first = cfg_to_string(&list[0]);
+        printf("\nstatic list (best geomean over the other datasets in %s): %d configs, first %s\n", a->p.db, nlist, first);
+        free(first);
+        if (self >= 0) print_same_k(&s, self, cfgs, order, list, nlist, k);
+        free(list);
+    }
+    free(train);
+    cm_set_free(&s);
+}
+
 static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_model *m, rg_err *err)
 {
     if (!cm_find_section(m, a->prob.model, a->prob.task, err)) return 1;
@@ -444,6 +532,7 @@ static int pick_run(const pick_args *a, xs_gpu_backend_fn gpu_backend, const cm_
         rc = 1;
     } else {
         print_ranking(a, m, g, cfgs, n, order, pred);
+        print_yardsticks(a, m, cm_find_section(m, a->prob.model, a->prob.task, NULL)->task, cfgs, n, order);
         int chosen = order[0];
         if (a->measure_top) {
             int k = a->measure_top < n ? a->measure_top : n;

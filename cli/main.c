@@ -14,6 +14,7 @@
 #include "cli/cmcli.h"
 #include "cli/rpcli.h"
 #include "cli/ptcli.h"
+#include "cli/replaycli.h"
 #include "common/opts.h"
 
 
@@ -46,6 +47,7 @@ static const command COMMANDS[] = {
     {"sweep", plan_main, "sweep a plan (models x datasets x tasks x dims), optionally one shard of it"},
     {"report", rp_cli_main, "draw the paper-style figures of the results store (gnuplot) with an index.md"},
     {"fit", cm_cli_fit, "fit the cost models on the results store; leave-one-dataset-out table"},
+    {"replay", sr_cli_replay, "replay search strategies on a store's measurements (no GPU): found/oracle, P-score"},
     {"pick", pick_main, "rank a dataset's configs with the cost model; measure the top K (--measure-top)"},
     {NULL, NULL, NULL},
 };

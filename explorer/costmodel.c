@@ -6,6 +6,7 @@
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "results/store.h"
+#include "results/yardstick.h"
 
 #include <errno.h>
 #include <gsl/gsl_blas.h>
@@ -1156,6 +1157,7 @@ typedef struct load_state {
     cm_section *sec;
     unsigned char seen[NKEYS];
     int have_format;
+    char new_features[512];    /* config features the file predates */
 } load_state;
 
 static int set_section_value(load_state *st, const char *key, const char *val, rg_err *err)
@@ -1185,10 +1187,40 @@ static int set_section_value(load_state *st, const char *key, const char *val, r
     return 0;
 }
 
+/* Whether ranking coefficient j belongs to config feature f (alone, times a problem feature, or
+ * in a pair). */
+static int coef_involves(int j, int f)
+{
+    if (j < NC) return j == f;
+    if (j < NC + NA) return 0;
+    if (j < NC + NA + NC * NZ) return (j - NC - NA) / NZ == f;
+    int a, b;
+    pair_of(j - NC - NA - NC * NZ, &a, &b);
+    return a == f || b == f;
+}
+
+/* A config feature of which the section has no coefficient at all was added to the key table
+ * after the fit: the model knows nothing of it, so its coefficients are 0 (noted once per file).
+ * A feature with some coefficients but not all is a damaged file, and stays an error. */
+static void zero_new_features(load_state *st)
+{
+    for (int f = 0; f < NC; f++) {
+        int any = 0;
+        for (int j = 0; j < NFEAT && !any; j++) any = coef_involves(j, f) && st->seen[K_COEF + j];
+        if (any) continue;
+        for (int j = 0; j < NFEAT; j++)
+            if (coef_involves(j, f)) st->seen[K_COEF + j] = 1;   /* calloc'ed: already 0 */
+        if (!strstr(st->new_features, cfg_feature_name(f)))
+            snprintf(st->new_features + strlen(st->new_features), sizeof st->new_features - strlen(st->new_features),
+                     "%s%s", st->new_features[0] ? ", " : "", cfg_feature_name(f));
+    }
+}
+
 /* The section just read must have every number (a model with a silent 0 would rank wrongly). */
 static int check_section(load_state *st, rg_err *err)
 {
     if (!st->sec) return 0;
+    zero_new_features(st);
     for (int k = 0; k < NKEYS; k++) {
         if (st->seen[k] || (k < K_LAMBDA && k % NFIELD == F_SIGMA)) continue;
         char key[96];
@@ -1273,6 +1305,9 @@ int cm_load(const char *path, cm_model *out, rg_err *err)
     free(buf);
     fclose(f);
     if (!rc) rc = check_section(&st, err);
+    if (!rc && st.new_features[0])
+        fprintf(stderr, "cost model %s: no coefficients for %s (config keys newer than the fit): taken as 0; "
+                        "`explore fit` refits\n", path, st.new_features);
     if (!rc && !st.have_format) rc = rg_errf(err, "%s: not a cost model file (no 'format = %s' line)", path, CM_FORMAT);
     if (!rc && !out->nsections) rc = rg_errf(err, "%s: no [model task] section", path);
     if (!rc && !(out->bw > 0 && out->peak > 0))
@@ -1437,41 +1472,70 @@ static double time_of(const cm_set *s, int q, const cg_config *cfg)
     return NAN;
 }
 
-static double oracle_of(const cm_set *s, int q)
+/* Index of the config with hash h in keys[0..n), or -1. */
+static int key_index(const uint64_t *keys, int n, uint64_t h)
 {
-    double best = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (keys[i] == h) return i;
+    return -1;
+}
+
+int cm_static_list(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n)
+{
+    *out = NULL;
+    *n = 0;
+    int *qs = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *qs), nq = 0;
+    for (int q = 0; q < s->nproblems; q++)
+        if (train_problem[q] && same_kind(&s->problems[q], kind)) qs[nq++] = q;
+    /* the candidates: every config measured on a training problem of this kind */
+    uint64_t *keys = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *keys);
+    cg_config *cfgs = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *cfgs);
+    int *row_of = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *row_of), nc = 0;
+    for (int q = 0; q < s->nproblems; q++) row_of[q] = -1;
+    for (int k = 0; k < nq; k++) row_of[qs[k]] = k;
     for (int i = 0; i < s->nsamples; i++)
-        if (s->samples[i].problem == q) best = fmin(best, s->samples[i].time_ms);
-    return best;
+        if (row_of[s->samples[i].problem] >= 0 && key_index(keys, nc, s->samples[i].cfg_key) < 0) {
+            keys[nc] = s->samples[i].cfg_key;
+            cfgs[nc++] = s->samples[i].cfg;
+        }
+    double *time = rg_xmalloc((size_t)(nq ? nq : 1) * (size_t)(nc ? nc : 1) * sizeof *time);
+    for (size_t i = 0; i < (size_t)nq * (size_t)nc; i++) time[i] = NAN;
+    for (int i = 0; i < s->nsamples; i++) {
+        int r = row_of[s->samples[i].problem];
+        if (r >= 0) time[(size_t)r * (size_t)nc + (size_t)key_index(keys, nc, s->samples[i].cfg_key)] = s->samples[i].time_ms;
+    }
+    int *order = rg_xmalloc((size_t)(nc ? nc : 1) * sizeof *order), *train = rg_xmalloc((size_t)(nq ? nq : 1) * sizeof *train);
+    for (int k = 0; k < nq; k++) train[k] = 1;
+    int ns = ys_static_rank(time, nq, nc, train, order, NULL);
+    if (ns > 0) {
+        *out = rg_xmalloc((size_t)ns * sizeof **out);
+        for (int k = 0; k < ns; k++) (*out)[k] = cfgs[order[k]];
+        *n = ns;
+    }
+    free(order);
+    free(train);
+    free(time);
+    free(row_of);
+    free(cfgs);
+    free(keys);
+    free(qs);
+    return ns > 0 ? 0 : -1;
 }
 
 int cm_best_fixed(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config *out)
 {
-    int *qs = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *qs), nq = 0;
-    double *oracle = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *oracle);
-    for (int q = 0; q < s->nproblems; q++)
-        if (train_problem[q] && same_kind(&s->problems[q], kind)) {
-            oracle[nq] = oracle_of(s, q);
-            qs[nq++] = q;
-        }
-    double best = INFINITY;
-    for (int i = 0; i < s->nsamples && nq; i++) {
-        const cg_config *c = &s->samples[i].cfg;
-        /* the papers' fixed strategy: compaction and reordering on, the schedule fixed too */
-        if (s->samples[i].problem != qs[0] || c->compact == CFG_COMPACT_OFF || !c->reorder) continue;
-        double score = 0;
-        for (int k = 0; k < nq && isfinite(score); k++) {
-            double t = k == 0 ? s->samples[i].time_ms : time_of(s, qs[k], c);
-            score = isfinite(t) ? score + log(t / oracle[k]) : INFINITY;
-        }
-        if (score < best) {
-            best = score;
-            *out = *c;
-        }
-    }
-    free(qs);
-    free(oracle);
-    return isfinite(best) ? 0 : -1;
+    cg_config *list;
+    int n;
+    if (cm_static_list(s, train_problem, kind, &list, &n)) return -1;
+    *out = list[0];
+    free(list);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 static int top_k_of(const cm_fit_options *o, int n)
@@ -1510,9 +1574,22 @@ static void score_problem(const cm_set *s, int q, const cm_section *sec, const i
     row->predicted_ms = pred[row->score.picked];
     row->picked = cfgs[row->score.picked];
     row->oracle = cfgs[row->score.oracle];
-    row->fixed_ms = NAN;
-    row->have_fixed = cm_best_fixed(s, train_problem, &s->problems[q], &row->fixed) == 0;
-    if (row->have_fixed) row->fixed_ms = time_of(s, q, &row->fixed);
+    row->fixed_ms = row->static_topk_ms = NAN;
+    cg_config *list;
+    int nlist;
+    row->have_fixed = cm_static_list(s, train_problem, &s->problems[q], &list, &nlist) == 0;
+    if (row->have_fixed) {
+        row->fixed = list[0];
+        row->fixed_ms = time_of(s, q, &row->fixed);
+        /* the static list measured at the model's K: its configs not measured here find nothing */
+        for (int k = 0; k < row->score.top_k && k < nlist; k++) {
+            double t = time_of(s, q, &list[k]);
+            if (isfinite(t) && !(t >= row->static_topk_ms)) row->static_topk_ms = t;
+        }
+        free(list);
+    }
+    qsort(meas, (size_t)n, sizeof *meas, cmp_double);
+    row->random_topk_ms = ys_random_expected(meas, n, row->score.top_k);
     free(cfgs);
     free(counts);
     free(meas);
@@ -1575,8 +1652,8 @@ static void summarize(const cm_set *s, cm_eval *e)
     }
     for (int g = 0; g < e->ngroups; g++) {
         cm_eval_summary *sum = &e->groups[g];
-        double hits = 0, gap = 0, topk = 0, fixed = 0, vs = 0, rho = 0, k = 0, cands = 0;
-        int nfixed = 0, nrho = 0;
+        double hits = 0, gap = 0, topk = 0, fixed = 0, vs = 0, rho = 0, k = 0, cands = 0, stk = 0, rtk = 0;
+        int nfixed = 0, nrho = 0, nstk = 0;
         for (int r = 0; r < e->nrows; r++) {
             const cm_eval_row *row = &e->rows[r];
             const cm_problem *p = &s->problems[row->problem];
@@ -1590,6 +1667,11 @@ static void summarize(const cm_set *s, cm_eval *e)
             topk += log(row->score.topk_ms / row->score.oracle_ms);
             k += row->score.top_k;
             cands += row->score.n;
+            rtk += log(row->random_topk_ms / row->score.oracle_ms);
+            if (isfinite(row->static_topk_ms)) {
+                stk += log(row->static_topk_ms / row->score.oracle_ms);
+                nstk++;
+            }
             if (isfinite(row->fixed_ms)) {
                 fixed += log(row->fixed_ms / row->score.oracle_ms);
                 vs += log(row->score.picked_ms / row->fixed_ms);
@@ -1603,6 +1685,7 @@ static void summarize(const cm_set *s, cm_eval *e)
         if (sum->nrows == 0) {
             sum->hit_rate = sum->gap_geomean = sum->topk_gap_geomean = sum->fixed_gap_geomean = NAN;
             sum->picked_vs_fixed = sum->spearman_mean = sum->topk_fraction = NAN;
+            sum->static_topk_gap_geomean = sum->random_topk_gap_geomean = NAN;
             continue;
         }
         sum->hit_rate = hits / sum->nrows;
@@ -1612,6 +1695,8 @@ static void summarize(const cm_set *s, cm_eval *e)
         sum->picked_vs_fixed = nfixed ? exp(vs / nfixed) : NAN;
         sum->spearman_mean = nrho ? rho / nrho : NAN;
         sum->topk_fraction = cands > 0 ? k / cands : NAN;
+        sum->static_topk_gap_geomean = nstk ? exp(stk / nstk) : NAN;
+        sum->random_topk_gap_geomean = exp(rtk / sum->nrows);
     }
 }
 

@@ -180,6 +180,8 @@ typedef struct cm_eval_row {
     cm_score score;
     double predicted_ms;       /* the prediction for the picked config */
     double fixed_ms;           /* best fixed strategy on this problem; NaN: not measured here */
+    double static_topk_ms;     /* fastest here of the static list's first K (the same K); NaN: none measured */
+    double random_topk_ms;     /* random search's expected best after K draws (ys_random_expected) */
     cg_config picked, oracle, fixed;
     int have_fixed;
 } cm_eval_row;
@@ -191,6 +193,7 @@ typedef struct cm_eval_summary {
     char model[256], task[8];
     int nrows;                 /* problems with at least CM_MIN_SWEEP configs */
     double hit_rate, gap_geomean, topk_gap_geomean, fixed_gap_geomean, picked_vs_fixed, spearman_mean;
+    double static_topk_gap_geomean, random_topk_gap_geomean;   /* the yardsticks at the model's K */
     double topk_fraction;      /* measured share: sum of K / sum of candidates */
 } cm_eval_summary;
 
@@ -206,9 +209,14 @@ typedef struct cm_eval {
 /* Leave-one-dataset-out: for each dataset, fits on the others and scores every problem of it. */
 int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err);
 void cm_eval_free(cm_eval *e);
-/* The best fixed strategy on the problems with train[i] != 0 of one kind (model, task, dims, heads):
- * the compact+reorder config with the lowest geomean of time / oracle over them, measured on all.
- * 0 and *out, or -1 when no such config was measured on every one. */
+/* The static list of one kind of problem (model, task, dims, heads): the configs measured on every
+ * training problem of that kind (train_problem[q] != 0), best geomean of time / oracle first
+ * (ys_static_rank in results/yardstick.h, the one definition the fit, the replay and the report
+ * share). Leave-one-dataset-out callers mark the held-out dataset's problems as not training, so
+ * the list never uses its times. 0 with *out (caller frees) and *n >= 1, or -1 when no config was
+ * measured on every training problem. */
+int cm_static_list(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n);
+/* The best fixed strategy: the first config of the static list. 0 and *out, or -1. */
 int cm_best_fixed(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config *out);
 
 #endif

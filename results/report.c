@@ -3,6 +3,7 @@
 #include "results/report.h"
 #include "codegen/config.h"
 #include "results/store.h"
+#include "results/yardstick.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -524,67 +525,56 @@ static int slots_mark_query(rp_ctx *c, rp_slots *s, rg_err *err, const char *fmt
     return step_end(c, st, rc, err);
 }
 
-/* The single config with the best geomean of (time / oracle) over the datasets of a problem,
- * among configs measured ok on every dataset that has an oracle. *config: malloc'd or NULL. */
-static int best_fixed_config(rp_ctx *c, const char *model, const char *task, char **config, rg_err *err)
+/* The best fixed config of a problem for dataset ds: the first of the static list over the OTHER
+ * datasets (ys_static_rank, the one definition explore fit and explore replay use too), so that it
+ * is out-of-sample like the cost model's pick. *config: malloc'd, or NULL when no config was
+ * measured ok on every other dataset. */
+static int best_fixed_config(rp_ctx *c, const char *model, const char *task, const char *ds, char **config,
+                             rg_err *err)
 {
     *config = NULL;
-    double n_oracle;
-    if (query_num(c, &n_oracle, err,
-                  "SELECT count(DISTINCT dataset) FROM ref WHERE system = 'generated' AND status = 'ok'"
-                  " AND ms IS NOT NULL AND model = %Q AND task = %Q",
-                  model, task))
-        return -1;
     sqlite3_stmt *st = sqlf(c, err,
-                            "WITH o AS (SELECT dataset, min(ms) AS oracle FROM ref WHERE system = 'generated'"
-                            "  AND status = 'ok' AND ms IS NOT NULL AND model = %Q AND task = %Q GROUP BY dataset)"
-                            " SELECT r.config, min(r.ms) / o.oracle FROM ref r JOIN o ON o.dataset = r.dataset"
-                            " WHERE r.system = 'generated' AND r.status = 'ok' AND r.ms IS NOT NULL"
-                            "  AND r.model = %Q AND r.task = %Q GROUP BY r.config, r.dataset ORDER BY r.config",
-                            model, task, model, task);
+                            "SELECT config, dataset, min(ms) FROM ref WHERE system = 'generated' AND status = 'ok'"
+                            " AND ms IS NOT NULL AND model = %Q AND task = %Q GROUP BY config, dataset"
+                            " ORDER BY config, dataset",
+                            model, task);
     if (!st) return -1;
-    char *cur = NULL;
-    double cur_log = 0, best_log = INFINITY;
-    int cur_n = 0, rc;
-    for (;;) {
-        rc = sqlite3_step(st);
-        const char *cfg = rc == SQLITE_ROW ? col_text(st, 0) : NULL;
-        if (cur && (!cfg || strcmp(cfg, cur))) {
-            if (cur_n == (int)n_oracle && cur_log < best_log) {
-                best_log = cur_log;
-                free(*config);
-                *config = rg_xstrdup(cur);
+    char **cfgs = NULL;
+    int ncfg = 0, cap = 0, rc;
+    double *time = NULL;   /* [config][dataset in c->datasets] */
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *cfg = col_text(st, 0);
+        if (!ncfg || strcmp(cfgs[ncfg - 1], cfg)) {
+            if (ncfg == cap) {
+                cap = cap ? 2 * cap : 64;
+                cfgs = rg_xrealloc(cfgs, (size_t)cap * sizeof *cfgs);
+                time = rg_xrealloc(time, (size_t)cap * (size_t)(c->nds ? c->nds : 1) * sizeof *time);
             }
-            free(cur);
-            cur = NULL;
+            cfgs[ncfg] = rg_xstrdup(cfg);
+            for (int d = 0; d < c->nds; d++) time[(size_t)ncfg * (size_t)c->nds + (size_t)d] = NAN;
+            ncfg++;
         }
-        if (!cfg) break;
-        if (!cur) {
-            cur = rg_xstrdup(cfg);
-            cur_log = 0;
-            cur_n = 0;
+        int d = dataset_index(c, col_text(st, 1));
+        if (d >= 0) time[(size_t)(ncfg - 1) * (size_t)c->nds + (size_t)d] = sqlite3_column_double(st, 2);
+    }
+    int ret = step_end(c, st, rc, err);
+    if (!ret && ncfg && c->nds) {
+        /* ys_static_rank takes problems x configs */
+        double *t = rg_xmalloc((size_t)ncfg * (size_t)c->nds * sizeof *t);
+        int *train = rg_xmalloc((size_t)c->nds * sizeof *train), *order = rg_xmalloc((size_t)ncfg * sizeof *order);
+        for (int d = 0; d < c->nds; d++) {
+            train[d] = strcmp(c->datasets[d], ds) != 0;
+            for (int k = 0; k < ncfg; k++) t[(size_t)d * (size_t)ncfg + (size_t)k] = time[(size_t)k * (size_t)c->nds + (size_t)d];
         }
-        cur_log += log(sqlite3_column_double(st, 1));
-        cur_n++;
+        if (ys_static_rank(t, c->nds, ncfg, train, order, NULL) > 0) *config = rg_xstrdup(cfgs[order[0]]);
+        free(t);
+        free(train);
+        free(order);
     }
-    free(cur);
-    return step_end(c, st, rc, err);
-}
-
-/* "compact bsearch, reorder on, tile 32, ..." from a config's JSON: the keys of its canonical
- * string, in the key table's order. */
-static char *config_summary(const char *config)
-{
-    cg_config cfg;
-    cfg_default(&cfg);
-    if (cfg_parse_json(&cfg, config, NULL)) return rg_xstrdup(config);
-    rg_str s = {0};
-    char v[CFG_VALUE_MAX];
-    for (int i = 0; i < CFG_NKEYS; i++) {
-        const cfg_key *k = cfg_key_at(i);
-        if (cfg_printed(k, &cfg)) rg_str_printf(&s, "%s%s %s", s.len ? ", " : "", k->name, cfg_value(k, &cfg, v));
-    }
-    return s.s ? s.s : rg_xstrdup(config);
+    for (int k = 0; k < ncfg; k++) free(cfgs[k]);
+    free(cfgs);
+    free(time);
+    return ret;
 }
 
 /* ================================================================ 1. datasets ==== */
@@ -883,10 +873,11 @@ typedef struct ab_panel {
 } ab_panel;
 
 /* Speed-ups of one (model, task) over U on every dataset. */
-static int ablation_panel(rp_ctx *c, const rp_problem *p, const char *fixed, ab_panel *a, rg_err *err)
+static int ablation_panel(rp_ctx *c, const rp_problem *p, ab_panel *a, rg_err *err)
 {
     for (int d = 0; d < c->nds; d++) {
         const char *ds = c->datasets[d];
+        char *fixed = NULL;
         rp_best l[4], all, fx;
         for (int i = 0; i < 4; i++)
             if (best_generated(c, &l[i], p->model, p->task, ds, LAYOUTS[i], err)) return -1;
@@ -909,8 +900,11 @@ static int ablation_panel(rp_ctx *c, const rp_problem *p, const char *fixed, ab_
         }
         if (a->normalized[d]) snprintf(a->label[d][AB_C], 16, "U %s", fail_label(&l[0]));
         a->val[d][AB_ORACLE] = base / all.ms;
+        if (best_fixed_config(c, p->model, p->task, ds, &fixed, err)) return -1;
         if (fixed) {
-            if (best_of_config(c, &fx, p->model, p->task, ds, fixed, err)) return -1;
+            int bad = best_of_config(c, &fx, p->model, p->task, ds, fixed, err);
+            free(fixed);
+            if (bad) return -1;
             a->val[d][AB_FIXED] = base / fx.ms;
         }
         double pick;
@@ -929,11 +923,11 @@ static int ablation_panel(rp_ctx *c, const rp_problem *p, const char *fixed, ab_
     return 0;
 }
 
-static void ablation_md(rp_ctx *c, rp_fig *f, const char *title, const char *fixed_text, const ab_panel *a, int nser)
+static void ablation_md(rp_ctx *c, rp_fig *f, const char *title, const ab_panel *a, int nser)
 {
-    rg_str_printf(&f->md, "\n**%s**: speed-up over U (each layout with its best schedule); best fixed config: %s.\n\n"
-                          "| dataset |",
-                  title, fixed_text ? fixed_text : "none measured on every dataset");
+    rg_str_printf(&f->md, "\n**%s**: speed-up over U (each layout with its best schedule); best fixed: per dataset, the "
+                          "config with the best geomean on the other datasets.\n\n| dataset |",
+                  title);
     for (int s = 0; s < nser; s++) rg_str_printf(&f->md, " %s |", AB_SERIES[s]);
     rg_str_puts(&f->md, "\n|---|");
     for (int s = 0; s < nser; s++) rg_str_puts(&f->md, "---:|");
@@ -997,11 +991,8 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
     int geo = slots_extra(&sl, "geomean");
     fputs(BAR_HEADER, f->csv);
     for (int p = 0; p < np && !ret; p++) {
-        char *fixed = NULL, *fixed_text = NULL, *title = problem_title(pr[p].model, pr[p].task);
-        if (!(ret = best_fixed_config(c, pr[p].model, pr[p].task, &fixed, err)) &&
-            !(ret = ablation_panel(c, &pr[p], fixed, &a, err))) {
-            if (fixed) fixed_text = config_summary(fixed);
-        }
+        char *title = problem_title(pr[p].model, pr[p].task);
+        ret = ablation_panel(c, &pr[p], &a, err);
         if (!ret) {
             for (int d = 0; d <= c->nds; d++) {
                 int slot = d < c->nds ? sl.of[d] : geo;
@@ -1017,11 +1008,9 @@ static int fig_ablation(rp_ctx *c, rp_fig *f, rg_err *err)
                 }
             }
             word_add(&panels, title);
-            ablation_md(c, f, title, fixed_text, &a, nser);
+            ablation_md(c, f, title, &a, nser);
             ablation_reading(c, f, title, &a, p == 0);
         }
-        free(fixed);
-        free(fixed_text);
         free(title);
     }
     if (!ret) {
@@ -1773,13 +1762,14 @@ static int cm_collect(rp_ctx *c, const rp_problem *pr, int np, cm_stats *s, rg_e
     s->n = (int)cells;
     for (int p = 0; p < np; p++) {
         char *fixed = NULL;
-        if (best_fixed_config(c, pr[p].model, pr[p].task, &fixed, err)) return -1;
         for (int d = 0; d < c->nds; d++) {
             int i = p * c->nds + d;
             s->pick[i] = s->fixed[i] = s->rho[i] = NAN;
             rp_best o, fx;
             if (best_generated(c, &o, pr[p].model, pr[p].task, c->datasets[d], NULL, err)) goto fail;
             if (!o.n_ok) continue;
+            free(fixed);
+            if (best_fixed_config(c, pr[p].model, pr[p].task, c->datasets[d], &fixed, err)) return -1;
             if (fixed) {
                 if (best_of_config(c, &fx, pr[p].model, pr[p].task, c->datasets[d], fixed, err)) goto fail;
                 s->fixed[i] = fx.ms / o.ms;
@@ -2549,7 +2539,8 @@ static int write_index(const rp_ctx *c, rp_fig *figs, rg_err *err)
                "(compact off, reorder off), **C** compact materialization (compact bsearch or direct), **R** linear-"
                "operator reordering, **C+R** both; each with its best measured schedule. Speed-ups are ratios of "
                "median times; averages are geometric means. **Oracle**: the fastest measured config of each problem; "
-               "**best fixed**: the one config that is best across datasets.\n\n"
+               "**best fixed**: for each dataset, the config with the best geomean of time / oracle over the OTHER "
+               "datasets (leave-one-dataset-out, as `explore fit` and `explore replay` define it).\n\n"
                "The CSV table behind each figure is in `data/`; `data/replot.sh` redraws them with the scripts of "
                "`plots/`.\n",
             c->dim_in, c->dim_out, c->heads, c->heads == 1 ? "" : "s");

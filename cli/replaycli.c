@@ -1,0 +1,304 @@
+/* `explore replay --db STORE --strategy S [--budget N | --budget-frac F] ...`: per problem and
+ * strategy, best found / oracle at 1/2/5/10% of the space and the P-score; a summary per strategy
+ * and, with --out, the curves as CSV. */
+#include "cli/replaycli.h"
+#include "cli/problem.h"
+#include "explorer/search.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct replay_args {
+    cp_problem p;              /* --db, --model, --task */
+    const char *strategies, *device, *cm, *out, *summary_out;
+    int budget, runs, seed, verbose;
+    double budget_frac;
+} replay_args;
+
+static const char USAGE[] =
+    "usage: explore replay [--db STORE] [--strategy S[,S...]|all] [--budget N | --budget-frac F]\n"
+    "                      [--seed K] [--runs R] [--model M] [--task T] [--device KEY]\n"
+    "                      [--cm lodo|none|FILE] [--out CSV] [--summary-out CSV] [--verbose]\n"
+    "Runs search strategies against the recorded measurements of a results store, without a GPU\n"
+    "(the store is only read). The space of a problem (model, task, dataset, dims, heads, device)\n"
+    "is its stored points: the ok ones of the commit that measured the most of them, and those\n"
+    "whose every attempt failed; evaluating a failed point, or a config the store lacks, costs a\n"
+    "unit of the budget and finds nothing. Problems of fewer than 10 points are left out.\n"
+    "Strategies: random (the baseline), model (cost-model ranking), static (the static list: the\n"
+    "configs with the best geomean on the OTHER datasets, then random), anneal (model-guided\n"
+    "simulated annealing, one-key mutations), bo (Bayesian optimisation). Each runs R times with\n"
+    "seeds K, K+1, ...; the curve is the mean best found after each evaluation. Scores per problem:\n"
+    "found / oracle after 1, 2, 5 and 10% of the space, and P = (random(t) - found(t)) /\n"
+    "(random(t) - oracle) averaged over t = 1..budget (Willemsen et al., FGCS 2024), random(t)\n"
+    "being the exact expectation of the best of t uniform draws: 0 is random search, 1 finds the\n"
+    "oracle first. The summary is the geomean of found / oracle and the mean P over problems.\n"
+    "--cm lodo (default) predicts each dataset with models fitted on the other datasets; a model\n"
+    "file (explore fit's) fitted on the same store is in-sample.\n";
+
+static int parse(int argc, char **argv, replay_args *a)
+{
+    memset(a, 0, sizeof *a);
+    cp_init(&a->p);
+    a->p.task = NULL;   /* a filter: every task */
+    a->strategies = "all";
+    a->cm = SR_CM_LODO;
+    a->runs = 10;
+    a->seed = 1;
+    ro_cmd c;
+    ro_init(&c, "explore replay", USAGE, NULL);
+    cp_add_options(&c, &a->p, CP_DB | CP_MODEL | CP_TASK);
+    ro_add(&c, (ro_opt){.name = "strategy", .arg = "S", .kind = RO_STR, .dst = &a->strategies,
+                        .help = "random, model, static, anneal, bo, a comma list, or all (default)"});
+    ro_add(&c, (ro_opt){.name = "budget", .arg = "N", .kind = RO_INT, .dst = &a->budget,
+                        .help = "evaluations per problem (at most its space)", .lo = 1, .hi = 100000000});
+    ro_add(&c, (ro_opt){.name = "budget-frac", .arg = "F", .kind = RO_REAL, .dst = &a->budget_frac,
+                        .help = "evaluations as a fraction of each problem's space (default 0.1)", .lo = 1e-9, .hi = 1});
+    ro_add(&c, (ro_opt){.name = "seed", .arg = "K", .kind = RO_INT, .dst = &a->seed, .help = "first seed (default 1)", .lo = 0, .hi = 2000000000});
+    ro_add(&c, (ro_opt){.name = "runs", .arg = "R", .kind = RO_INT, .dst = &a->runs, .help = "seeds per strategy and problem (default 10)", .lo = 1, .hi = 100000});
+    ro_add(&c, (ro_opt){.name = "device", .arg = "KEY", .kind = RO_STR, .dst = &a->device, .help = "device key, when the store holds several"});
+    ro_add(&c, (ro_opt){.name = "cm", .arg = "M", .kind = RO_STR, .dst = &a->cm,
+                        .help = "predictions: lodo (default), none, or a cost model file"});
+    ro_add(&c, (ro_opt){.name = "out", .arg = "CSV", .kind = RO_STR, .dst = &a->out, .help = "the curves: one row per strategy, problem and evaluation"});
+    ro_add(&c, (ro_opt){.name = "summary-out", .arg = "CSV", .kind = RO_STR, .dst = &a->summary_out,
+                        .help = "per strategy, geomean found / oracle against the share of the space\nmeasured (plots/search_replay.gp draws it)"});
+    ro_add(&c, (ro_opt){.name = "verbose", .arg = NULL, .kind = RO_FLAG, .dst = &a->verbose, .help = "a table per problem too"});
+    int rc = ro_parse(&c, argc, argv);
+    if (rc) return ro_exit(rc);
+    if (ro_given(&c, "budget") && ro_given(&c, "budget-frac"))
+        return ro_bad(c.name, "--budget and --budget-frac exclude each other");
+    if (!a->budget && !(a->budget_frac > 0)) a->budget_frac = 0.10;
+    return -1;
+}
+
+/* The strategies named (comma list or "all"); NULL after a message when one is unknown. */
+static const sr_strategy **strategies_of(const char *spec, int *n)
+{
+    const sr_strategy **list = rg_xmalloc((size_t)sr_nstrategies() * sizeof *list);
+    *n = 0;
+    if (!strcmp(spec, "all")) {
+        for (int i = 0; i < sr_nstrategies(); i++) list[(*n)++] = sr_strategy_at(i);
+        return list;
+    }
+    char *copy = rg_xstrdup(spec), *save = NULL;
+    for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        const sr_strategy *s = sr_strategy_find(w);
+        int dup = 0;
+        for (int k = 0; s && k < *n; k++) dup |= list[k] == s;
+        if (!s || dup) {
+            rg_str names = {0};
+            for (int i = 0; i < sr_nstrategies(); i++) rg_str_printf(&names, "%s%s", i ? ", " : "", sr_strategy_at(i)->name);
+            ro_bad("explore replay", "--strategy: %s '%s' (strategies: %s, all)", s ? "twice:" : "unknown strategy", w, names.s);
+            rg_str_free(&names);
+            free(copy);
+            free(list);
+            return NULL;
+        }
+        list[(*n)++] = s;
+    }
+    free(copy);
+    if (*n == 0) {
+        ro_bad("explore replay", "--strategy: no strategy named");
+        free(list);
+        return NULL;
+    }
+    return list;
+}
+
+static int budget_of(const replay_args *a, const sr_problem *p)
+{
+    if (a->budget) return a->budget < p->n ? a->budget : p->n;
+    return sr_frac_budget(a->budget_frac, p->n);
+}
+
+static void dims_text(const cm_problem *p, char *out, size_t cap)
+{
+    if (p->heads > 1) snprintf(out, cap, "%dx%dh%d", p->dim_in, p->dim_out, p->heads);
+    else snprintf(out, cap, "%dx%d", p->dim_in, p->dim_out);
+}
+
+static void print_num(double v, const char *fmt)
+{
+    if (isfinite(v)) printf(fmt, v);
+    else printf("%7s", "-");
+}
+
+static void print_fracs(const double *f)
+{
+    for (int k = 0; k < SR_NFRACS; k++) print_num(f[k], " %6.3f");
+}
+
+/* The exact random expectation at each fraction, over the oracle. */
+static void random_fracs(const sr_problem *p, int budget, double *f)
+{
+    for (int k = 0; k < SR_NFRACS; k++) {
+        int t = sr_frac_budget(SR_FRACS[k], p->n);
+        f[k] = t <= budget ? sr_random_expected(p, t) / p->oracle_ms : NAN;
+    }
+}
+
+static void csv_rows(FILE *f, const sr_set *set, const sr_problem *p, const char *strategy, const sr_result *r)
+{
+    for (int t = 1; t <= r->budget; t++)
+        fprintf(f, "%s,%s,%s,\"%s\",%d,%d,%d,\"%s\",%d,%d,%.6g,%.9g,%.9g,%.9g,%.6f,%.6f\n", strategy, p->prob.model,
+                p->prob.task, p->prob.dataset, p->prob.dim_in, p->prob.dim_out, p->prob.heads, set->device, p->n, t,
+                (double)t / p->n, r->curve[t - 1], p->oracle_ms, sr_random_expected(p, t), r->curve[t - 1] / p->oracle_ms,
+                sr_random_expected(p, t) / p->oracle_ms);
+}
+
+/* The summary curve: geomean over problems of found / oracle after each step of GRID_STEP of the
+ * space (problems whose budget does not reach a step leave it). */
+#define GRID_STEP 0.005
+#define GRID_MAX 200
+typedef struct grid {
+    double log_sum[GRID_MAX];
+    int n[GRID_MAX];
+} grid;
+
+static void grid_add(grid *g, const sr_problem *p, const double *curve, int budget)
+{
+    for (int j = 0; j < GRID_MAX; j++) {
+        int t = sr_frac_budget((j + 1) * GRID_STEP, p->n);
+        if (t > budget || (j + 1) * GRID_STEP * p->n < 1 - 1e-9) continue;
+        g->log_sum[j] += log(curve[t - 1] / p->oracle_ms);
+        g->n[j]++;
+    }
+}
+
+static void grid_write(FILE *f, const grid *g, int series, const char *name, int problems)
+{
+    for (int j = 0; j < GRID_MAX; j++)
+        if (g->n[j] == problems && problems > 0)
+            fprintf(f, "%d,%s,%.2f,%.6f\n", series, name, 100 * (j + 1) * GRID_STEP, exp(g->log_sum[j] / g->n[j]));
+}
+
+/* Geomean of found / oracle per fraction and mean P over the problems, per strategy. */
+typedef struct summary {
+    double log_frac[SR_NFRACS], p_sum;
+    int n_frac[SR_NFRACS], n_p, problems;
+} summary;
+
+static void summary_add(summary *s, const double *fracs, double p)
+{
+    s->problems++;
+    for (int k = 0; k < SR_NFRACS; k++)
+        if (isfinite(fracs[k])) {
+            s->log_frac[k] += log(fracs[k]);
+            s->n_frac[k]++;
+        }
+    if (isfinite(p)) {
+        s->p_sum += p;
+        s->n_p++;
+    }
+}
+
+static void summary_print(const char *name, const summary *s)
+{
+    double f[SR_NFRACS];
+    for (int k = 0; k < SR_NFRACS; k++) f[k] = s->n_frac[k] ? exp(s->log_frac[k] / s->n_frac[k]) : NAN;
+    printf("%-18s %8d", name, s->problems);
+    print_fracs(f);
+    print_num(s->n_p ? s->p_sum / s->n_p : NAN, " %7.3f");
+    printf("\n");
+}
+
+static void summary_header(const char *title)
+{
+    printf("\n%s\n%-18s %8s %6s%% %6s%% %6s%% %6s%% %7s\n", title, "strategy", "problems", "1", "2", "5", "10", "P");
+}
+
+static int replay(const replay_args *a, const sr_set *set, const sr_strategy **st, int nst, FILE *csv, FILE *sumcsv)
+{
+    summary *sum = rg_xcalloc((size_t)nst + 1, sizeof *sum);   /* [nst]: random's exact expectation */
+    grid *curves = rg_xcalloc((size_t)nst + 1, sizeof *curves);
+    if (a->verbose)
+        printf("\n%-6s %-6s %-18s %-9s %6s %10s %-18s %6s%% %6s%% %6s%% %6s%% %7s\n", "model", "task", "dataset", "dims",
+               "points", "oracle ms", "strategy", "1", "2", "5", "10", "P");
+    for (int q = 0; q < set->n; q++) {
+        const sr_problem *p = &set->problems[q];
+        int budget = budget_of(a, p);
+        char dims[48];
+        dims_text(&p->prob, dims, sizeof dims);
+        double rf[SR_NFRACS];
+        random_fracs(p, budget, rf);
+        summary_add(&sum[nst], rf, 0);
+        double *expected = rg_xmalloc((size_t)budget * sizeof *expected);
+        for (int t = 1; t <= budget; t++) expected[t - 1] = sr_random_expected(p, t);
+        grid_add(&curves[nst], p, expected, budget);
+        free(expected);
+        for (int k = 0; k < nst; k++) {
+            sr_result r;
+            sr_replay(st[k], p, budget, (uint64_t)a->seed, a->runs, &r);
+            summary_add(&sum[k], r.at_frac, r.p_score);
+            grid_add(&curves[k], p, r.curve, budget);
+            if (a->verbose) {
+                printf("%-6s %-6s %-18s %-9s %6d %10.4f %-18s", p->prob.model, p->prob.task, p->prob.dataset, dims, p->n,
+                       p->oracle_ms, st[k]->name);
+                print_fracs(r.at_frac);
+                print_num(r.p_score, " %7.3f");
+                printf("\n");
+            }
+            if (csv) csv_rows(csv, set, p, st[k]->name, &r);
+            sr_result_free(&r);
+        }
+    }
+    summary_header("summary: geomean over problems of best found / oracle after 1/2/5/10% of each space; mean P over the budget");
+    for (int k = 0; k < nst; k++) summary_print(st[k]->name, &sum[k]);
+    summary_print("random (expected)", &sum[nst]);
+    if (sumcsv) {
+        fputs("series,strategy,percent_of_space,found_over_oracle\n", sumcsv);
+        for (int k = 0; k <= nst; k++) grid_write(sumcsv, &curves[k], k, k < nst ? st[k]->name : "random-expected", set->n);
+    }
+    free(sum);
+    free(curves);
+    return 0;
+}
+
+int sr_cli_replay(int argc, char **argv)
+{
+    replay_args a;
+    int parsed = parse(argc, argv, &a);
+    if (parsed >= 0) return parsed;
+    int nst;
+    const sr_strategy **st = strategies_of(a.strategies, &nst);
+    if (!st) return 2;
+    rg_err err = {0};
+    sr_set set;
+    sr_load_options o = {.model = a.p.model, .task = a.p.task, .device = a.device, .cm = a.cm};
+    if (sr_load(a.p.db, &o, &set, &err)) {
+        fprintf(stderr, "explore replay: %s\n", err.msg);
+        free(st);
+        return 1;
+    }
+    FILE *csv = NULL, *sumcsv = NULL;
+    if ((a.out && !(csv = fopen(a.out, "w"))) || (a.summary_out && !(sumcsv = fopen(a.summary_out, "w")))) {
+        fprintf(stderr, "explore replay: %s: %s\n", csv || !a.out ? a.summary_out : a.out, strerror(errno));
+        if (csv) fclose(csv);
+        sr_set_free(&set);
+        free(st);
+        return 2;
+    }
+    if (csv)
+        fputs("strategy,model,task,dataset,dim_in,dim_out,heads,device,points,evaluations,fraction,found_ms,oracle_ms,"
+              "random_ms,found_over_oracle,random_over_oracle\n", csv);
+    printf("replay of %s on '%s': %d problems; budget ", a.p.db, set.device, set.n);
+    if (a.budget) printf("%d evaluations", a.budget);
+    else printf("%g of each space", a.budget_frac);
+    printf("; seeds %d..%d; predictions: %s\n", a.seed, a.seed + a.runs - 1, set.model_source);
+    int rc = replay(&a, &set, st, nst, csv, sumcsv);
+    FILE *files[2] = {csv, sumcsv};
+    const char *names[2] = {a.out, a.summary_out};
+    for (int k = 0; k < 2; k++) {
+        if (!files[k]) continue;
+        if (fclose(files[k])) {
+            fprintf(stderr, "explore replay: %s: %s\n", names[k], strerror(errno));
+            rc = 1;
+        } else {
+            printf("wrote %s\n", names[k]);
+        }
+    }
+    sr_set_free(&set);
+    free(st);
+    return rc;
+}
