@@ -12,6 +12,16 @@ int cfg_col_coarsen(const cg_config *c) { return c->tile >= 32 ? 4 : 2; }
 
 int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / (c->coarsen * cfg_col_coarsen(c)); }
 
+const char *cfg_precision(const cg_config *c)
+{
+    switch (c->mma) {
+    case CFG_MMA_OFF: return "fp32";
+    case CFG_MMA_TF32: return "tf32";
+    case CFG_MMA_BF16: return "bf16";
+    }
+    RG_DIE("mma code %d", (int)c->mma);
+}
+
 /* ---- Validity rules across keys, named by the table ---- */
 
 static int cfg_rule_block_threads(const cg_config *c, rg_err *err)

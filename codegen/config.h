@@ -22,6 +22,12 @@ typedef enum cfg_softmax {
     CFG_SOFTMAX_SINGLE    /* one edge pass aggregates unnormalised; one node-wise division (pass_softmax) */
 } cfg_softmax;
 
+typedef enum cfg_mma {
+    CFG_MMA_OFF,   /* GEMM instances in float32 FMAs */
+    CFG_MMA_TF32,  /* on tensor cores, operands rounded to tf32, float32 accumulation */
+    CFG_MMA_BF16   /* on tensor cores, operands rounded to bf16, float32 accumulation */
+} cfg_mma;
+
 /* One member per key of codegen/config_keys.def, where each is described. */
 typedef struct cg_config {
 #define CFG_KEY(field, ctype, ...) ctype field;
@@ -71,6 +77,9 @@ int cfg_validate(const cg_config *c, rg_err *err);
 int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
 /* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
 int cfg_col_coarsen(const cg_config *c);
+/* The arithmetic precision of the variant's GEMM operands: "fp32", or "tf32" / "bf16" on
+ * tensor cores (mma); what its validation tolerance and the store's precision column follow. */
+const char *cfg_precision(const cg_config *c);
 
 /* ---- The key table, for the modules that list keys (spaces, cost model, report, simulation) ---- */
 typedef enum cfg_kind { CFG_BOOL, CFG_INT, CFG_ENUM } cfg_kind;

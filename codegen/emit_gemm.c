@@ -277,6 +277,307 @@ static void emit_product_vec_loop(rg_str *src, const lw_gemm *gm, int C, int CW)
     rg_str_puts(src, "        }\n        __syncthreads();\n    }\n");
 }
 
+/* Parameters of the outer-product form (without the closing parenthesis): X = x, Y = dy,
+ * W = dW (written), tile tables of `chunk` rows. */
+static void emit_outer_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
+                              kp_rowset rs, int chunk)
+{
+    rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", vt_ctype(sh->x),
+                  vt_ctype(sh->y));
+    kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
+    kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
+    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
+    if (sh->s) {
+        rg_str_printf(src, "    const %s* __restrict__ S,\n", vt_ctype(sh->s));
+        kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
+    }
+    rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
+    kp_add_param(k, KP_TILE_TYPE, rs, chunk, "tile_type");
+    kp_add_param(k, KP_TILE_ROW0, rs, chunk, "tile_row0");
+    for (int a = 0; a < KG__COUNT; a++) {
+        if (!u->used[a]) continue;
+        const char *name = kp_graph_array_name((kp_graph_array)a);
+        rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
+        kp_add_param(k, KP_GRAPH, a, 0, name);
+    }
+    if (rs == KR_NODES_ALL) {
+        rg_str_printf(src, ",\n    int num_nodes");
+        kp_add_param(k, KP_INT, KS_NODES, 0, "num_nodes");
+    }
+}
+
+/* ---- Tensor cores (cfg->mma): nvcuda::wmma fragments of 16 x 16 outputs, float32 accumulation ---- */
+
+/* What the generated text names for one precision. Operands are rounded once, as they are
+ * staged into shared memory, so each fragment load feeds the tensor cores directly. */
+typedef struct mma_form {
+    const char *name;      /* the config value */
+    const char *includes;  /* toolkit headers (NVRTC finds them through runtime/rt.c's include path) */
+    const char *etype;     /* element type of the staged operands */
+    const char *ftype;     /* fragment element type of the operands */
+    const char *round;     /* float -> etype, rounding to nearest */
+    int fk;                /* the fragment's inner extent: m16n16k8 (tf32), m16n16k16 (bf16) */
+    int esize, pad;        /* bytes per staged element; row padding in elements (16 bytes) */
+} mma_form;
+
+static const mma_form MMA_FORMS[] = {
+    [CFG_MMA_TF32] = {"tf32", "#include <mma.h>\n", "float", "nvcuda::wmma::precision::tf32", "nvcuda::wmma::__float_to_tf32",
+                      8, 4, 4},
+    [CFG_MMA_BF16] = {"bf16", "#include <mma.h>\n#include <cuda_bf16.h>\n", "__nv_bfloat16", "__nv_bfloat16",
+                      "__float2bfloat16", 16, 2, 8},
+};
+
+/* The float32 path's note on why this instance does not use tensor cores: "" when mma is off
+ * (the text stays as it was), NULL when the instance runs on them. The note is the same for
+ * every precision, so both share the fallback kernel's source and its cubin. */
+static const char *mma_fallback(const gemm_shape *sh, const cg_config *cfg, char *buf, size_t n)
+{
+    if (cfg->mma == CFG_MMA_OFF) return "";
+    if (vt_is_f64(sh->x) || vt_is_f64(sh->y))
+        snprintf(buf, n, "; float32 path under mma: float64 operands");
+    else if (sh->K < 16 || sh->N < 16)
+        snprintf(buf, n, "; float32 path under mma: K=%d x N=%d is narrower than a 16 x 16 fragment", sh->K, sh->N);
+    else
+        return NULL;
+    return buf;
+}
+
+/* Warps of a T x T output tile of (T/16)^2 fragments: the coarsening gives each warp up to C
+ * of them (as it gives each thread C rows on the float32 path). */
+static void mma_warps(const cg_config *cfg, int *nw, int *fpw)
+{
+    int frags = (cfg->tile / 16) * (cfg->tile / 16);
+    *fpw = cfg->coarsen < frags ? cfg->coarsen : frags;
+    *nw = frags / *fpw;
+}
+
+/* Shared memory of the kernel: two staged operand tiles (rows x cols, padded), which the
+ * float32 results (T x T + 4) reuse once the products are done. */
+static void emit_mma_smem(rg_str *src, const mma_form *f, const char *a, int arows, int acols, const char *b, int brows,
+                          int bcols, int T)
+{
+    int abytes = arows * (acols + f->pad) * f->esize, bbytes = brows * (bcols + f->pad) * f->esize;
+    int cbytes = T * (T + 4) * 4, bytes = abytes + bbytes > cbytes ? abytes + bbytes : cbytes;
+    rg_str_printf(src,
+        "    /* 256-bit aligned fragment rows: row pitches are multiples of 16 bytes, offsets of 32 */\n"
+        "    __shared__ __align__(32) unsigned char smem[%d];\n"
+        "    %s (*%s)[%d] = reinterpret_cast<%s (*)[%d]>(smem);\n"
+        "    %s (*%s)[%d] = reinterpret_cast<%s (*)[%d]>(smem + %d);\n"
+        "    float (*Cs)[TILE + 4] = reinterpret_cast<float (*)[TILE + 4]>(smem);\n",
+        bytes, f->etype, a, acols + f->pad, f->etype, acols + f->pad, f->etype, b, bcols + f->pad, f->etype,
+        bcols + f->pad, abytes);
+}
+
+static void emit_mma_acc_init(rg_str *src, const mma_form *f)
+{
+    rg_str_printf(src,
+        "    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, %d, float> acc[FPW];\n"
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < FPW; i++) nvcuda::wmma::fill_fragment(acc[i], 0.f);\n", f->fk);
+}
+
+/* One step of KSTEP (a multiple of the fragment's k) over the staged tiles: each warp's
+ * fragments f = warp * FPW + i, at (f / (TILE / 16), f % (TILE / 16)) in 16 x 16 blocks. */
+static void emit_mma_step(rg_str *src, const mma_form *f, const char *alayout, const char *aptr, int alda,
+                          const char *bptr, int ldb, const char *kstep)
+{
+    rg_str_printf(src,
+        "        #pragma unroll\n"
+        "        for (int kk = 0; kk < %s; kk += %d) {\n"
+        "            #pragma unroll\n"
+        "            for (int i = 0; i < FPW; i++) {\n"
+        "                const int f = warp * FPW + i, fr = f / (TILE / 16), fc = f %% (TILE / 16);\n"
+        "                nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, %d, %s, nvcuda::wmma::%s> a;\n"
+        "                nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, %d, %s, nvcuda::wmma::row_major> b;\n"
+        "                nvcuda::wmma::load_matrix_sync(a, %s, %d);\n"
+        "                nvcuda::wmma::load_matrix_sync(b, %s, %d);\n"
+        "                nvcuda::wmma::mma_sync(acc[i], a, b, acc[i]);\n"
+        "            }\n"
+        "        }\n",
+        kstep, f->fk, f->fk, f->ftype, alayout, f->fk, f->ftype, aptr, alda, bptr, ldb);
+}
+
+/* The accumulators into Cs (the staging is free: the loop ended on a barrier). */
+static void emit_mma_store(rg_str *src)
+{
+    rg_str_puts(src,
+        "    #pragma unroll\n"
+        "    for (int i = 0; i < FPW; i++) {\n"
+        "        const int f = warp * FPW + i, fr = f / (TILE / 16), fc = f % (TILE / 16);\n"
+        "        nvcuda::wmma::store_matrix_sync(&Cs[fr * 16][fc * 16], acc[i], TILE + 4, nvcuda::wmma::mem_row_major);\n"
+        "    }\n"
+        "    __syncthreads();\n");
+}
+
+/* Y[S] (+)= s * X[G] x W[T] on tensor cores: a block owns TILE rows of one type segment and
+ * TILE columns; K is staged KT at a time (zero-padded: K, N and the segment's end need not be
+ * multiples of a fragment), and the float32 results go out through shared memory with the
+ * same scalar, scatter and atomics as the float32 path. */
+static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src)
+{
+    const gemm_shape *sh = &ex->sh;
+    const mma_form *f = &MMA_FORMS[cfg->mma];
+    int T = cfg->tile, nw, fpw;
+    mma_warps(cfg, &nw, &fpw);
+    int kt = (sh->K + f->fk - 1) / f->fk * f->fk;
+    if (kt > 64) kt = 64;
+    k->category = KC_GEMM;
+    k->grid_kind = KGRID_TILES;
+    k->tile_rowset = ex->rs;
+    k->tile_rows = T;
+    k->grid_y = (sh->N + T - 1) / T;
+    k->grid_z = sh->heads;
+    k->block_x = nw * 32;
+    k->block_y = 1;
+    rg_str_printf(src, "\n/* %s: %s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, tensor cores %s m16n16k%d: %d warps of %d "
+                       "16 x 16 fragments, float32 accumulation) */\n",
+                  k->name, sh->y->name, gm->y_idx == LW_IDX_ROW ? "row" : ex->yrow,
+                  gm->y_atomic || gm->accumulate ? "+=" : "=", sh->s ? "s * " : "", sh->x->name, ex->xrow, sh->w->name,
+                  ex->wsl, gm->transpose_w ? "^T" : "", T, f->name, f->fk, nw, fpw);
+    rg_str_puts(src, f->includes);
+    rg_str_printf(src, "#define TILE %d\n#define KT %d\n#define FPW %d\n#define NT %d\n#define K %d\n#define N %d\n", T,
+                  kt, fpw, nw * 32, sh->K, sh->N);
+    rg_str_puts(src, "extern \"C\" __global__ void ");
+    launch_bounds(src, cfg, nw * 32);
+    rg_str_printf(src, "%s(\n", k->name);
+    emit_params(src, k, &ex->u, sh, gm, ex->rs);
+    rg_str_printf(src,
+        "{\n"
+        "    const int t = tile_type[blockIdx.x];\n"
+        "    const int row0 = tile_row0[blockIdx.x];\n"
+        "    const int seg_end = %s;\n"
+        "    const int h = blockIdx.z;\n"
+        "    const int tid = threadIdx.x, warp = tid / 32;\n"
+        "    const int col0 = blockIdx.y * TILE;\n"
+        "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+        "    __shared__ long xbase[TILE];\n",
+        ex->segend, ex->wsl, sh->w_slice, sh->w_head_stride);
+    emit_mma_smem(src, f, "Xs", T, kt, "Ws", kt, T, T);
+    rg_str_printf(src,
+        "    for (int r = tid; r < TILE; r += NT) {\n"
+        "        const int row = row0 + r;\n"
+        "        xbase[r] = row < seg_end ? (long)(%s) * %d + (long)h * %d : -1;\n"
+        "    }\n",
+        ex->xrow, sh->ldx, sh->x_head_stride);
+    emit_mma_acc_init(src, f);
+    /* W^T: consecutive threads read consecutive k, contiguous in memory */
+    const char *wload = gm->transpose_w ? "const int c = idx / KT, r = idx % KT;\n"
+                                          "            const float w = (k0 + r < K && col0 + c < N) ? __ldg(Wt + (size_t)(col0 + c) * K + k0 + r) : 0.f;\n"
+                                        : "const int r = idx / TILE, c = idx % TILE;\n"
+                                          "            const float w = (k0 + r < K && col0 + c < N) ? __ldg(Wt + (size_t)(k0 + r) * N + col0 + c) : 0.f;\n";
+    rg_str_printf(src,
+        "    __syncthreads();\n"
+        "    for (int k0 = 0; k0 < K; k0 += KT) {\n"
+        "        for (int idx = tid; idx < TILE * KT; idx += NT) {\n"
+        "            const int r = idx / KT, kk = idx %% KT;\n"
+        "            Xs[r][kk] = %s((xbase[r] >= 0 && k0 + kk < K) ? __ldg(X + xbase[r] + k0 + kk) : 0.f);\n"
+        "        }\n"
+        "        for (int idx = tid; idx < KT * TILE; idx += NT) {\n"
+        "            %s"
+        "            Ws[r][c] = %s(w);\n"
+        "        }\n"
+        "        __syncthreads();\n",
+        f->round, wload, f->round);
+    emit_mma_step(src, f, "row_major", "&Xs[fr * 16][kk]", kt + f->pad, "&Ws[kk][fc * 16]", T + f->pad, "KT");
+    rg_str_puts(src, "        __syncthreads();\n    }\n");
+    emit_mma_store(src);
+    char scal[256] = "1.f";
+    if (sh->s) scalar_expr(sh, ex->sidx, "col", scal, sizeof scal);
+    rg_str_printf(src,
+        "    for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+        "        const int r = idx / TILE, c = idx %% TILE;\n"
+        "        const int row = row0 + r, col = col0 + c;\n"
+        "        if (row >= seg_end || col >= N) continue;\n"
+        "        const float v = Cs[r][c] * %s;\n"
+        "        %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
+        scal, vt_ctype(sh->y), ex->yrow, sh->ldy, sh->y_head_stride);
+    if (gm->y_atomic || sh->y_sums_heads) rg_str_puts(src, "        atomicAdd(y, v);\n");
+    else if (gm->accumulate) rg_str_puts(src, "        *y += v;\n");
+    else rg_str_puts(src, "        *y = v;\n");
+    rg_str_puts(src, "    }\n}\n");
+    k->flops = 2.0 * sh->K * sh->N * sh->heads;  /* per row; the executor multiplies by rows */
+}
+
+/* dW[T] += s * X[G]^T dY[S] on tensor cores: a block reduces CHUNK rows of one segment into a
+ * TILE x TILE block of dW (k0, n0), TILE rows at a time: X^T is the column-major view of the
+ * staged X rows, and the partial dW leaves with one atomic per nonzero element. */
+static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src)
+{
+    const gemm_shape *sh = &ex->sh;
+    const mma_form *f = &MMA_FORMS[cfg->mma];
+    int T = cfg->tile, nw, fpw;
+    mma_warps(cfg, &nw, &fpw);
+    int chunk = 8 * T, ntiles = (sh->N + T - 1) / T, ktiles = (sh->K + T - 1) / T;
+    k->category = KC_GEMM;
+    k->grid_kind = KGRID_TILES;
+    k->tile_rowset = ex->rs;
+    k->tile_rows = chunk;
+    k->grid_y = ktiles * ntiles;
+    k->grid_z = sh->heads;
+    k->block_x = nw * 32;
+    k->block_y = 1;
+    rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, tensor cores %s m16n16k%d: %d "
+                       "warps of %d 16 x 16 fragments, float32 accumulation) */\n",
+                  k->name, sh->w->name, ex->wsl, sh->s ? "s * " : "", sh->x->name, ex->xrow, sh->y->name, ex->yrow, T,
+                  f->name, f->fk, nw, fpw);
+    rg_str_puts(src, f->includes);
+    rg_str_printf(src, "#define TILE %d\n#define FPW %d\n#define NT %d\n#define K %d\n#define N %d\n#define CHUNK %d\n", T,
+                  fpw, nw * 32, sh->K, sh->N, chunk);
+    rg_str_puts(src, "extern \"C\" __global__ void ");
+    launch_bounds(src, cfg, nw * 32);
+    rg_str_printf(src, "%s(\n", k->name);
+    emit_outer_params(src, k, &ex->u, sh, gm, ex->rs, chunk);
+    char scal[256] = "1.f";
+    if (sh->s) scalar_expr(sh, ex->sidx, "0", scal, sizeof scal);
+    rg_str_printf(src,
+        ")\n{\n"
+        "    const int t = tile_type[blockIdx.x];\n"
+        "    const int row0 = tile_row0[blockIdx.x];\n"
+        "    const int seg_end = min(%s, row0 + CHUNK);\n"
+        "    const int h = blockIdx.z;\n"
+        "    const int k0 = (blockIdx.y / %d) * TILE, n0 = (blockIdx.y %% %d) * TILE;\n"
+        "    const int tid = threadIdx.x, warp = tid / 32;\n"
+        "    __shared__ long xb[TILE], yb[TILE];\n"
+        "    __shared__ float sv[TILE];\n",
+        ex->segend, ntiles, ntiles);
+    emit_mma_smem(src, f, "Xs", T, T, "Ds", T, T, T);
+    emit_mma_acc_init(src, f);
+    rg_str_printf(src,
+        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
+        "        for (int rr = tid; rr < TILE; rr += NT) {\n"
+        "            const int row = r0 + rr;\n"
+        "            if (row < seg_end) {\n"
+        "                xb[rr] = (long)(%s) * %d + (long)h * %d;\n"
+        "                yb[rr] = (long)(%s) * %d + (long)h * %d;\n"
+        "                sv[rr] = %s;\n"
+        "            } else {\n"
+        "                xb[rr] = yb[rr] = -1;\n"
+        "            }\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+        "            const int rr = idx / TILE, cc = idx %% TILE;\n"
+        "            Xs[rr][cc] = %s((xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * __ldg(X + xb[rr] + k0 + cc) : 0.f);\n"
+        "            Ds[rr][cc] = %s((yb[rr] >= 0 && n0 + cc < N) ? __ldg(Y + yb[rr] + n0 + cc) : 0.f);\n"
+        "        }\n"
+        "        __syncthreads();\n",
+        ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal, f->round,
+        f->round);
+    emit_mma_step(src, f, "col_major", "&Xs[kk][fr * 16]", T + f->pad, "&Ds[kk][fc * 16]", T + f->pad, "TILE");
+    rg_str_puts(src, "        __syncthreads();\n    }\n");
+    emit_mma_store(src);
+    rg_str_printf(src,
+        "    float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+        "    for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+        "        const int kk = k0 + idx / TILE, nn = n0 + idx %% TILE;\n"
+        "        const float v = Cs[idx / TILE][idx %% TILE];\n"
+        "        if (kk < K && nn < N && v != 0.f) atomicAdd(Wt + (size_t)kk * N + nn, v);\n"
+        "    }\n"
+        "}\n",
+        ex->wsl, sh->w_slice, sh->w_head_stride);
+    k->flops = 2.0 * sh->K * sh->N * sh->heads;
+}
+
 static void emit_product_scalar_loop(rg_str *src, const lw_gemm *gm, const cg_config *cfg, int C);
 
 static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
@@ -290,6 +591,12 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     if (sh.y_sums_heads && !gm->y_atomic && !gm->accumulate)
         return rg_errf(err, "per-head products summed into one-head %s need an accumulation (+=) target",
                        sh.y->name);
+    char why[128];
+    const char *fallback = mma_fallback(&sh, cfg, why, sizeof why);
+    if (!fallback) {
+        emit_product_mma(&ex, gm, cfg, k, src);
+        return 0;
+    }
     kp_rowset rs = ex.rs;
     /* Register tiling: each thread computes C rows (the coarsening) x CW columns, so every
      * k step costs C + CW shared loads for C * CW fused multiply-adds. */
@@ -302,10 +609,10 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     k->grid_z = sh.heads;
     k->block_x = TXN;
     k->block_y = TY;
-    rg_str_printf(src, "\n/* %s: %s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, %d x %d outputs per thread, W in %s) */\n",
+    rg_str_printf(src, "\n/* %s: %s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, %d x %d outputs per thread, W in %s%s) */\n",
                   k->name, sh.y->name, gm->y_idx == LW_IDX_ROW ? "row" : yrow,
                   gm->y_atomic || gm->accumulate ? "+=" : "=", sh.s ? "s * " : "", sh.x->name, xrow, sh.w->name, wsl,
-                  gm->transpose_w ? "^T" : "", T, C, CW, cfg->w_regs ? "registers" : "shared memory");
+                  gm->transpose_w ? "^T" : "", T, C, CW, cfg->w_regs ? "registers" : "shared memory", fallback);
     rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n", T, TY,
                   CW, NT, sh.K, sh.N);
     rg_str_puts(src, "extern \"C\" __global__ void ");
@@ -437,6 +744,12 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     const gemm_shape sh = ex.sh;
     used_arrays u = ex.u;
     const char *xrow = ex.xrow, *yrow = ex.yrow, *sidx = ex.sidx, *wsl = ex.wsl, *segend = ex.segend;
+    char why[128];
+    const char *fallback = mma_fallback(&sh, cfg, why, sizeof why);
+    if (!fallback) {
+        emit_outer_mma(&ex, gm, cfg, k, src);
+        return 0;
+    }
     kp_rowset rs = ex.rs;
     /* Register tiling as in the product form: a thread owns C rows (k) x CW columns (n) of
      * the dW tile and keeps them in registers over a chunk of rows. */
@@ -454,36 +767,14 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     k->grid_z = sh.heads;
     k->block_x = TXN;
     k->block_y = TY;
-    rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, %d x %d per thread) */\n",
-                  k->name, sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C, CW);
+    rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, %d x %d per thread%s) */\n",
+                  k->name, sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C, CW, fallback);
     rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n#define CHUNK %d\n",
                   T, TY, CW, NT, sh.K, sh.N, chunk);
     rg_str_puts(src, "extern \"C\" __global__ void ");
     launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
-    /* parameter names: X = x, Y = dy, W = dW (written) */
-    rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", vt_ctype(sh.x),
-                  vt_ctype(sh.y));
-    kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
-    kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
-    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
-    if (sh.s) {
-        rg_str_printf(src, "    const %s* __restrict__ S,\n", vt_ctype(sh.s));
-        kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
-    }
-    rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
-    kp_add_param(k, KP_TILE_TYPE, rs, chunk, "tile_type");
-    kp_add_param(k, KP_TILE_ROW0, rs, chunk, "tile_row0");
-    for (int a = 0; a < KG__COUNT; a++) {
-        if (!u.used[a]) continue;
-        const char *name = kp_graph_array_name((kp_graph_array)a);
-        rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
-        kp_add_param(k, KP_GRAPH, a, 0, name);
-    }
-    if (rs == KR_NODES_ALL) {
-        rg_str_printf(src, ",\n    int num_nodes");
-        kp_add_param(k, KP_INT, KS_NODES, 0, "num_nodes");
-    }
+    emit_outer_params(src, k, &u, &sh, gm, rs, chunk);
     char scal[256] = "1.f";
     if (sh.s) scalar_expr(&sh, sidx, "0", scal, sizeof scal);
     /* float4 loads where rows and head offsets keep 16-byte alignment (buffers are cudaMalloc'd) */

@@ -294,7 +294,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     double t_run = rg_now();
     device_source ds = {c, ir, &bufs};
     xv_source src = {device_values, &ds};
-    double tol = xv_tolerance(opt->tolerance, pl_is_train(c->pl.task));
+    double tol = xv_variant_tolerance(opt->tolerance, &c->pl, cfg);
     xv_verdict *vd = rg_xmalloc(sizeof *vd);
     int vrc = xv_validate(c->ref, ir, lp, &var, &src, vals, tol, vd, &e);
     r->validation_error = vd->error;

@@ -81,6 +81,30 @@ double xv_tolerance(double requested, int train)
     return requested > 0 ? requested : train ? 1e-4 : 1e-5;
 }
 
+/* The operand precisions cfg_precision names, by explicit mantissa bits. */
+static const struct {
+    const char *name;
+    int bits;
+} PRECISIONS[] = {{"fp32", 23}, {"tf32", 10}, {"bf16", 7}};
+
+int xv_mantissa_bits(const char *precision)
+{
+    for (size_t i = 0; i < sizeof PRECISIONS / sizeof PRECISIONS[0]; i++)
+        if (!strcmp(precision, PRECISIONS[i].name)) return PRECISIONS[i].bits;
+    RG_DIE("precision %s has no mantissa width here", precision);
+}
+
+double xv_variant_tolerance(double requested, const pl_problem *p, const cg_config *cfg)
+{
+    int train = pl_is_train(p->task);
+    double tol = xv_tolerance(requested, train);
+    int bits = xv_mantissa_bits(cfg_precision(cfg));
+    if (requested > 0 || bits == 23) return tol;
+    double u = ldexp(1.0, -(bits + 1));
+    int k = p->dims.in_dim > p->dims.out_dim ? p->dims.in_dim : p->dims.out_dim;
+    return tol + (train ? 4 : 2) * u * sqrt((double)k);
+}
+
 /* Values as stored (float or double) against reference values. */
 static double compare_stored(const double *want, const void *got, int elem, int64_t n)
 {

@@ -21,6 +21,20 @@ void xv_poison_f32(float *x, int64_t n);
 /* The relative L2 error allowed: `requested` when > 0, else 1e-4 for training (float32
  * backward sums) and 1e-5 for inference. */
 double xv_tolerance(double requested, int train);
+/* Explicit mantissa bits of the operands of a precision cfg_precision names: fp32 23, tf32 10,
+ * bf16 7. */
+int xv_mantissa_bits(const char *precision);
+/* The relative L2 error allowed for variant cfg of problem p: `requested` when > 0, else
+ * xv_tolerance's float32 one plus, for GEMM operands rounded to p mantissa bits on tensor
+ * cores, the rounding error of a K-long dot product with float32 accumulation:
+ *     tol = tol_fp32(task) + c * u * sqrt(K),   u = 2^-(p+1),  K = max(dim_in, dim_out),
+ *     c = 2 for inference, 4 for training.
+ * Rounding both operands moves each product x_k w_k by at most 2u of its size, so the sum by at
+ * most 2u sum_k |x_k w_k|, which for terms of either sign is about sqrt(K) times |y|: 2u sqrt(K)
+ * relative to the result. Training chains the backward products (X W^T and X^T dY) on top of
+ * the forward ones: twice that. tf32 (u = 2^-11) at K = 64: 7.8e-3 inference, 1.6e-2 training;
+ * bf16 (u = 2^-8): 6.3e-2 and 0.13. fp32 keeps xv_tolerance's. */
+double xv_variant_tolerance(double requested, const pl_problem *p, const cg_config *cfg);
 
 /* ---- the reference ---- */
 /* Near-kink rows: a device computes a (Leaky)ReLU's input in float32, about 1e-7 of its

@@ -1,6 +1,7 @@
 /* The results store: one SQLite database (WAL, versioned schema) holding runs, datasets,
  * kernel variants and their measurements; resume lookups, merge, export and regression compare. */
 #include "results/store.h"
+#include "codegen/config.h"
 
 #include <errno.h>
 #include <math.h>
@@ -473,6 +474,23 @@ static char *read_uri(const char *path)
     return u.s;
 }
 
+/* rg_precision(config): the operand precision of a stored variant (cfg_precision of its
+ * config JSON; NULL when the text is not a config this build reads). Derived on reading, so the
+ * schema and every stored row stay as they are: variants stored before the mma key are fp32. */
+static void sql_precision(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *json = (const char *)sqlite3_value_text(argv[0]);
+    cg_config c;
+    cfg_default(&c);
+    rg_err e;
+    if (!json || cfg_parse_json(&c, json, &e)) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    sqlite3_result_text(ctx, cfg_precision(&c), -1, SQLITE_STATIC);
+}
+
 static int open_handle(rs_store *s, int readonly, rg_err *err)
 {
     char *uri = readonly ? read_uri(s->path) : NULL;
@@ -483,6 +501,9 @@ static int open_handle(rs_store *s, int readonly, rg_err *err)
         return rg_errf(err, "%s: cannot open: %s", s->path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, RS_BUSY_TIMEOUT_MS);
+    if (sqlite3_create_function_v2(s->db, "rg_precision", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_precision,
+                                   NULL, NULL, NULL) != SQLITE_OK)
+        return rg_errf(err, "%s: cannot register rg_precision: %s", s->path, sqlite3_errmsg(s->db));
     return 0;
 }
 
@@ -1330,7 +1351,7 @@ static const struct export_col {
     {"host", "r.host"}, {"device", "m.device_key"}, {"gpu_name", "r.gpu_name"}, {"sm", "r.sm"},
     {"system", "m.system"}, {"layer", "m.layer"}, {"model", "v.model"}, {"task", "v.task"},
     {"dim_in", "v.dim_in"}, {"dim_out", "v.dim_out"}, {"heads", "v.heads"}, {"config_hash", "v.hash"},
-    {"config", "v.config"}, {"dataset", "d.name"}, {"nodes", "d.nodes"}, {"edges", "d.edges"},
+    {"config", "v.config"}, {"precision", "rg_precision(v.config)"}, {"dataset", "d.name"}, {"nodes", "d.nodes"}, {"edges", "d.edges"},
     {"node_types", "d.node_types"}, {"edge_types", "d.edge_types"}, {"unique_pairs", "d.unique_pairs"},
     {"compaction_ratio", "d.compaction_ratio"}, {"avg_degree", "d.avg_degree"}, {"density", "d.density"},
     {"status", "m.status"}, {"median_ms", "m.median_ms"}, {"min_ms", "m.min_ms"}, {"max_ms", "m.max_ms"},

@@ -235,14 +235,38 @@ static int unsupported_arch(int sm, rg_err *err)
     return rg_err_classify(err, RG_ERR_COMPILE, 0);
 }
 
+static char toolkit_include[4200];
+
+static void find_toolkit_include(void)
+{
+    const char *home = getenv("CUDA_HOME");
+    if (!home || !*home) home = getenv("CUDA_PATH");
+    if (!home || !*home) home = "/usr/local/cuda";
+    snprintf(toolkit_include, sizeof toolkit_include, "--include-path=%s/include", home);
+}
+
+/* NVRTC searches no directory of its own, so a source that includes a toolkit header (the
+ * tensor-core GEMMs: mma.h, cuda_bf16.h) gets the toolkit's include directory: $CUDA_HOME,
+ * else $CUDA_PATH, else /usr/local/cuda (the Makefile's default). The others keep their
+ * option list, and so their cache keys. */
+static const char *include_option(const krt_source *src)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!strstr(src->code, "#include <")) return NULL;
+    pthread_once(&once, find_toolkit_include);
+    return toolkit_include;
+}
+
 /* The full NVRTC option list for (src, sm); the strings live in `arch` and src. */
 static const char **build_options(const krt_source *src, char arch[32], int *count)
 {
-    int n = 0, cap = 3 + (src->num_options > 0 ? src->num_options : 0);
+    int n = 0, cap = 4 + (src->num_options > 0 ? src->num_options : 0);
     const char **opts = rg_xmalloc((size_t)cap * sizeof *opts);
     opts[n++] = arch;
     opts[n++] = "-std=c++17";
     if (src->fast_math) opts[n++] = "--use_fast_math";
+    const char *inc = include_option(src);
+    if (inc) opts[n++] = inc;
     for (int i = 0; i < src->num_options; i++) opts[n++] = src->options[i];
     *count = n;
     return opts;

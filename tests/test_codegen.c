@@ -32,9 +32,10 @@ static void add_unique(source_set *s, const kp_kernel *k)
     c->source = rg_xstrdup(k->source);
 }
 
-static int build_variant(const char *model, const char *task, const cg_config *cfg, cg_variant *v, rg_err *err)
+static int build_variant_dims(const char *model, const char *task, ir_dims dims, const cg_config *cfg, cg_variant *v,
+                              rg_err *err)
 {
-    pl_problem p = {.model = model, .task = task, .dims = {64, 64, 1}};
+    pl_problem p = {.model = model, .task = task, .dims = dims};
     ir_program *ir;
     lw_program *lp;
     int rc = pl_build(&p, cfg, NULL, NULL, &ir, &lp, err);
@@ -45,6 +46,11 @@ static int build_variant(const char *model, const char *task, const cg_config *c
     return rc;
 }
 
+static int build_variant(const char *model, const char *task, const cg_config *cfg, cg_variant *v, rg_err *err)
+{
+    return build_variant_dims(model, task, (ir_dims){64, 64, 1}, cfg, v, err);
+}
+
 static void compile_space(const char *model, const char *task)
 {
     sp_space sp;
@@ -53,7 +59,7 @@ static void compile_space(const char *model, const char *task)
     rg_err err;
     assert_int_equal(sp_load("default", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    source_set set = {0};
+    source_set set = {0}, mma = {0};
     int variants = 0, inapplicable = 0;
     for (int i = 0; i < n; i++) {
         if (!pts[i].valid) continue;
@@ -68,17 +74,29 @@ static void compile_space(const char *model, const char *task)
             fail_msg("%s %s %s: %s", model, task, cs, err.msg);
         }
         variants++;
-        for (int k = 0; k < v.plan.nkernels; k++) add_unique(&set, &v.plan.kernels[k]);
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            add_unique(strstr(kk->source, "nvcuda::wmma") ? &mma : &set, kk);
+        }
         cg_variant_free(&v);
     }
     if (!strcmp(model, "rgcn")) assert_true(inapplicable > 0);
-    /* sm_90, the target, compiles every unique kernel; sm_80 a quarter of them (portability is a
-     * property of the templates, and the whole set doubled the test's time) */
+    /* sm_90, the target, compiles every unique float32 kernel and one in 16 tensor-core kernels
+     * (they differ by schedule macros; test_mma_sources_compile compiles every one of its
+     * schedules at two problem sizes, and the space's thousands more tripled this test's time);
+     * sm_80 a quarter of the float32 ones (portability is a property of the templates, and the
+     * whole set doubled the test's time) */
     kp_plan sample = {0};
     for (int k = 0; k < set.plan.nkernels; k += 4) {
         kp_kernel *c = kp_add_kernel(&sample);
         *c = set.plan.kernels[k];
         c->source = rg_xstrdup(set.plan.kernels[k].source);
+    }
+    int nfp32 = set.n;
+    for (int k = 0; k < mma.plan.nkernels; k += 16) {
+        kp_kernel *c = kp_add_kernel(&set.plan);
+        *c = mma.plan.kernels[k];
+        c->source = rg_xstrdup(mma.plan.kernels[k].source);
     }
     static const int archs[] = {90, 80};
     const kp_plan *plans[] = {&set.plan, &sample};
@@ -86,14 +104,17 @@ static void compile_space(const char *model, const char *task)
         kx_compiled c;
         double t0 = rg_now();
         if (kx_compile(plans[a], archs[a], 2, &c, &err)) fail_msg("%s %s sm_%d: %s", model, task, archs[a], err.msg);
-        printf("%s %s: %d variants (%d not for this model), %d of %d unique kernels compiled for sm_%d in %.1f s (%d "
-               "from the cache)\n", model, task, variants, inapplicable, plans[a]->nkernels, set.n, archs[a],
-               rg_now() - t0, c.cache_hits);
+        printf("%s %s: %d variants (%d not for this model), %d of %d unique kernels (%d on tensor cores) compiled for "
+               "sm_%d in %.1f s (%d from the cache)\n", model, task, variants, inapplicable, plans[a]->nkernels,
+               nfp32 + mma.n, mma.n, archs[a], rg_now() - t0, c.cache_hits);
         kx_compiled_free(&c);
     }
+    assert_true(mma.n > 0);
     kp_plan_free(&sample);
     kp_plan_free(&set.plan);
+    kp_plan_free(&mma.plan);
     free(set.hash);
+    free(mma.hash);
     free(pts);
 }
 
@@ -103,6 +124,59 @@ static void test_hgt_infer_space_compiles(void **state) { (void)state; compile_s
 static void test_rgcn_train_space_compiles(void **state) { (void)state; compile_space("rgcn", "train"); }
 static void test_rgat_train_space_compiles(void **state) { (void)state; compile_space("rgat", "train"); }
 static void test_hgt_train_space_compiles(void **state) { (void)state; compile_space("hgt", "train"); }
+
+/* mma=tf32 and bf16 at dims 64 heads 1 and dims 128 heads 4, for every model and task, with a
+ * one-warp tile (16) and an eight-warp one (64, two fragments a warp; another layout and
+ * traversal): every GEMM kernel either runs on tensor cores or says why it keeps the float32
+ * path, each model and task has tensor-core kernels, and NVRTC compiles every one of those for
+ * sm_90 (the default-space tests compile a sample of the space's other schedules). */
+static void test_mma_sources_compile(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
+    static const char *const precisions[] = {"tf32", "bf16"};
+    static const char *const schedules[] = {"tile=16,coarsen=1",
+                                            "tile=64,coarsen=2,lb=on,compact=bsearch,reorder=off,trav=node"};
+    static const ir_dims dims[] = {{64, 64, 1}, {128, 128, 4}};
+    source_set set = {0};
+    rg_err err;
+    for (int m = 0; m < 3; m++)
+        for (int t = 0; t < 2; t++) {
+            int tensor = 0;
+            for (int d = 0; d < 2; d++)
+                for (int p = 0; p < 2; p++)
+                    for (int c = 0; c < 2; c++) {
+                        cg_config cfg;
+                        cfg_default(&cfg);
+                        char *kv = rg_xasprintf("mma=%s,%s", precisions[p], schedules[c]);
+                        assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
+                        cg_variant v;
+                        if (build_variant_dims(models[m], tasks[t], dims[d], &cfg, &v, &err))
+                            fail_msg("%s %s %s: %s", models[m], tasks[t], kv, err.msg);
+                        for (int k = 0; k < v.plan.nkernels; k++) {
+                            const kp_kernel *kk = &v.plan.kernels[k];
+                            if (kk->category != KC_GEMM) continue;
+                            int on = strstr(kk->source, "nvcuda::wmma::mma_sync") != NULL;
+                            if (!on && !strstr(kk->source, "float32 path under mma"))
+                                fail_msg("%s %s %s: %s neither uses tensor cores nor says why", models[m], tasks[t], kv,
+                                         kk->name);
+                            tensor += on;
+                            if (on) add_unique(&set, kk);   /* the float32 ones: the space tests */
+                        }
+                        cg_variant_free(&v);
+                        free(kv);
+                    }
+            if (!tensor) fail_msg("%s %s: no GEMM on tensor cores", models[m], tasks[t]);
+        }
+    kx_compiled c;
+    double t0 = rg_now();
+    if (kx_compile(&set.plan, 90, 2, &c, &err)) fail_msg("%s", err.msg);
+    printf("mma: %d unique GEMM kernels compiled for sm_90 in %.1f s (%d from the cache)\n", set.n, rg_now() - t0,
+           c.cache_hits);
+    kx_compiled_free(&c);
+    kp_plan_free(&set.plan);
+    free(set.hash);
+}
 
 /* Properties of the emitted sources that schedules promise. */
 static void test_schedule_shows_in_sources(void **state)
@@ -167,7 +241,7 @@ static void test_config_strings_round_trip(void **state)
     rg_err err;
     assert_int_equal(sp_load("full", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 1728);
+    assert_int_equal(n, 5184);
     for (int i = 0; i < n; i++) {
         char *s = cfg_to_string(&pts[i].cfg);
         cg_config back;
@@ -211,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_config_strings_round_trip),
         cmocka_unit_test(test_space_file_errors_name_the_line),
         cmocka_unit_test(test_schedule_shows_in_sources),
+        cmocka_unit_test(test_mma_sources_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
         cmocka_unit_test(test_hgt_infer_space_compiles),

@@ -114,6 +114,37 @@ static void expect_parse_error(const char *kv, const char *want)
     if (!strstr(err.msg, want)) fail_msg("'%s': error \"%s\" lacks \"%s\"", kv, err.msg, want);
 }
 
+/* mma is printed only when set (the default keeps every stored hash), round-trips through the
+ * string and JSON forms, names the precision, and refuses other values. */
+static void test_mma_key(void **state)
+{
+    (void)state;
+    cg_config c, back;
+    rg_err err;
+    cfg_default(&c);
+    uint64_t h_default = cfg_hash(&c);
+    assert_string_equal(cfg_precision(&c), "fp32");
+    assert_int_equal(cfg_parse(&c, "mma=off", &err), 0);
+    assert_true(cfg_hash(&c) == h_default);
+    static const char *const vals[] = {"tf32", "bf16"};
+    for (int i = 0; i < 2; i++) {
+        cfg_default(&c);
+        char *kv = rg_xasprintf("mma=%s", vals[i]);
+        assert_int_equal(cfg_parse(&c, kv, &err), 0);
+        assert_int_equal(cfg_validate(&c, &err), 0);
+        assert_string_equal(cfg_precision(&c), vals[i]);
+        assert_true(cfg_hash(&c) != h_default);
+        char *s = cfg_to_string(&c), *j = cfg_to_json(&c), *want = rg_xasprintf(LEGACY_DEFAULT ",%s", kv);
+        assert_string_equal(s, want);
+        cfg_default(&back);
+        assert_int_equal(cfg_parse_json(&back, j, &err), 0);
+        assert_int_equal(back.mma, c.mma);
+        assert_true(cfg_hash(&back) == cfg_hash(&c));
+        free(s), free(j), free(want), free(kv);
+    }
+    expect_parse_error("mma=fp16", "config: mma must be off, tf32 or bf16 (got 'fp16')");
+}
+
 static void test_key_given_twice(void **state)
 {
     (void)state;
@@ -135,14 +166,14 @@ static void test_unknown_key_suggestion(void **state)
 {
     (void)state;
     expect_parse_error("tiel=16", "config: unknown key 'tiel' (did you mean 'tile'? known: compact, reorder, tile, "
-                                   "coarsen, lb, w, trav, pagg, softmax");
+                                   "coarsen, lb, w, trav, pagg, softmax, mma");
     expect_parse_error("launch_bound=on", "did you mean 'launch_bounds'?");
     cg_config c;
     rg_err err;
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "colour=blue", &err), -1);
     /* every key of the table, in table order (keys added later come after these) */
-    assert_non_null(strstr(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax"));
+    assert_non_null(strstr(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma"));
     expect_parse_error("x=1", "unknown key 'x' (known:");
 }
 
@@ -167,7 +198,7 @@ static void test_json_round_trip(void **state)
     rg_err err;
     assert_int_equal(sp_load("full", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 1728);
+    assert_int_equal(n, 5184);
     for (int i = 0; i < n; i++) {
         char *j = cfg_to_json(&pts[i].cfg);
         cg_config back;
@@ -200,9 +231,9 @@ static void test_builtin_spaces(void **state)
     (void)state;
     static const char *const want[2] = {
         "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4\n"
-        "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\n",
+        "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4\n"
-        "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\n"};
+        "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\n"};
     const char *names[2] = {"default", "full"};
     for (int i = 0; i < 2; i++) {
         sp_space sp;
@@ -278,7 +309,7 @@ int main(void)
         cmocka_unit_test(test_unknown_key_suggestion), cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_json_round_trip),       cmocka_unit_test(test_builtin_spaces),
         cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_feature_encoding),
-        cmocka_unit_test(test_key_names),
+        cmocka_unit_test(test_key_names),             cmocka_unit_test(test_mma_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -61,7 +61,7 @@ static void test_rejected_when_invalid(void **state)
     assert_int_equal(cfg_parse(&c, "vex=2", &err), -1);
     assert_non_null(strstr(err.msg, "did you mean 'vec'?"));
     /* the table's keys in order, the added one last */
-    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, "));
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma, "));
     assert_non_null(strstr(err.msg, ", vec)"));
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "vec=4,tile=16", &err), 0);
@@ -83,13 +83,13 @@ static void test_enumerated_by_space(void **state)
     rg_err err;
     assert_int_equal(sp_load("default", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 432);
+    assert_int_equal(n, 1296);
     for (int i = 0; i < n; i++) assert_int_equal(pts[i].cfg.vec, 1);
     free(pts);
     assert_int_equal(sp_load("full", &sp, &err), 0);
     assert_string_equal(sp.dims[sp.ndims - 1].key, "vec");
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 1728 * 3);
+    assert_int_equal(n, 5184 * 3);
     int seen[5] = {0}, rejected = 0;
     for (int i = 0; i < n; i++) {
         seen[pts[i].cfg.vec]++;
@@ -98,9 +98,9 @@ static void test_enumerated_by_space(void **state)
             assert_int_equal(pts[i].cfg.tile, 16);
         }
     }
-    assert_int_equal(seen[1], 1728);
-    assert_int_equal(seen[2], 1728);
-    assert_int_equal(seen[4], 1728);
+    assert_int_equal(seen[1], 5184);
+    assert_int_equal(seen[2], 5184);
+    assert_int_equal(seen[4], 5184);
     assert_true(rejected > 0);
     free(pts);
 }

@@ -9,7 +9,9 @@
 #include <string.h>
 
 /* ';'-separated lists, overridable for quick runs: RGNN_GPU_MODELS, RGNN_GPU_DATASETS,
- * RGNN_GPU_TASKS (default infer), RGNN_GPU_SPACE (default "default"). */
+ * RGNN_GPU_TASKS (default infer), RGNN_GPU_SPACE (default "default"), RGNN_GPU_SHAPES (dims x
+ * heads, default "64x1"; "64x1;128x4" also checks the tensor-core variants at dims 128 with 4
+ * heads). */
 static const char *env_or(const char *name, const char *dflt)
 {
     const char *v = getenv(name);
@@ -34,10 +36,11 @@ typedef struct tally {
     int checked, failed;
 } tally;
 
-static void sweep_problem(xb_backend *b, const char *model, const char *dataset, const char *task, tally *t)
+static void sweep_problem(xb_backend *b, const char *model, const char *dataset, const char *task, int dims, int heads,
+                          tally *t)
 {
     rg_err err;
-    xb_problem p = {.dim_in = 64, .dim_out = 64, .heads = 1, .data_dir = tu_shared_datasets()};
+    xb_problem p = {.dim_in = dims, .dim_out = dims, .heads = heads, .data_dir = tu_shared_datasets()};
     snprintf(p.model, sizeof p.model, "%s", model);
     snprintf(p.dataset, sizeof p.dataset, "%s", dataset);
     snprintf(p.task, sizeof p.task, "%s", task);
@@ -84,8 +87,8 @@ static void sweep_problem(xb_backend *b, const char *model, const char *dataset,
             free(cs);
         }
     }
-    printf("%-5s %-10s %-5s %3d variants ok, %d failed, worst relative L2 error %.2e (%d not for this model)\n", model,
-           dataset, task, ok, bad, worst, inapplicable);
+    printf("%-5s %-10s %-5s dims %d heads %d: %3d variants ok, %d failed, worst relative L2 error %.2e (%d not for "
+           "this model)\n", model, dataset, task, dims, heads, ok, bad, worst, inapplicable);
     fflush(stdout);
     free(pts);
 }
@@ -112,17 +115,26 @@ static void test_default_space_matches_reference(void **state)
     char *models_s = rg_xstrdup(env_or("RGNN_GPU_MODELS", "rgcn;rgat;hgt"));
     char *tasks_s = rg_xstrdup(env_or("RGNN_GPU_TASKS", "infer"));
     char *sets_s = rg_xstrdup(env_or("RGNN_GPU_DATASETS", dflt_sets));
-    char *models[8], *tasks[2], *sets[16];
+    char *shapes_s = rg_xstrdup(env_or("RGNN_GPU_SHAPES", "64x1"));
+    char *models[8], *tasks[2], *sets[16], *shapes[8];
     int nm = split_list(models_s, models, 8), nt = split_list(tasks_s, tasks, 2), nd = split_list(sets_s, sets, 16);
+    int ns = split_list(shapes_s, shapes, 8);
     tally t = {0, 0};
-    for (int i = 0; i < nt; i++)
-        for (int j = 0; j < nm; j++)
-            for (int k = 0; k < nd; k++) sweep_problem(b, models[j], sets[k], tasks[i], &t);
+    for (int s = 0; s < ns; s++) {
+        int dims, heads;
+        char extra;
+        if (sscanf(shapes[s], "%dx%d%c", &dims, &heads, &extra) != 2 || dims < 1 || heads < 1 || dims % heads)
+            fail_msg("RGNN_GPU_SHAPES: '%s' is not DIMSxHEADS (e.g. 128x4, heads dividing dims)", shapes[s]);
+        for (int i = 0; i < nt; i++)
+            for (int j = 0; j < nm; j++)
+                for (int k = 0; k < nd; k++) sweep_problem(b, models[j], sets[k], tasks[i], dims, heads, &t);
+    }
     printf("GPU variant sweep: %d variants checked, %d failed\n", t.checked, t.failed);
     b->close(b);
     free(models_s);
     free(tasks_s);
     free(sets_s);
+    free(shapes_s);
     assert_int_equal(t.failed, 0);
 }
 

@@ -561,6 +561,48 @@ static int find_field(char names[][512], int n, const char *name)
     return -1;
 }
 
+/* The precision of each measurement comes from its variant's config (no column stored):
+ * variants without the mma key, as every one stored before it, are fp32; a text that is not a
+ * config this build reads has none. */
+static void test_export_precision(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/p.db", dir);
+    rs_store *s = open_ok(path);
+    int64_t run = begin_run(s, "p1");
+    int64_t ds = dataset(s, "fb15k");
+    static const char *const configs[] = {"{\"tile\":32,\"mma\":\"bf16\"}", "{\"tile\":16}",
+                                          "{\"tile\":64,\"mma\":\"tf32\"}"};
+    for (int i = 0; i < 3; i++) {
+        rs_variant v = {.config_json = configs[i], .model = "rgcn", .task = "inference", .dim_in = 64, .dim_out = 64,
+                        .heads = 1};
+        rg_err err;
+        int64_t id = rs_upsert_variant(s, &v, &err);
+        if (id <= 0) fail_msg("%s", err.msg);
+        record(s, run, ds, id, RS_OK, 1.0 + i);
+    }
+    record(s, run, ds, variant(s, "rgat", "inference", 16, 64), RS_OK, 5.0);
+    char *buf;
+    size_t len;
+    FILE *mem = open_memstream(&buf, &len);
+    rg_err err;
+    assert_int_equal(rs_export(s, RS_CSV, mem, NULL, &err), 4);
+    fclose(mem);
+    static char head[64][512], row[64][512];
+    const char *p = buf;
+    int nh = csv_record(&p, head, 64);
+    static const char *const want[] = {"bf16", "fp32", "tf32", ""};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(csv_record(&p, row, 64), nh);
+        assert_string_equal(row[find_field(head, nh, "precision")], want[i]);
+    }
+    free(buf);
+    rs_close(s);
+    free(path);
+    tu_rm_tree(dir);
+}
+
 static void test_export_csv_json(void **state)
 {
     (void)state;
@@ -759,7 +801,7 @@ int main(void)
         cmocka_unit_test(test_two_concurrent_writers),
         cmocka_unit_test(test_kill_mid_sweep_leaves_complete_rows),
         cmocka_unit_test(test_merge),
-        cmocka_unit_test(test_export_csv_json),
+        cmocka_unit_test(test_export_csv_json), cmocka_unit_test(test_export_precision),
         cmocka_unit_test(test_compare),
     };
     return cmocka_run_group_tests_name("store", tests, NULL, NULL);

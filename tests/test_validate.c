@@ -60,6 +60,33 @@ static void test_tolerance(void **state)
     assert_float_equal(xv_tolerance(3e-3, 1), 3e-3, 0);
 }
 
+/* The tolerance follows the variant's precision: fp32 keeps xv_tolerance's; tf32 and bf16 add
+ * c u sqrt(K) (validate.h), u = 2^-(mantissa bits + 1), K the wider of the problem's dims. */
+static void test_tolerance_per_precision(void **state)
+{
+    (void)state;
+    assert_int_equal(xv_mantissa_bits("fp32"), 23);
+    assert_int_equal(xv_mantissa_bits("tf32"), 10);
+    assert_int_equal(xv_mantissa_bits("bf16"), 7);
+    cg_config fp32, tf32, bf16;
+    rg_err err;
+    cfg_default(&fp32);
+    cfg_default(&tf32);
+    cfg_default(&bf16);
+    assert_int_equal(cfg_parse(&tf32, "mma=tf32", &err), 0);
+    assert_int_equal(cfg_parse(&bf16, "mma=bf16", &err), 0);
+    pl_problem inf = {"rgat", "infer", {64, 64, 1}}, train = {"hgt", "train", {128, 128, 4}};
+    assert_float_equal(xv_variant_tolerance(0, &inf, &fp32), 1e-5, 0);
+    assert_float_equal(xv_variant_tolerance(0, &train, &fp32), 1e-4, 0);
+    assert_float_equal(xv_variant_tolerance(0, &inf, &tf32), 1e-5 + 2 * ldexp(1, -11) * 8, 1e-15);
+    assert_float_equal(xv_variant_tolerance(0, &inf, &bf16), 1e-5 + 2 * ldexp(1, -8) * 8, 1e-15);
+    assert_float_equal(xv_variant_tolerance(0, &train, &tf32), 1e-4 + 4 * ldexp(1, -11) * sqrt(128), 1e-15);
+    assert_float_equal(xv_variant_tolerance(0, &train, &bf16), 1e-4 + 4 * ldexp(1, -8) * sqrt(128), 1e-15);
+    pl_problem wide = {"rgcn", "infer", {16, 256, 1}};   /* K is the wider dim */
+    assert_float_equal(xv_variant_tolerance(0, &wide, &tf32), 1e-5 + 2 * ldexp(1, -11) * 16, 1e-15);
+    assert_float_equal(xv_variant_tolerance(2e-3, &train, &bf16), 2e-3, 0);   /* a requested one wins */
+}
+
 /* ---- a run on a "device" that is host memory ---- */
 
 /* A variant of a model built on the small graph, its reference, and the run's values: per
@@ -283,6 +310,49 @@ static void test_earliest_wrong_output_is_named(void **state)
 }
 
 /* Training: loss, gradients and the SGD step of every weight agree. */
+/* x rounded to the nearest value with `bits` explicit mantissa bits (ties to even). */
+static float round_mantissa(float x, int bits)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    int drop = 23 - bits;
+    u += ((1u << (drop - 1)) - 1) + ((u >> drop) & 1);
+    u &= ~((1u << drop) - 1);
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* A run whose every stored float32 carries a bf16 (or tf32) rounding error, as results computed
+ * from rounded operands would: it fails float32's tolerance and passes its precision's, as the
+ * GPU backend chooses it from the variant's config. */
+static void test_rounded_run_validates_at_its_precision(void **state)
+{
+    (void)state;
+    static const char *const configs[] = {"mma=tf32", "mma=bf16"};
+    for (int i = 0; i < 2; i++) {
+        host_run h;
+        host_run_open(&h, "rgat", "infer", configs[i]);
+        cg_config cfg;
+        rg_err err;
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, configs[i], &err), 0);
+        int bits = xv_mantissa_bits(cfg_precision(&cfg));
+        for (int v = 0; v < h.ir->nvars; v++)
+            if (h.vals[v] && vt_bytes(&h.ir->vars[v]) == 4)
+                for (int64_t j = 0; j < h.n[v]; j++) ((float *)h.vals[v])[j] = round_mantissa(((float *)h.vals[v])[j], bits);
+        xv_verdict *vd = rg_xmalloc(sizeof *vd);
+        validate(&h, vd);   /* float32's tolerance */
+        assert_false(vd->ok);
+        xv_source src = {host_values, &h};
+        double tol = xv_variant_tolerance(0, &h.pl, &cfg);
+        if (xv_validate(h.ref, h.ir, h.lp, &h.var, &src, h.inputs, tol, vd, &err)) fail_msg("%s", err.msg);
+        assert_true(vd->ok);
+        assert_true(vd->error > 1e-5);
+        free(vd);
+        host_run_close(&h);
+    }
+}
+
 static void test_agreeing_training_run_validates(void **state)
 {
     (void)state;
@@ -308,6 +378,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comparisons_and_poison),
         cmocka_unit_test(test_tolerance),
+        cmocka_unit_test(test_tolerance_per_precision),
+        cmocka_unit_test(test_rounded_run_validates_at_its_precision),
         cmocka_unit_test(test_agreeing_run_validates),
         cmocka_unit_test(test_first_wrong_kernel_is_named),
         cmocka_unit_test(test_earliest_wrong_output_is_named),
