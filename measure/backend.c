@@ -1,8 +1,10 @@
-/* CPU-side helpers shared by every measurement backend: an empty result, and a failure's
- * stored status taken from its error class (linked without the GPU backend). */
+/* CPU-side helpers shared by every measurement backend: an empty result, a failure's stored
+ * status from its error class, opening a problem, metrics and the verdict of a validated run. */
 #include "measure/backend.h"
+#include "datasets/dataset.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void xb_result_init(xb_result *r)
@@ -34,4 +36,59 @@ int xb_result_fail(xb_result *r, rs_status st, const rg_err *e)
     r->cuda_error = e->cuda;
     snprintf(r->evidence, sizeof r->evidence, "%s", e->msg);
     return 0;
+}
+
+int xb_open_problem(const xb_problem *p, pl_problem *pl, hg_graph **g, rg_err *err)
+{
+    const char *task;
+    if (pl_parse_task(p->task, &task, err)) return -1;
+    *pl = (pl_problem){p->model, task, {p->dim_in, p->dim_out, p->heads}};
+    ds_options dso = {.data_dir = p->data_dir};
+    *g = ds_open(p->dataset, &dso, err);
+    return *g ? 0 : -1;
+}
+
+int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, rg_err *err)
+{
+    if (!g) return rg_errf(err, "reference before prepare");
+    if (*ref) return 0;
+    *ref = xv_reference_new(pl, g, err);
+    if (*ref) return 0;
+    rg_err_prefix(err, "CPU reference of %s on %s", pl->model, g->name);
+    return -1;
+}
+
+void xb_add_metric(xb_result *r, const char *name, const char *unit, double value)
+{
+    if (r->nmetrics >= XB_MAX_METRICS || !isfinite(value)) return;
+    xb_metric *m = &r->metrics[r->nmetrics++];
+    m->kernel[0] = 0;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    snprintf(m->unit, sizeof m->unit, "%s", unit);
+    m->value = value;
+}
+
+int xb_judge_run(xv_reference *ref, const pl_problem *pl, const cg_config *cfg, const ir_program *ir,
+                 const lw_program *lp, const cg_variant *v, const xv_source *src, const double **vals,
+                 const xb_options *opt, xb_result *r)
+{
+    rg_err e;
+    double tol = xv_variant_tolerance(opt->tolerance, pl, cfg);
+    xv_verdict *vd = rg_xmalloc(sizeof *vd);
+    int vrc = xv_validate(ref, ir, lp, v, src, vals, tol, vd, &e);
+    r->validation_error = vd->error;
+    /* an error before anything was compared, or a device error, is the run's failure; an
+     * error of the comparison itself after some values were compared is a wrong answer */
+    if (vrc && (vd->ncompared == 0 || e.code != RG_ERR_OTHER)) {
+        xb_result_fail(r, xb_status_of(&e, RS_LAUNCH_ERROR), &e);
+    } else {
+        snprintf(r->evidence, sizeof r->evidence, "%s", vd->evidence);
+        if (!vd->ok) {
+            r->status = RS_WRONG_ANSWER;
+            r->err_class = RG_ERR_WRONG_ANSWER;
+        }
+    }
+    int ok = vd->ok && !vrc;
+    free(vd);
+    return ok;
 }

@@ -5,6 +5,7 @@
 
 #include "codegen/config.h"
 #include "datasets/hgraph.h"
+#include "measure/validate.h"
 #include "results/store.h"
 
 typedef struct xb_problem {
@@ -76,6 +77,24 @@ rs_status xb_status_of(const rg_err *e, rs_status otherwise);
 /* Records a failed variant: status st, the error's class and CUDA error, its message as the
  * evidence. Returns 0 (the backend itself is fine). */
 int xb_result_fail(xb_result *r, rs_status st, const rg_err *e);
+
+/* ---- shared by the GPU backends (one GPU, several) ---- */
+
+/* Opens p's graph (*g, caller frees) and fills pl, whose strings point into *p (which must
+ * outlive it): model, canonical task, dims. */
+int xb_open_problem(const xb_problem *p, pl_problem *pl, hg_graph **g, rg_err *err);
+/* Builds *ref, the float64 reference of the opened problem (and its near-kink alternatives)
+ * once: nothing when *ref is set already. */
+int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, rg_err *err);
+/* Adds a measurement-level metric (no kernel); NaN and a full table are skipped. */
+void xb_add_metric(xb_result *r, const char *name, const char *unit, double value);
+/* Validates a finished run of variant v (xv_validate at the tolerance of cfg's precision, or
+ * opt's) and records the verdict in r: its error, the evidence, wrong_answer, or the failure
+ * that kept values from being read (an error after some values were compared is a wrong
+ * answer). 1 when the run matched the reference. */
+int xb_judge_run(xv_reference *ref, const pl_problem *pl, const cg_config *cfg, const ir_program *ir,
+                 const lw_program *lp, const cg_variant *v, const xv_source *src, const double **vals,
+                 const xb_options *opt, xb_result *r);
 
 typedef struct xb_backend xb_backend;
 struct xb_backend {

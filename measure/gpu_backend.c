@@ -53,14 +53,7 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     gpu_ctx *c = b->ctx;
     release_problem(c);
     c->prob = *p;
-    const char *task;
-    if (pl_parse_task(p->task, &task, err)) return -1;
-    c->pl.model = c->prob.model;
-    c->pl.task = task;
-    c->pl.dims = (ir_dims){p->dim_in, p->dim_out, p->heads};
-    ds_options dso = {.data_dir = p->data_dir};
-    c->g = ds_open(p->dataset, &dso, err);
-    if (!c->g) return -1;
+    if (xb_open_problem(&c->prob, &c->pl, &c->g, err)) return -1;
     hg_stats_compute(c->g, &c->stats);
     if (stats) *stats = c->stats;
     rg_err ferr;
@@ -75,45 +68,28 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
 static int gpu_prepare_reference(xb_backend *b, rg_err *err)
 {
     gpu_ctx *c = b->ctx;
-    if (!c->g) return rg_errf(err, "reference before prepare");
-    if (c->ref) return 0;
-    c->ref = xv_reference_new(&c->pl, c->g, err);
-    if (!c->ref) {
-        rg_err_prefix(err, "CPU reference of %s on %s", c->prob.model, c->prob.dataset);
-        return -1;
-    }
-    return 0;
-}
-
-static void add_metric(xb_result *r, const char *name, const char *unit, double value)
-{
-    if (r->nmetrics >= XB_MAX_METRICS || !isfinite(value)) return;
-    xb_metric *m = &r->metrics[r->nmetrics++];
-    snprintf(m->kernel, sizeof m->kernel, "%s", "");
-    snprintf(m->name, sizeof m->name, "%s", name);
-    snprintf(m->unit, sizeof m->unit, "%s", unit);
-    m->value = value;
+    return xb_reference(&c->ref, &c->pl, c->g, err);
 }
 
 /* The run's span, whether it started cold, the layer's floor and the device's measured
  * ceilings: measurement metrics (docs/floor.md names them). */
 static void span_floor_ceilings(const gpu_ctx *c, const kx_timing *t, xb_result *r)
 {
-    add_metric(r, "span_ms", "ms", t->span_ms);
-    add_metric(r, "flush_l2", "", t->flushed_l2);
+    xb_add_metric(r, "span_ms", "ms", t->span_ms);
+    xb_add_metric(r, "flush_l2", "", t->flushed_l2);
     if (c->have_floor) {
-        add_metric(r, "floor_bytes", "byte", c->floor.bytes);
-        add_metric(r, "floor_flops", "flop", c->floor.flops);
+        xb_add_metric(r, "floor_bytes", "byte", c->floor.bytes);
+        xb_add_metric(r, "floor_flops", "flop", c->floor.flops);
     }
     rg_err e;
     const kceil *k = kceil_get(&e);
     if (!k) return;
-    add_metric(r, "ceil_copy_Bps", "byte/s", k->copy_Bps);
-    add_metric(r, "ceil_l2_Bps", "byte/s", k->l2_Bps);
-    add_metric(r, "ceil_fp32_flops", "flop/s", k->fp32_flops);
-    add_metric(r, "ceil_tf32_flops", "flop/s", k->tf32_flops);
-    add_metric(r, "ceil_bf16_flops", "flop/s", k->bf16_flops);
-    add_metric(r, "l2_bytes", "byte", k->l2_bytes);
+    xb_add_metric(r, "ceil_copy_Bps", "byte/s", k->copy_Bps);
+    xb_add_metric(r, "ceil_l2_Bps", "byte/s", k->l2_Bps);
+    xb_add_metric(r, "ceil_fp32_flops", "flop/s", k->fp32_flops);
+    xb_add_metric(r, "ceil_tf32_flops", "flop/s", k->tf32_flops);
+    xb_add_metric(r, "ceil_bf16_flops", "flop/s", k->bf16_flops);
+    xb_add_metric(r, "l2_bytes", "byte", k->l2_bytes);
 }
 
 /* The flush buffer, allocated on first use and kept for the backend's life. */
@@ -294,25 +270,9 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     double t_run = rg_now();
     device_source ds = {c, ir, &bufs};
     xv_source src = {device_values, &ds};
-    double tol = xv_variant_tolerance(opt->tolerance, &c->pl, cfg);
-    xv_verdict *vd = rg_xmalloc(sizeof *vd);
-    int vrc = xv_validate(c->ref, ir, lp, &var, &src, vals, tol, vd, &e);
-    r->validation_error = vd->error;
+    int ok = xb_judge_run(c->ref, &c->pl, cfg, ir, lp, &var, &src, vals, opt, r);
     r->validate_s = rg_now() - t0;
     double run_ms = 1e3 * (t_run - t0);
-    /* an error before anything was compared, or a device error, is the run's failure; an
-     * error of the comparison itself after some values were compared is a wrong answer */
-    if (vrc && (vd->ncompared == 0 || e.code != RG_ERR_OTHER)) {
-        fail_run(r, &e);
-    } else {
-        snprintf(r->evidence, sizeof r->evidence, "%s", vd->evidence);
-        if (!vd->ok) {
-            r->status = RS_WRONG_ANSWER;
-            r->err_class = RG_ERR_WRONG_ANSWER;
-        }
-    }
-    int ok = vd->ok && !vrc;
-    free(vd);
     if (!ok) goto done_buffers;
     if (opt->validate_only) goto done_buffers;
     t0 = rg_now();

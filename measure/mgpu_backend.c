@@ -34,12 +34,7 @@ static int mgb_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     mgb_ctx *c = b->ctx;
     release_problem(c);
     c->prob = *p;
-    const char *task;
-    if (pl_parse_task(p->task, &task, err)) return -1;
-    c->pl = (pl_problem){c->prob.model, task, {p->dim_in, p->dim_out, p->heads}};
-    ds_options dso = {.data_dir = p->data_dir};
-    c->g = ds_open(p->dataset, &dso, err);
-    if (!c->g) return -1;
+    if (xb_open_problem(&c->prob, &c->pl, &c->g, err)) return -1;
     if (stats) hg_stats_compute(c->g, stats);
     return 0;
 }
@@ -47,24 +42,7 @@ static int mgb_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
 static int mgb_prepare_reference(xb_backend *b, rg_err *err)
 {
     mgb_ctx *c = b->ctx;
-    if (!c->g) return rg_errf(err, "reference before prepare");
-    if (c->ref) return 0;
-    c->ref = xv_reference_new(&c->pl, c->g, err);
-    if (!c->ref) {
-        rg_err_prefix(err, "CPU reference of %s on %s", c->prob.model, c->prob.dataset);
-        return -1;
-    }
-    return 0;
-}
-
-static void add_metric(xb_result *r, const char *name, const char *unit, double value)
-{
-    if (r->nmetrics >= XB_MAX_METRICS || !isfinite(value)) return;
-    xb_metric *m = &r->metrics[r->nmetrics++];
-    m->kernel[0] = 0;
-    snprintf(m->name, sizeof m->name, "%s", name);
-    snprintf(m->unit, sizeof m->unit, "%s", unit);
-    m->value = value;
+    return xb_reference(&c->ref, &c->pl, c->g, err);
 }
 
 static const void *layer_values(void *ctx, int var, int64_t *n, int *elem, rg_err *err)
@@ -74,46 +52,22 @@ static const void *layer_values(void *ctx, int var, int64_t *n, int *elem, rg_er
 
 static int fail_run(xb_result *r, const rg_err *e) { return xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e); }
 
-/* Validation of the whole layer's output, loss, gradients and SGD step; 1 when it matches. */
-static int validate_layer(mgb_ctx *c, const ir_program *ir, const lw_program *lp, const cg_variant *var,
-                          const double *const *vals, const xb_options *opt, xb_result *r)
-{
-    rg_err e;
-    xv_source src = {layer_values, c->L};
-    xv_verdict *vd = rg_xmalloc(sizeof *vd);
-    double tol = xv_tolerance(opt->tolerance, pl_is_train(c->pl.task));
-    int vrc = xv_validate(c->ref, ir, lp, var, &src, (const double **)vals, tol, vd, &e);
-    r->validation_error = vd->error;
-    if (vrc && (vd->ncompared == 0 || e.code != RG_ERR_OTHER)) {
-        fail_run(r, &e);
-    } else {
-        snprintf(r->evidence, sizeof r->evidence, "%s", vd->evidence);
-        if (!vd->ok) {
-            r->status = RS_WRONG_ANSWER;
-            r->err_class = RG_ERR_WRONG_ANSWER;
-        }
-    }
-    int ok = vd->ok && !vrc;
-    free(vd);
-    return ok;
-}
-
 static void fill_timing(const mg_timing *t, int nranks, const char *part, xb_result *r)
 {
     r->median_ms = t->wall_ms;
     r->min_ms = t->min_ms;
     r->max_ms = t->max_ms;
     r->repeats = t->repeats;
-    add_metric(r, "gpus", "", nranks);
-    add_metric(r, "span_ms", "ms", t->span_ms);
-    add_metric(r, "comm_ms", "ms", t->comm_ms);
-    add_metric(r, "comm_bytes", "byte", t->comm_bytes);
-    add_metric(r, "collectives", "", t->ncollectives);
+    xb_add_metric(r, "gpus", "", nranks);
+    xb_add_metric(r, "span_ms", "ms", t->span_ms);
+    xb_add_metric(r, "comm_ms", "ms", t->comm_ms);
+    xb_add_metric(r, "comm_bytes", "byte", t->comm_bytes);
+    xb_add_metric(r, "collectives", "", t->ncollectives);
     double peak = 0;
     for (int k = 0; k < nranks && k < 16; k++) {
         char name[32];
         snprintf(name, sizeof name, "peak_bytes_rank%d", k);
-        add_metric(r, name, "byte", t->rank_peak_bytes[k]);
+        xb_add_metric(r, name, "byte", t->rank_peak_bytes[k]);
         peak = fmax(peak, t->rank_peak_bytes[k]);
     }
     r->peak_mem_bytes = (int64_t)peak;
@@ -148,7 +102,8 @@ static void run_variant(mgb_ctx *c, const ir_program *ir, const lw_program *lp, 
         xb_result_fail(r, oom ? RS_OOM : xb_status_of(&e, RS_LAUNCH_ERROR), &e);
     } else if (mg_run(c->L, &e)) {
         fail_run(r, &e);
-    } else if (validate_layer(c, ir, lp, &var, vals, opt, r) && !opt->validate_only) {
+    } else if (xb_judge_run(c->ref, &c->pl, cfg, ir, lp, &var, &(xv_source){layer_values, c->L}, vals, opt, r) &&
+               !opt->validate_only) {
         mg_timing t;
         int warmup = opt->warmup >= 0 ? opt->warmup : 3, repeats = opt->repeats > 0 ? opt->repeats : 10;
         if (mg_time(c->L, warmup, repeats, &t, &e)) fail_run(r, &e);
