@@ -35,7 +35,9 @@ static const char PLAN_USAGE[] =
     "usage: explore sweep --plan FILE [--shard I/N] [sweep options]\n\n"
     "Sweeps every job of the plan's matrix (models x datasets x tasks x dims x heads). The\n"
     "plan file has 'key: values' lines (# comments): models, datasets, tasks (default\n"
-    "infer), dims (IN,OUT pairs or N for N,N; default 64,64), heads (default 1).\n"
+    "infer), dims (IN,OUT pairs or N for N,N; default 64,64), heads (default 1; a heads\n"
+    "value that does not divide a dims, or above 1 for a model without heads, skips those\n"
+    "jobs and says so), budget (variants per job, as --budget; the option wins).\n"
     "Shards split the jobs round-robin, one process per GPU or per Slurm array task;\n"
     "with N > 1 and no --db each shard writes results/results.shard-I-of-N.db, and\n"
     "`explore merge --into results/results.db results/results.shard-*.db` combines them.\n\n";
@@ -369,6 +371,8 @@ int sc_plan_main(int argc, char **argv, xs_gpu_backend_fn gpu_backend)
         free(plan);
         return ro_fail(cmd, &err);
     }
+    xp_print_skipped(plan, stderr);
+    if (!c.opt.budget) c.opt.budget = plan->budget;   /* --budget wins over the plan's */
     char *db = NULL, *line = cp_command_line(argc, argv);
     if (sn > 1 && !c.have_db) c.opt.db = db = rg_xasprintf("results/results.shard-%d-of-%d.db", si, sn);
     char group[RS_GROUP_MAX];

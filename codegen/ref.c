@@ -84,6 +84,7 @@ typedef struct splan {
      * split into H column blocks instead of shared */
     int mm_heads, mm_split[3];
     int reshape;           /* COPY between equal row widths: a flat copy (ir.h) */
+    const struct packed_w *wpack;   /* LINEAR: the weight in panels (run_stmt packs it) */
     /* ReLU/LeakyReLU gradients: this statement's flipped rows (ref_set_flips) and the
      * |selector| below which their elements take the other branch; nflip 0 almost always */
     const ref_kink *flip;
@@ -226,9 +227,18 @@ static void parallel_threads(int nthreads, range_fn fn, void *arg)
 
 /* ------------------------------------------------------------------ dense kernels */
 /* Rows that share a weight slice (edges and compact rows are grouped by etype, nodes by
- * ntype) are multiplied together in register tiles, so each W load feeds several rows. */
+ * ntype) are multiplied together, 4 rows x 8 columns of register tiles at a time, so that
+ * each B load feeds four rows.
+ *
+ * B comes packed in panels of 8 columns (kd x 8 values, contiguous): a weight once per
+ * statement (pack_weights), a weight gradient's dy rows once per group. Read in place, a
+ * column block of a row-major 256-wide matrix is 256 lines 2 KB apart, which fall into 2 of
+ * the 64 sets of a 32 KB L1: at dims 256 every B load missed it and the products ran at a
+ * fifth of the core's rate. Each output element is still the sum over the inner index in
+ * order, from 0, then added to the output, so packing changes no rounding. */
 
 #define BATCH 32
+#define PANEL 8   /* columns of a packed panel: two 4-wide vectors */
 
 typedef double v4d __attribute__((vector_size(32)));
 /* The helpers below are static and inlined: no call crosses an ABI boundary with a v4d. */
@@ -249,123 +259,66 @@ static inline void add4(double *p, v4d v)
     memcpy(p, &o, sizeof o);
 }
 
-static inline double hsum4(v4d v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+static int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-/* y[b][yo + 0..n) += x[b][xo + 0..k) * W (k x n, row-major), for b < nb. */
-REF_HOT static void gemm_rows(double *const *y, int64_t yo, const double *const *x, int64_t xo, int nb,
-                              const double *restrict w, int k, int n)
+/* B(t, j) = src[t * rs + j * cs] (t < kd, j < n) into panels: dst[(j / 8) * kd * 8 + t * 8 + j % 8],
+ * the columns past n zero. */
+static void pack_strided(const double *src, int64_t rs, int64_t cs, int kd, int n, double *dst)
 {
-    int j0 = 0;
-    for (; j0 + 8 <= n; j0 += 8) {
-        int b0 = 0;
-        for (; b0 + 4 <= nb; b0 += 4) {
-            const double *x0 = x[b0] + xo, *x1 = x[b0 + 1] + xo, *x2 = x[b0 + 2] + xo, *x3 = x[b0 + 3] + xo;
-            v4d a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
-            for (int kk = 0; kk < k; kk++) {
-                v4d w0 = ld4(w + (int64_t)kk * n + j0), w1 = ld4(w + (int64_t)kk * n + j0 + 4);
-                a00 += x0[kk] * w0; a01 += x0[kk] * w1;
-                a10 += x1[kk] * w0; a11 += x1[kk] * w1;
-                a20 += x2[kk] * w0; a21 += x2[kk] * w1;
-                a30 += x3[kk] * w0; a31 += x3[kk] * w1;
-            }
-            add4(y[b0] + yo + j0, a00); add4(y[b0] + yo + j0 + 4, a01);
-            add4(y[b0 + 1] + yo + j0, a10); add4(y[b0 + 1] + yo + j0 + 4, a11);
-            add4(y[b0 + 2] + yo + j0, a20); add4(y[b0 + 2] + yo + j0 + 4, a21);
-            add4(y[b0 + 3] + yo + j0, a30); add4(y[b0 + 3] + yo + j0 + 4, a31);
-        }
-        for (; b0 < nb; b0++) {
-            const double *x0 = x[b0] + xo;
-            v4d a0 = {0}, a1 = {0};
-            for (int kk = 0; kk < k; kk++) {
-                a0 += x0[kk] * ld4(w + (int64_t)kk * n + j0);
-                a1 += x0[kk] * ld4(w + (int64_t)kk * n + j0 + 4);
-            }
-            add4(y[b0] + yo + j0, a0);
-            add4(y[b0] + yo + j0 + 4, a1);
-        }
-    }
-    for (int b = 0; b < nb && j0 < n; b++)
-        for (int j = j0; j < n; j++) {
-            double s = 0;
-            for (int kk = 0; kk < k; kk++) s += x[b][xo + kk] * w[(int64_t)kk * n + j];
-            y[b][yo + j] += s;
-        }
+    for (int j0 = 0; j0 < n; j0 += PANEL, dst += (int64_t)kd * PANEL)
+        for (int t = 0; t < kd; t++)
+            for (int j = 0; j < PANEL; j++)
+                dst[t * PANEL + j] = j0 + j < n ? src[t * rs + (j0 + j) * cs] : 0.0;
 }
 
-/* y[b][yo + 0..k) += x[b][xo + 0..n) * W^T (W is k x n): input gradients. */
-REF_HOT static void gemm_rows_t(double *const *y, int64_t yo, const double *const *x, int64_t xo, int nb,
-                                const double *restrict w, int k, int n)
+/* The same for B(t, j) = rows[t][off + j]. */
+static void pack_rows(const double *const *rows, int64_t off, int kd, int n, double *dst)
 {
-    int n4 = n & ~3;
-    for (int kk = 0; kk < k; kk++) {
-        const double *wk = w + (int64_t)kk * n;
-        int b0 = 0;
-        for (; b0 + 4 <= nb; b0 += 4) {
-            const double *x0 = x[b0] + xo, *x1 = x[b0 + 1] + xo, *x2 = x[b0 + 2] + xo, *x3 = x[b0 + 3] + xo;
-            v4d s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-            for (int j = 0; j < n4; j += 4) {
-                v4d wv = ld4(wk + j);
-                s0 += ld4(x0 + j) * wv;
-                s1 += ld4(x1 + j) * wv;
-                s2 += ld4(x2 + j) * wv;
-                s3 += ld4(x3 + j) * wv;
+    for (int j0 = 0; j0 < n; j0 += PANEL, dst += (int64_t)kd * PANEL)
+        for (int t = 0; t < kd; t++)
+            for (int j = 0; j < PANEL; j++) dst[t * PANEL + j] = j0 + j < n ? rows[t][off + j0 + j] : 0.0;
+}
+
+/* c[i][co + j] += sum over t < kd of a[i][t * as] * B(t, j), for i < m, j < n; B packed in
+ * panels. Row quads short of 4 repeat their last row and drop its results. */
+REF_HOT static void gemm_panels(double *const *c, int64_t co, const double *const *a, int64_t as, int m,
+                                const double *restrict bp, int kd, int n)
+{
+    for (int j0 = 0; j0 < n; j0 += PANEL) {
+        const double *panel = bp + (int64_t)j0 * kd;
+        int nr = n - j0 < PANEL ? n - j0 : PANEL;
+        for (int i0 = 0; i0 < m; i0 += 4) {
+            int mr = m - i0 < 4 ? m - i0 : 4;
+            const double *a0 = a[i0], *a1 = a[i0 + (mr > 1)], *a2 = a[i0 + (mr > 2) * 2], *a3 = a[i0 + (mr > 3) * 3];
+            v4d acc[8] = {{0}};
+            for (int t = 0; t < kd; t++) {
+                v4d b0 = ld4(panel + t * PANEL), b1 = ld4(panel + t * PANEL + 4);
+                double x0 = a0[t * as], x1 = a1[t * as], x2 = a2[t * as], x3 = a3[t * as];
+                acc[0] += x0 * b0; acc[1] += x0 * b1;
+                acc[2] += x1 * b0; acc[3] += x1 * b1;
+                acc[4] += x2 * b0; acc[5] += x2 * b1;
+                acc[6] += x3 * b0; acc[7] += x3 * b1;
             }
-            double t0 = hsum4(s0), t1 = hsum4(s1), t2 = hsum4(s2), t3 = hsum4(s3);
-            for (int j = n4; j < n; j++) {
-                t0 += x0[j] * wk[j]; t1 += x1[j] * wk[j]; t2 += x2[j] * wk[j]; t3 += x3[j] * wk[j];
+            for (int i = 0; i < mr; i++) {
+                double *ci = c[i0 + i] + co + j0;
+                if (nr == PANEL) {
+                    add4(ci, acc[2 * i]);
+                    add4(ci + 4, acc[2 * i + 1]);
+                } else {
+                    for (int j = 0; j < nr; j++) ci[j] += acc[2 * i + j / 4][j % 4];
+                }
             }
-            y[b0][yo + kk] += t0; y[b0 + 1][yo + kk] += t1; y[b0 + 2][yo + kk] += t2; y[b0 + 3][yo + kk] += t3;
-        }
-        for (; b0 < nb; b0++) {
-            const double *x0 = x[b0] + xo;
-            v4d s0 = {0};
-            for (int j = 0; j < n4; j += 4) s0 += ld4(x0 + j) * ld4(wk + j);
-            double t0 = hsum4(s0);
-            for (int j = n4; j < n; j++) t0 += x0[j] * wk[j];
-            y[b0][yo + kk] += t0;
         }
     }
 }
 
-/* W (k x n) += sum over b < nb of x[b][xo + 0..k) (outer) d[b][do_ + 0..n): weight gradients. */
-REF_HOT static void outer_rows(double *restrict w, const double *const *x, int64_t xo, const double *const *d,
-                               int64_t do_, int nb, int k, int n)
-{
-    int j0 = 0;
-    for (; j0 + 8 <= n; j0 += 8) {
-        int k0 = 0;
-        for (; k0 + 4 <= k; k0 += 4) {
-            double *w0 = w + (int64_t)k0 * n + j0, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
-            v4d a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
-            for (int b = 0; b < nb; b++) {
-                const double *xb = x[b] + xo + k0;
-                v4d d0 = ld4(d[b] + do_ + j0), d1 = ld4(d[b] + do_ + j0 + 4);
-                a00 += xb[0] * d0; a01 += xb[0] * d1;
-                a10 += xb[1] * d0; a11 += xb[1] * d1;
-                a20 += xb[2] * d0; a21 += xb[2] * d1;
-                a30 += xb[3] * d0; a31 += xb[3] * d1;
-            }
-            add4(w0, a00); add4(w0 + 4, a01); add4(w1, a10); add4(w1 + 4, a11);
-            add4(w2, a20); add4(w2 + 4, a21); add4(w3, a30); add4(w3 + 4, a31);
-        }
-        for (; k0 < k; k0++) {
-            v4d a0 = {0}, a1 = {0};
-            for (int b = 0; b < nb; b++) {
-                double xv = x[b][xo + k0];
-                a0 += xv * ld4(d[b] + do_ + j0);
-                a1 += xv * ld4(d[b] + do_ + j0 + 4);
-            }
-            add4(w + (int64_t)k0 * n + j0, a0);
-            add4(w + (int64_t)k0 * n + j0 + 4, a1);
-        }
-    }
-    for (int kk = 0; kk < k && j0 < n; kk++)
-        for (int j = j0; j < n; j++) {
-            double s = 0;
-            for (int b = 0; b < nb; b++) s += x[b][xo + kk] * d[b][do_ + j];
-            w[(int64_t)kk * n + j] += s;
-        }
-}
+/* A LINEAR statement's weight, packed once per run of it: slice s, head h at
+ * wpack + (s * heads + h) * wpack_head. */
+typedef struct packed_w {
+    double *p;
+    int64_t head;              /* values per head: kd x round_up(n, 8) */
+    int kd, n;                 /* inner and output widths of the product (swapped by ^T) */
+} packed_w;
 
 /* ------------------------------------------------------------------ row kernels */
 /* Every kernel ADDS its row's result into dst (callers zero dst for `=`). */
@@ -374,16 +327,15 @@ REF_HOT static void outer_rows(double *restrict w, const double *const *x, int64
 static void k_linear_rows(const splan *pl, const rowctx *cs, int nb, double *const *dst)
 {
     const opnd *xo = &pl->in[0], *wo = &pl->in[1];
+    const packed_w *pw = pl->wpack;
+    RG_ASSERT(pw && pw->p);
     const double *x[BATCH];
-    for (int b = 0; b < nb; b++) x[b] = opnd_ptr(xo, &cs[b]);
-    const double *w = opnd_ptr(wo, &cs[0]);
-    int k = wo->rows_dim, n = wo->dim, tw = pl->s->transpose_w;
     int64_t xs = wo->heads == 1 || xo->heads == 1 ? 0 : xo->dim;
     int64_t os = wo->heads == 1 || pl->out.heads == 1 ? 0 : pl->out.dim;
+    const double *w = pw->p + opnd_row(wo, &cs[0]) * wo->heads * pw->head;
     for (int h = 0; h < wo->heads; h++) {
-        const double *wh = w + (int64_t)h * k * n;
-        if (tw) gemm_rows_t(dst, h * os, x, h * xs, nb, wh, k, n);
-        else gemm_rows(dst, h * os, x, h * xs, nb, wh, k, n);
+        for (int b = 0; b < nb; b++) x[b] = opnd_ptr(xo, &cs[b]) + h * xs;
+        gemm_panels(dst, h * os, x, 1, nb, w + h * pw->head, pw->kd, pw->n);
     }
 }
 
@@ -392,8 +344,46 @@ static void k_linear(const splan *pl, const rowctx *c, double *dst)
     k_linear_rows(pl, c, 1, &dst);
 }
 
+/* Per-thread buffers of a weight gradient from rows (allocated once per thread and statement). */
+typedef struct wgrad_buf {
+    double *xt;                /* x^T of a group: row i of the product at xt + (i / 4) * BATCH * 4 + i % 4, stride 4 */
+    double *dp;                /* the group's dy rows packed in panels */
+    const double **arow;       /* [k] */
+    double **crow;             /* [k] */
+} wgrad_buf;
+
+static void wgrad_buf_init(wgrad_buf *b, int k, int n)
+{
+    b->xt = rg_xmalloc((size_t)round_up(k, 4) * BATCH * sizeof *b->xt);
+    b->dp = rg_xmalloc((size_t)round_up(n, PANEL) * BATCH * sizeof *b->dp);
+    b->arow = rg_xmalloc((size_t)k * sizeof *b->arow);
+    b->crow = rg_xmalloc((size_t)k * sizeof *b->crow);
+}
+
+static void wgrad_buf_free(wgrad_buf *b)
+{
+    free(b->xt);
+    free(b->dp);
+    free(b->arow);
+    free(b->crow);
+}
+
+/* W (k x n) += x^T dy over nb <= BATCH rows: the product of x^T (k x nb) and dy (nb x n). */
+static void wgrad_product(double *w, const double *const *x, int64_t xo, const double *const *d, int64_t doff,
+                          int nb, int k, int n, wgrad_buf *b)
+{
+    for (int t = 0; t < nb; t++)
+        for (int i = 0; i < k; i++) b->xt[(i / 4) * BATCH * 4 + t * 4 + i % 4] = x[t][xo + i];
+    for (int i = 0; i < k; i++) {
+        b->arow[i] = b->xt + (i / 4) * BATCH * 4 + i % 4;
+        b->crow[i] = w + (int64_t)i * n;
+    }
+    pack_rows(d, doff, nb, n, b->dp);
+    gemm_panels(b->crow, 0, b->arow, 4, k, b->dp, nb, n);
+}
+
 /* Outer products of nb rows into one weight matrix slice (WGRAD from rows). */
-static void k_wgrad_rows_n(const splan *pl, const rowctx *cs, int nb, double *dst)
+static void k_wgrad_rows_n(const splan *pl, const rowctx *cs, int nb, double *dst, wgrad_buf *buf)
 {
     const opnd *xo = &pl->in[0], *yo = &pl->in[1];
     const double *x[BATCH], *y[BATCH];
@@ -403,12 +393,7 @@ static void k_wgrad_rows_n(const splan *pl, const rowctx *cs, int nb, double *ds
     }
     int k = pl->out.rows_dim, n = pl->out.dim, H = pl->out.heads;
     int64_t xs = H == 1 || xo->heads == 1 ? 0 : xo->dim, ys = H == 1 || yo->heads == 1 ? 0 : yo->dim;
-    for (int h = 0; h < H; h++) outer_rows(dst + (int64_t)h * k * n, x, h * xs, y, h * ys, nb, k, n);
-}
-
-static void k_wgrad_rows(const splan *pl, const rowctx *c, double *dst)
-{
-    k_wgrad_rows_n(pl, c, 1, dst);
+    for (int h = 0; h < H; h++) wgrad_product(dst + (int64_t)h * k * n, x, h * xs, y, h * ys, nb, k, n, buf);
 }
 
 /* The standard normal CDF and density, for GELU (PyTorch's exact form, not the tanh one). */
@@ -542,18 +527,37 @@ static void k_nll_grad(const splan *pl, const rowctx *c, double *dst)
     if (lab < 0) dst[0] += NAN;
 }
 
+/* Each node's term is computed on every thread, then the terms are summed in node order on
+ * one: the same value as a serial loop, bit for bit, whatever the thread count (at dims 256
+ * the serial loop took 0.3-0.5 s; the in-order sum takes a millisecond). */
+typedef struct nll_job {
+    const splan *pl;
+    double *term;          /* [num_nodes] */
+} nll_job;
+
+static void nll_terms(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    const nll_job *j = arg;
+    const opnd *xo = &j->pl->in[0], *lo_ = &j->pl->in[1];
+    int n = xo->heads * xo->dim;
+    double m;
+    (void)tid;
+    for (int64_t v = lo; v < hi; v++) {
+        const double *x = xo->base + v * xo->width;
+        int lab = label_index(lo_->base[v * lo_->width], n);
+        j->term[v] = lab < 0 ? NAN : log_sum_exp(x, n, &m) - x[lab];
+    }
+}
+
 static void k_nll_loss(const splan *pl, const rowctx *c, double *dst)
 {
     (void)c;
-    const opnd *xo = &pl->in[0], *lo = &pl->in[1];
-    int n = xo->heads * xo->dim;
     int64_t nodes = pl->x->g->num_nodes;
-    double sum = 0, m;
-    for (int64_t v = 0; v < nodes; v++) {
-        const double *x = xo->base + v * xo->width;
-        int lab = label_index(lo->base[v * lo->width], n);
-        sum += lab < 0 ? NAN : log_sum_exp(x, n, &m) - x[lab];
-    }
+    nll_job j = {pl, rg_xmalloc((size_t)(nodes + 1) * sizeof *j.term)};
+    ref_parallel_for(pl->x->nthreads, nodes, nll_terms, &j);
+    double sum = 0;
+    for (int64_t v = 0; v < nodes; v++) sum += j.term[v];
+    free(j.term);
     dst[0] += sum * pl->inv_nodes;
 }
 
@@ -647,7 +651,7 @@ static void row_kernel(const splan *pl, const rowctx *c, double *dst)
     case IR_OP_WEIGHT_MM: k_matmul(pl, c, dst); break;
     case IR_OP_WGRAD:
         if (pl->it == IT_TYPES) k_matmul(pl, c, dst);
-        else if (pl->out.rows_dim > 0) k_wgrad_rows(pl, c, dst);
+        else if (pl->out.rows_dim > 0) RG_DIE("a weight gradient from rows runs batched (rows_wacc)");
         else k_elementwise(pl, c, dst);
         break;
     default: k_elementwise(pl, c, dst); break;
@@ -1072,11 +1076,14 @@ static void rows_wacc(void *arg, int tid, int64_t lo, int64_t hi)
     double *base = sr->priv ? sr->priv[tid] : pl->out.base;
     if (batched(pl)) {
         rowctx cs[BATCH];
+        wgrad_buf buf;
+        wgrad_buf_init(&buf, pl->out.rows_dim, pl->out.dim);
         for (int64_t r = lo; r < hi;) {
             int nb = next_group(pl, r, hi, cs);
-            k_wgrad_rows_n(pl, cs, nb, base + opnd_row(&pl->out, &cs[0]) * pl->out.width);
+            k_wgrad_rows_n(pl, cs, nb, base + opnd_row(&pl->out, &cs[0]) * pl->out.width, &buf);
             r += nb;
         }
+        wgrad_buf_free(&buf);
         return;
     }
     rowctx c;
@@ -1234,6 +1241,16 @@ static void run_serial(splan *pl)
     free(scratch);
 }
 
+/* Each thread allocates and zeroes its own accumulator: the first touch stays parallel. */
+static void alloc_priv(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    stmt_run *sr = arg;
+    int64_t count = sr->pl->x->rows[sr->pl->out.var] * sr->pl->out.width;
+    (void)lo; (void)hi;
+    sr->priv[tid] = alloc_values(count);
+    memset(sr->priv[tid], 0, (size_t)count * sizeof(double));
+}
+
 static void run_wacc(stmt_run *sr)
 {
     splan *pl = sr->pl;
@@ -1242,12 +1259,9 @@ static void run_wacc(stmt_run *sr)
         rows_wacc(sr, 0, 0, pl->nrows);
         return;
     }
-    int64_t count = pl->x->rows[pl->out.var] * pl->out.width;
     sr->priv = rg_xmalloc((size_t)nt * sizeof *sr->priv);
-    for (int t = 0; t < nt; t++) {
-        sr->priv[t] = alloc_values(count);
-        memset(sr->priv[t], 0, (size_t)count * sizeof(double));
-    }
+    parallel_threads(nt, alloc_priv, sr);
+    int64_t count = pl->x->rows[pl->out.var] * pl->out.width;
     ref_parallel_for(nt, pl->nrows, rows_wacc, sr);
     ref_parallel_for(nt, count, reduce_priv, sr);
     for (int t = 0; t < nt; t++) free(sr->priv[t]);
@@ -1255,15 +1269,52 @@ static void run_wacc(stmt_run *sr)
     sr->priv = NULL;
 }
 
+/* Packs slice s of a LINEAR weight, every head (B = W, or W^T with transpose_w). */
+typedef struct pack_job {
+    const splan *pl;
+    packed_w *pw;
+} pack_job;
+
+static void pack_range(void *arg, int tid, int64_t lo, int64_t hi)
+{
+    const pack_job *j = arg;
+    const opnd *wo = &j->pl->in[1];
+    int tw = j->pl->s->transpose_w, k = wo->rows_dim, n = wo->dim;
+    (void)tid;
+    for (int64_t q = lo; q < hi; q++) {   /* q = slice * heads + head */
+        const double *w = wo->base + q * (int64_t)k * n;
+        if (tw) pack_strided(w, 1, n, n, k, j->pw->p + q * j->pw->head);
+        else pack_strided(w, n, 1, k, n, j->pw->p + q * j->pw->head);
+    }
+}
+
+static void pack_weights(splan *pl, packed_w *pw)
+{
+    const opnd *wo = &pl->in[1];
+    int tw = pl->s->transpose_w;
+    pw->kd = tw ? wo->dim : wo->rows_dim;
+    pw->n = tw ? wo->rows_dim : wo->dim;
+    pw->head = (int64_t)pw->kd * round_up(pw->n, PANEL);
+    int64_t nq = pl->x->rows[wo->var] * wo->heads;
+    pw->p = alloc_values(nq * pw->head);
+    pack_job j = {pl, pw};
+    ref_parallel_for(pl->x->nthreads, nq, pack_range, &j);
+    pl->wpack = pw;
+}
+
 static void run_stmt(splan *pl)
 {
     stmt_run sr = {.pl = pl};
+    packed_w pw = {0};
+    if (pl->op == IR_OP_LINEAR) pack_weights(pl, &pw);
     switch (pl->mode) {
     case OUT_DIRECT: ref_parallel_for(pl->x->nthreads, pl->nrows, rows_direct, &sr); break;
     case OUT_SCATTER: run_scatter(&sr); break;
     case OUT_WACC: run_wacc(&sr); break;
     case OUT_SERIAL: run_serial(pl); break;
     }
+    free(pw.p);
+    pl->wpack = NULL;
 }
 
 /* ------------------------------------------------------------------ data */
@@ -1273,8 +1324,33 @@ static uint64_t var_seed(const ref_exec *x, const ir_var *v)
     return rg_fnv1a64(v->name, strlen(v->name), RG_FNV_SEED ^ (x->seed * 0x9E3779B97F4A7C15ULL));
 }
 
-static void fill_uniform(double *a, int64_t n, uint64_t seed, double lo, double hi)
+/* Fills a[0..n) with v on every thread. Big arrays are first touched here, and the kernel
+ * zeroes each new page in the thread that touches it: done on one thread, that zeroing was
+ * half of a dims-128 HGT training reference's CPU time. */
+typedef struct const_fill {
+    double *a;
+    double v;
+} const_fill;
+
+static void const_range(void *arg, int tid, int64_t lo, int64_t hi)
 {
+    const const_fill *f = arg;
+    (void)tid;
+    for (int64_t i = lo; i < hi; i++) f->a[i] = f->v;
+}
+
+#define FILL_SERIAL_BELOW (1 << 16)
+
+static void fill_const(const ref_exec *x, double *a, int64_t n, double v)
+{
+    const_fill f = {a, v};
+    ref_parallel_for(n < FILL_SERIAL_BELOW ? 1 : x->nthreads, n, const_range, &f);
+}
+
+/* The seeded stream is sequential; its pages are touched on every thread first. */
+static void fill_uniform(const ref_exec *x, double *a, int64_t n, uint64_t seed, double lo, double hi)
+{
+    if (n >= FILL_SERIAL_BELOW) fill_const(x, a, n, 0.0);
     rg_rng r;
     rg_rng_seed(&r, seed);
     for (int64_t i = 0; i < n; i++) a[i] = lo + (hi - lo) * rg_rng_uniform(&r);
@@ -1312,12 +1388,12 @@ static int fill_var(ref_exec *x, int id, rg_err *err)
     uint64_t seed = var_seed(x, v);
     switch (v->role) {
     case IR_ROLE_INPUT:
-        fill_uniform(a, n, seed, -1.0, 1.0);
+        fill_uniform(x, a, n, seed, -1.0, 1.0);
         return 0;
     case IR_ROLE_PARAM: {
         double fan_in = v->rows_dim > 0 ? v->rows_dim : v->dim, fan_out = v->rows_dim > 0 ? v->dim : 1;
         double lim = sqrt(6.0 / (fan_in + fan_out));
-        fill_uniform(a, n, seed, -lim, lim);
+        fill_uniform(x, a, n, seed, -lim, lim);
         return 0;
     }
     case IR_ROLE_LABEL: {
@@ -1337,7 +1413,7 @@ static int fill_var(ref_exec *x, int id, rg_err *err)
                        x->p->name, v->name);
     default:
         /* temporaries: reset by each run range */
-        for (int64_t i = 0; i < n; i++) a[i] = v->zero_init ? 0.0 : NAN;
+        fill_const(x, a, n, v->zero_init ? 0.0 : NAN);
         return 0;
     }
 }

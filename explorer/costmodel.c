@@ -362,7 +362,15 @@ static const char *const A_NAMES[NA] = {"log_flops", "log_bytes", "log_atomics",
 /* Pairs of config bits: an option's effect can change sign with another's (compaction helps
  * node-centric RGAT training and hurts its edge-centric kernels on the same graph). */
 #define NPAIR (NC * (NC - 1) / 2)
-#define NFEAT (NC + NA + NC * NZ + NPAIR)
+/* Problem size against the GEMM tile: a block computes tile x tile outputs, so a product
+ * narrower than the tile leaves lanes idle, in proportion to log2(tile / width). Linear terms
+ * in log dims cannot express that kink (at dims 16 tile 16 wins, with 4 heads at dims 128
+ * tile 32 does): typed linears are dim_out wide, per-head ones (HGT's attention and
+ * message) dim_out / heads. Both are 0 at dims 64 heads 1, so fits on such stores are
+ * unchanged. */
+enum { S_TILE_OUT, S_TILE_HEAD, NS };
+static const char *const S_NAMES[NS] = {"tile_idle_dim_out", "tile_idle_head_dim"};
+#define NFEAT (NC + NA + NC * NZ + NPAIR + NS)
 
 /* The two config bits of pair k (i < j, in row order). */
 static void pair_of(int k, int *i, int *j)
@@ -383,6 +391,8 @@ const char *cm_feature_name(int i)
         else if (i < NC + NA + NC * NZ)
             snprintf(names[i], sizeof names[i], "%s*%s", cfg_feature_name((i - NC - NA) / NZ),
                      Z_NAMES[(i - NC - NA) % NZ]);
+        else if (i >= NC + NA + NC * NZ + NPAIR)
+            snprintf(names[i], sizeof names[i], "%s", S_NAMES[i - NC - NA - NC * NZ - NPAIR]);
         else {
             int a, b;
             pair_of(i - NC - NA - NC * NZ, &a, &b);
@@ -429,6 +439,9 @@ void cm_features(const cm_problem *p, const cg_config *c, const cm_counts *k, do
     double *pairs = inter + NC * NZ;
     for (int k = 0, i = 0; i < NC; i++)
         for (int j = i + 1; j < NC; j++) pairs[k++] = x[i] * x[j];
+    double *size = pairs + NPAIR, head_dim = p->heads > 0 ? (double)p->dim_out / p->heads : p->dim_out;
+    size[S_TILE_OUT] = p->dim_out > 0 && c->tile > p->dim_out ? log2((double)c->tile / p->dim_out) : 0;
+    size[S_TILE_HEAD] = head_dim > 0 && c->tile > head_dim ? log2(c->tile / head_dim) : 0;
 }
 
 /* ================================================================ (a) analytic model ==== */
@@ -1158,6 +1171,8 @@ typedef struct load_state {
     unsigned char seen[NKEYS];
     int have_format;
     char new_features[512];    /* config features the file predates */
+    int missing_coef;          /* ranking coefficients absent from the file (counted as 0) */
+    char first_missing[400];
 } load_state;
 
 static int set_section_value(load_state *st, const char *key, const char *val, rg_err *err)
@@ -1216,7 +1231,9 @@ static void zero_new_features(load_state *st)
     }
 }
 
-/* The section just read must have every number (a model with a silent 0 would rank wrongly). */
+/* The section just read must have every number (a model with a silent 0 would rank wrongly),
+ * except ranking coefficients of features its writer lacked: those count as 0, as they did in
+ * the fit that wrote it, and cm_load warns once per file. */
 static int check_section(load_state *st, rg_err *err)
 {
     if (!st->sec) return 0;
@@ -1224,8 +1241,14 @@ static int check_section(load_state *st, rg_err *err)
     for (int k = 0; k < NKEYS; k++) {
         if (st->seen[k] || (k < K_LAMBDA && k % NFIELD == F_SIGMA)) continue;
         char key[96];
-        if (k >= K_COEF) snprintf(key, sizeof key, "ranking.coef.%s", cm_feature_name(k - K_COEF));
-        else if (k == K_LAMBDA) snprintf(key, sizeof key, "ranking.lambda");
+        if (k >= K_COEF) {
+            /* a feature this file's writer did not have: it adds nothing (begin_section zeroed it) */
+            if (!st->missing_coef++)
+                snprintf(st->first_missing, sizeof st->first_missing, "[%.200s %s] %s", st->sec->model, st->sec->task,
+                         cm_feature_name(k - K_COEF));
+            continue;
+        }
+        if (k == K_LAMBDA) snprintf(key, sizeof key, "ranking.lambda");
         else if (k == K_SHIFT) snprintf(key, sizeof key, "ranking.level_shift");
         else snprintf(key, sizeof key, "analytic.%s.%s", CAT_NAMES[k / NFIELD], FIELD_NAMES[k % NFIELD]);
         return rg_errf(err, "%s: section [%s %s] lacks %s (written by another version?)", st->path, st->sec->model,
@@ -1312,6 +1335,10 @@ int cm_load(const char *path, cm_model *out, rg_err *err)
     if (!rc && !out->nsections) rc = rg_errf(err, "%s: no [model task] section", path);
     if (!rc && !(out->bw > 0 && out->peak > 0))
         rc = rg_errf(err, "%s: bandwidth_bytes_per_s and peak_flops_per_s are required", path);
+    if (!rc && st.missing_coef)
+        fprintf(stderr, "warning: %s: %d ranking coefficient%s missing (first: %s), counted as 0: written by an older "
+                        "version; refit with `explore fit` to use those features\n",
+                path, st.missing_coef, st.missing_coef == 1 ? "" : "s", st.first_missing);
     for (int k = 0; k < out->nsections && !rc; k++) {
         out->sections[k].analytic.bw = out->bw;
         out->sections[k].analytic.peak = out->peak;

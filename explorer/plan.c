@@ -65,6 +65,16 @@ static int add_value(xp_plan *p, const char *key, const char *v, where at, rg_er
     return 0;
 }
 
+/* 'budget: N': one positive number, once. */
+static int parse_budget(xp_plan *p, char *value, where at, rg_err *err)
+{
+    if (p->budget) return rg_errf(err, "%s:%d: key 'budget' given twice", at.path, at.line);
+    if (parse_int(trim(value), 1, 100000000, &p->budget))
+        return rg_errf(err, "%s:%d: budget must be one positive number of variants (got '%s')", at.path, at.line,
+                       trim(value));
+    return 0;
+}
+
 static int *count_of(xp_plan *p, const char *key)
 {
     if (!strcmp(key, "models")) return &p->nmodels;
@@ -89,9 +99,10 @@ static int parse_line(xp_plan *p, char *line, where at, rg_err *err)
     /* the singular reads as well: "model: rgat" */
     size_t kl = strlen(key);
     if (kl > 0 && key[kl - 1] != 's' && kl < sizeof key - 1) strcat(key, "s");
+    if (!strcmp(key, "budgets")) return parse_budget(p, colon + 1, at, err);
     int *n = count_of(p, key);
-    if (!n) return rg_errf(err, "%s:%d: unknown key '%s' (models, datasets, tasks, dims, heads)", at.path, at.line,
-                           trim(line));
+    if (!n) return rg_errf(err, "%s:%d: unknown key '%s' (models, datasets, tasks, dims, heads, budget)", at.path,
+                           at.line, trim(line));
     if (*n) return rg_errf(err, "%s:%d: key '%s' given twice", at.path, at.line, key);
     /* dims pairs and synth: specs hold commas, so only blanks separate those; other lists may
      * use commas too */
@@ -105,17 +116,35 @@ static int parse_line(xp_plan *p, char *line, where at, rg_err *err)
     return 0;
 }
 
-/* Every job of the matrix must be a problem the commands accept: each heads value divides each
- * output dim. */
-static int check_matrix(const xp_plan *p, rg_err *err)
+/* Whether a model's layer has heads: built with 2 heads, some variable has more than one.
+ * A model that cannot be built is taken to have them (its sweep reports the error). */
+static int model_has_heads(const char *model)
 {
-    for (int h = 0; h < p->nheads; h++)
-        for (int d = 0; d < p->ndims; d++)
-            if (ro_check_heads(p->heads[h], p->dims[d][1], err)) {
-                rg_err_prefix(err, "%s: heads %d with dims %d,%d", p->path, p->heads[h], p->dims[d][0], p->dims[d][1]);
-                return -1;
-            }
-    return 0;
+    pl_problem pp = {.model = model, .task = "infer", .dims = {16, 16, 2}};
+    rg_err err;
+    ir_program *prog = pl_reference_program(&pp, &err);
+    if (!prog) return 1;
+    int has = 0;
+    for (int v = 0; v < prog->nvars && !has; v++) has = prog->vars[v].heads > 1;
+    ir_free(prog);
+    return has;
+}
+
+/* Marks the jobs that are not problems the commands accept (heads not dividing the output
+ * dim) or that repeat another (heads > 1 for a model without heads). */
+static void mark_skipped(xp_plan *p)
+{
+    for (int h = 0; h < p->nheads; h++) {
+        rg_err err;
+        for (int d = 0; d < p->ndims; d++) p->skip_dims_heads[d][h] = ro_check_heads(p->heads[h], p->dims[d][1], &err) != 0;
+        for (int m = 0; m < p->nmodels && p->heads[h] > 1; m++) p->skip_model_heads[m][h] = !model_has_heads(p->models[m]);
+    }
+}
+
+/* Whether job (m, d, h) of the matrix is left out. */
+static int skipped(const xp_plan *p, int m, int d, int h)
+{
+    return p->skip_dims_heads[d][h] || p->skip_model_heads[m][h];
 }
 
 int xp_load(const char *path, xp_plan *p, rg_err *err)
@@ -139,29 +168,67 @@ int xp_load(const char *path, xp_plan *p, rg_err *err)
     if (!p->ntasks) snprintf(p->tasks[p->ntasks++], sizeof p->tasks[0], "infer");
     if (!p->ndims) p->dims[0][0] = p->dims[0][1] = 64, p->ndims = 1;
     if (!p->nheads) p->heads[p->nheads++] = 1;
-    return check_matrix(p, err);
+    mark_skipped(p);
+    if (!xp_count(p)) return rg_errf(err, "%s: every job is skipped (no heads value divides the dims)", path);
+    return 0;
 }
 
-int xp_count(const xp_plan *p) { return p->nmodels * p->ndatasets * p->ntasks * p->ndims * p->nheads; }
+/* The matrix position of job k (skipped jobs left out), or -1 past the last job. */
+static int job_position(const xp_plan *p, int k, int *m, int *ds, int *t, int *d, int *h)
+{
+    int all = p->nmodels * p->ndatasets * p->ntasks * p->ndims * p->nheads;
+    for (int i = 0; i < all; i++) {
+        int r = i;
+        *h = r % p->nheads, r /= p->nheads;
+        *d = r % p->ndims, r /= p->ndims;
+        *t = r % p->ntasks, r /= p->ntasks;
+        *ds = r % p->ndatasets;
+        *m = r / p->ndatasets;
+        if (!skipped(p, *m, *d, *h) && k-- == 0) return i;
+    }
+    return -1;
+}
+
+int xp_count(const xp_plan *p)
+{
+    int n = 0;
+    for (int m = 0; m < p->nmodels; m++)
+        for (int d = 0; d < p->ndims; d++)
+            for (int h = 0; h < p->nheads; h++) n += !skipped(p, m, d, h);
+    return n * p->ndatasets * p->ntasks;
+}
 
 void xp_job(const xp_plan *p, int k, xb_problem *out)
 {
     RG_ASSERT(k >= 0 && k < xp_count(p));
     memset(out, 0, sizeof *out);
-    int h = k % p->nheads;
-    k /= p->nheads;
-    int d = k % p->ndims;
-    k /= p->ndims;
-    int t = k % p->ntasks;
-    k /= p->ntasks;
-    int ds = k % p->ndatasets;
-    int m = k / p->ndatasets;
+    int m, ds, t, d, h;
+    int pos = job_position(p, k, &m, &ds, &t, &d, &h);
+    RG_ASSERT(pos >= 0);
     snprintf(out->model, sizeof out->model, "%s", p->models[m]);
     snprintf(out->dataset, sizeof out->dataset, "%s", p->datasets[ds]);
     snprintf(out->task, sizeof out->task, "%s", p->tasks[t]);
     out->dim_in = p->dims[d][0];
     out->dim_out = p->dims[d][1];
     out->heads = p->heads[h];
+}
+
+void xp_print_skipped(const xp_plan *p, FILE *out)
+{
+    int per = p->ndatasets * p->ntasks;
+    for (int d = 0; d < p->ndims; d++)
+        for (int h = 0; h < p->nheads; h++)
+            if (p->skip_dims_heads[d][h])
+                fprintf(out, "%s: heads %d does not divide dims %d,%d: %d jobs skipped\n", p->path, p->heads[h],
+                        p->dims[d][0], p->dims[d][1], per * p->nmodels);
+    for (int m = 0; m < p->nmodels; m++)
+        for (int h = 0; h < p->nheads; h++) {
+            int n = 0;
+            for (int d = 0; d < p->ndims; d++) n += !p->skip_dims_heads[d][h];
+            if (p->skip_model_heads[m][h] && n)
+                fprintf(out, "%s: %s has no heads: heads %d would repeat heads 1: %d jobs skipped\n", p->path,
+                        p->models[m], p->heads[h], per * n);
+        }
 }
 
 /* ---------------------------------------------------------------- groups ---- */

@@ -611,6 +611,109 @@ static void expect_load_error(const char *dir, const char *text, const char *wan
     free(path);
 }
 
+/* Runs cm_load with stderr in a file: 0 or -1, and what it wrote there. */
+static int load_capturing(const char *path, cm_model *m, char **text)
+{
+    char *dir = tu_tmpdir(), *log = rg_xasprintf("%s/stderr.txt", dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(fd, 2);
+    close(fd);
+    rg_err err;
+    int rc = cm_load(path, m, &err);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    *text = tu_read_file(log, NULL);
+    free(log);
+    tu_rm_tree(dir);
+    return rc;
+}
+
+static int feature_index(const char *name)
+{
+    for (int j = 0; j < cm_nfeatures(); j++)
+        if (!strcmp(cm_feature_name(j), name)) return j;
+    fail_msg("no feature %s", name);
+    return -1;
+}
+
+/* A model file without some ranking coefficients (written before those features existed)
+ * loads: the missing ones are 0, the rest as written, with one warning for the file. */
+static void test_model_file_with_missing_coefficients(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set(&s);
+    cm_model m, back;
+    rg_err err;
+    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
+    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
+    assert_int_equal(cm_save(&m, path, &err), 0);
+    size_t len;
+    char *text = tu_read_file(path, &len);
+    /* drop the size features' lines and one more, as an older writer would have */
+    rg_str old = {0};
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strstr(line, "tile_idle_") && !strstr(line, "ranking.coef.reorder ="))
+            rg_str_printf(&old, "%s\n", line);
+    char *oldpath = tu_write_file(dir, "old.txt", old.s);
+    char *warned;
+    assert_int_equal(load_capturing(oldpath, &back, &warned), 0);
+    assert_non_null(strstr(warned, "3 ranking coefficients missing"));
+    assert_non_null(strstr(warned, "counted as 0"));
+    assert_null(strstr(strstr(warned, "warning") + 1, "warning"));   /* one warning */
+    const cm_section *a = &m.sections[0], *b = &back.sections[0];
+    for (int j = 0; j < cm_nfeatures(); j++) {
+        const char *n = cm_feature_name(j);
+        if (!strncmp(n, "tile_idle_", 10) || !strcmp(n, "reorder")) assert_true(b->ranker.coef[j] == 0);
+        else assert_true(b->ranker.coef[j] == a->ranker.coef[j]);
+    }
+    free(warned);
+    cm_model_free(&back);
+    /* the committed H100 model (format 2, before the size features) loads the same way */
+    assert_int_equal(load_capturing("results/h100/costmodel.txt", &back, &warned), 0);
+    assert_non_null(strstr(warned, "tile_idle_dim_out"));
+    assert_true(back.nsections >= 6);
+    assert_true(back.sections[0].ranker.coef[feature_index("tile_idle_head_dim")] == 0);
+    free(warned);
+    cm_model_free(&back);
+    rg_str_free(&old);
+    free(text), free(oldpath), free(path);
+    cm_model_free(&m);
+    cm_set_free(&s);
+    tu_rm_tree(dir);
+}
+
+/* Dims and heads reach the features: log dims and heads with every config bit, and the idle
+ * share of a GEMM tile wider than the product (full width or one head's). */
+static void test_size_features(void **state)
+{
+    (void)state;
+    cm_problem p = problem("synthetic", 0.5, 5, 8);
+    cm_counts k = {1e9, 1e8, 0, 10, {4, 4, 2}};
+    cg_config c;
+    cfg_default(&c);
+    double *x = calloc((size_t)cm_nfeatures(), sizeof *x);
+    int out = feature_index("tile_idle_dim_out"), head = feature_index("tile_idle_head_dim");
+    int t16 = feature_index("tile16*log_dim_out"), h16 = feature_index("tile16*log_heads");
+    struct { int dim, heads, tile; double out, head; } cases[] = {
+        {64, 1, 64, 0, 0}, {16, 1, 64, 2, 2}, {16, 1, 16, 0, 0}, {128, 4, 64, 0, 1}, {128, 4, 32, 0, 0},
+        {256, 8, 64, 0, 1}, {16, 8, 16, 0, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        p.dim_in = p.dim_out = cases[i].dim;
+        p.heads = cases[i].heads;
+        c.tile = cases[i].tile;
+        cm_features(&p, &c, &k, 0, x);
+        assert_float_equal(x[out], cases[i].out, 1e-12);
+        assert_float_equal(x[head], cases[i].head, 1e-12);
+        assert_float_equal(x[t16], c.tile == 16 ? log(cases[i].dim) : 0, 1e-12);
+        assert_float_equal(x[h16], c.tile == 16 ? log(cases[i].heads) : 0, 1e-12);
+    }
+    free(x);
+}
+
 static void test_model_file_errors(void **state)
 {
     (void)state;
@@ -632,9 +735,9 @@ static void test_model_file_errors(void **state)
     expect_load_error(dir, edited, "unknown key 'ranking.Xambda'");
     free(edited);
     edited = rg_xstrdup(good.s);
-    at = strstr(edited, "ranking.coef.reorder =");
+    at = strstr(edited, "ranking.level_shift =");
     memcpy(at, "#", 1);
-    expect_load_error(dir, edited, "lacks ranking.coef.reorder");
+    expect_load_error(dir, edited, "lacks ranking.level_shift");
     free(edited);
     /* a file without any coefficient of one config feature predates its key: loaded, that
      * feature's coefficients 0, the others as written */
@@ -935,6 +1038,8 @@ int main(void)
         cmocka_unit_test(test_lodo_needs_two_datasets),
         cmocka_unit_test(test_model_file_round_trip),
         cmocka_unit_test(test_model_file_errors),
+        cmocka_unit_test(test_model_file_with_missing_coefficients),
+        cmocka_unit_test(test_size_features),
         cmocka_unit_test(test_spearman_known),
         cmocka_unit_test(test_score_ranking),
         cmocka_unit_test(test_count_variants),

@@ -6,10 +6,13 @@
 #include "codegen/ref.h"
 #include "measure/validate.h"
 #include "datasets/loaders.h"
+#include "datasets/dataset.h"
+#include "codegen/pipeline.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 /* ------------------------------------------------------------------ builders */
 
@@ -376,6 +379,83 @@ static void test_dense_kernels_against_naive(void **state)
     hg_free(g);
 }
 
+/* One shape of test_products_at_model_sizes: typed products at dims D with H heads, against
+ * naive loops. Covers per-head edge linears (forward, transposed into a scatter), full-width
+ * node linears and weight gradients from edges and nodes, with panel and row remainders. */
+static void check_products(const hg_graph *g, int D, int H)
+{
+    int d = D / H;
+    ir_program *p = irb_new_prog("sizes");
+    int h = irb_node_var(p, "h", H, d, IR_ROLE_INPUT, 0);
+    int hf = irb_node_var(p, "hf", 1, D, IR_ROLE_INPUT, 0);
+    int We = weight_var(p, "We", IR_WIDX_ETYPE, H, d, d, IR_ROLE_PARAM);
+    int Wn = weight_var(p, "Wn", IR_WIDX_NTYPE, 1, D, D, IR_ROLE_PARAM);
+    int y = edge_var(p, "y", H, d, 0, IR_ROLE_TEMP, 0);
+    int yn = irb_node_var(p, "yn", 1, D, IR_ROLE_TEMP, 0);
+    int dx = irb_node_var(p, "dx", H, d, IR_ROLE_TEMP, 1);
+    int dWe = weight_var(p, "dWe", IR_WIDX_ETYPE, H, d, d, IR_ROLE_TEMP);
+    p->vars[dWe].zero_init = 1;
+    int dWn = weight_var(p, "dWn", IR_WIDX_NTYPE, 1, D, D, IR_ROLE_OUTPUT);
+    p->vars[dWn].zero_init = 1;
+    p->output = dWn;
+    S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(y, IR_ACC_ROW), 0, O(h, IR_ACC_SRC), O(We, IR_ACC_ETYPE));
+    S2(p, IR_OP_LINEAR, IR_DOM_NODE, O(yn, IR_ACC_ROW), 0, O(hf, IR_ACC_ROW), O(Wn, IR_ACC_NTYPE));
+    int t = S2(p, IR_OP_LINEAR, IR_DOM_EDGE, O(dx, IR_ACC_DST), 1, O(y, IR_ACC_ROW), O(We, IR_ACC_ETYPE));
+    p->stmts[t].transpose_w = 1;
+    S2(p, IR_OP_WGRAD, IR_DOM_EDGE, O(dWe, IR_ACC_ETYPE), 1, O(h, IR_ACC_SRC), O(y, IR_ACC_ROW));
+    S2(p, IR_OP_WGRAD, IR_DOM_NODE, O(dWn, IR_ACC_NTYPE), 1, O(hf, IR_ACC_ROW), O(yn, IR_ACC_ROW));
+    rg_err err;
+    if (ir_verify(p, &err)) fail_msg("dims %d heads %d: %s", D, H, err.msg);
+    ref_exec *x = run_prog(p, g, 2);
+    const double *vh = ref_values(x, h), *vf = ref_values(x, hf), *vwe = ref_values(x, We), *vwn = ref_values(x, Wn);
+    int64_t E = g->num_edges, N = g->num_nodes, R = g->num_etypes, T = g->num_ntypes;
+    double *wy = calloc((size_t)E * D, 8), *wyn = calloc((size_t)N * D, 8), *wdx = calloc((size_t)N * D, 8);
+    double *wdWe = calloc((size_t)R * H * d * d, 8), *wdWn = calloc((size_t)T * D * D, 8);
+    for (int64_t e = 0; e < E; e++) {
+        int64_t r = g->etype[e], s = g->src[e], v = g->dst[e];
+        for (int q = 0; q < H; q++) {
+            const double *w = vwe + (r * H + q) * d * d, *xs = vh + (s * H + q) * d;
+            double *ye = wy + (e * H + q) * d;
+            for (int j = 0; j < d; j++)
+                for (int k = 0; k < d; k++) ye[j] += xs[k] * w[k * d + j];
+            for (int k = 0; k < d; k++)
+                for (int j = 0; j < d; j++) {
+                    wdx[(v * H + q) * d + k] += ye[j] * w[k * d + j];
+                    wdWe[((r * H + q) * d + k) * d + j] += xs[k] * ye[j];
+                }
+        }
+    }
+    for (int64_t n = 0; n < N; n++) {
+        int64_t tt = ntype_of(g, (int32_t)n);
+        for (int j = 0; j < D; j++)
+            for (int k = 0; k < D; k++) wyn[n * D + j] += vf[n * D + k] * vwn[(tt * D + k) * D + j];
+        for (int k = 0; k < D; k++)
+            for (int j = 0; j < D; j++) wdWn[(tt * D + k) * D + j] += vf[n * D + k] * wyn[n * D + j];
+    }
+    assert_close(wy, ref_values(x, y), E * D);
+    assert_close(wyn, ref_values(x, yn), N * D);
+    /* sums in another order (and weight gradients per thread): relative to the whole */
+    assert_true(xv_rel_l2(wdx, ref_values(x, dx), N * D) < 1e-13);
+    assert_true(xv_rel_l2(wdWe, ref_values(x, dWe), R * H * d * d) < 1e-13);
+    assert_true(xv_rel_l2(wdWn, ref_values(x, dWn), T * D * D) < 1e-13);
+    free(wy); free(wyn); free(wdx); free(wdWe); free(wdWn);
+    ref_free(x);
+    ir_free(p);
+}
+
+/* The packed products at the sizes the nightly plan sweeps (dims 16 to 256, heads 1, 4, 8)
+ * and at widths that leave partial panels (24 / 4 = 6, 200 / 8 = 25). */
+static void test_products_at_model_sizes(void **state)
+{
+    (void)state;
+    rg_err err;
+    hg_graph *g = synth_generate("nodes=200,edges=1500,ntypes=3,etypes=5,ratio=0.2,seed=9", &err);
+    if (!g) fail_msg("synth: %s", err.msg);
+    static const int shapes[][2] = {{16, 1}, {16, 8}, {24, 4}, {64, 1}, {64, 8}, {128, 4}, {200, 8}, {256, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_products(g, shapes[i][0], shapes[i][1]);
+    hg_free(g);
+}
+
 /* DOM_TYPE weight products: W[r] * w[r] (reordering's weight-vector product), a node-typed
  * matrix times a per-relation per-head matrix with column split, and their gradient forms. */
 static void test_weight_products(void **state)
@@ -706,15 +786,58 @@ static int bench_ref(int argc, char **argv)
     return 0;
 }
 
+static double cpu_seconds(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+           1e-6 * (double)u.ru_stime.tv_usec;
+}
+
+/* `test_ref --bench-sweep-ref MODEL DATASET TASK DIMS [HEADS] [DATA_DIR]`: the reference a sweep
+ * builds once per problem (xv_reference_new: forward, backward and any near-kink
+ * alternatives), with wall and process CPU time: on a loaded machine the CPU time is the
+ * steadier of the two. Not a timed test. */
+static int bench_sweep_ref(int argc, char **argv)
+{
+    if (argc < 6) {
+        fprintf(stderr, "usage: test_ref --bench-sweep-ref MODEL DATASET TASK DIMS [HEADS] [DATA_DIR]\n");
+        return 2;
+    }
+    int dim = atoi(argv[5]), heads = argc > 6 ? atoi(argv[6]) : 1;
+    ds_options dso = {.data_dir = argc > 7 ? argv[7] : "../shared/datasets"};
+    rg_err err;
+    hg_graph *g = ds_open(argv[3], &dso, &err);
+    if (!g) {
+        fprintf(stderr, "bench-sweep-ref: %s\n", err.msg);
+        return 1;
+    }
+    pl_problem pp = {.model = argv[2], .task = argv[4], .dims = {dim, dim, heads}};
+    double w0 = rg_now(), c0 = cpu_seconds();
+    xv_reference *r = xv_reference_new(&pp, g, &err);
+    if (!r) {
+        fprintf(stderr, "bench-sweep-ref: %s\n", err.msg);
+        return 1;
+    }
+    printf("%s %s on %s dims %d heads %d, %d threads: %.2f s wall, %.2f s CPU, peak RSS %ld MB\n", argv[2],
+           argv[4], argv[3], dim, heads, ref_nthreads(xv_reference_exec(r)), rg_now() - w0, cpu_seconds() - c0,
+           rg_peak_rss_kb() / 1024);
+    xv_reference_free(r);
+    hg_free(g);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && !strcmp(argv[1], "--bench-ref")) return bench_ref(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "--bench-sweep-ref")) return bench_sweep_ref(argc, argv);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear_compact_and_aggregation),
         cmocka_unit_test(test_edge_softmax_attention),
         cmocka_unit_test(test_heads_broadcast_and_sums),
         cmocka_unit_test(test_gradient_statements),
         cmocka_unit_test(test_dense_kernels_against_naive),
+        cmocka_unit_test(test_products_at_model_sizes),
         cmocka_unit_test(test_weight_products),
         cmocka_unit_test(test_nll),
         cmocka_unit_test(test_threads_agree_on_a_synth_graph),

@@ -651,6 +651,82 @@ static void test_plan_parsing(void **state)
     free(bad), free(bad2), free(good), free(plan);
 }
 
+/* Heads that do not divide a dims, and heads above 1 for a model without heads (RGCN), leave
+ * those jobs out and are named; every other combination is a job exactly once. */
+static void test_plan_skips_heads_and_says_so(void **state)
+{
+    fixture *f = *state;
+    xp_plan *plan = malloc(sizeof *plan);
+    rg_err err;
+    char *path = tu_write_file(f->dir, "sizes.plan", "models: rgcn rgat\ndatasets: aifb\ndims: 16 20 64\n"
+                                                     "heads: 1 4 8\nbudget: 12\n");
+    assert_int_equal(xp_load(path, plan, &err), 0);
+    assert_int_equal(plan->budget, 12);
+    /* rgcn: heads 1 at 3 dims; rgat: heads 1 at 3 dims, 4 at 3 (20 / 4 = 5), 8 at 2 (not 20) */
+    assert_int_equal(xp_count(plan), 3 + 3 + 3 + 2);
+    int seen[2][3][3] = {{{0}}};
+    static const int dims[] = {16, 20, 64}, heads[] = {1, 4, 8};
+    for (int k = 0; k < xp_count(plan); k++) {
+        xb_problem p;
+        xp_job(plan, k, &p);
+        int m = !strcmp(p.model, "rgat"), d = 0, h = 0;
+        while (dims[d] != p.dim_out) d++;
+        while (heads[h] != p.heads) h++;
+        assert_int_equal(p.dim_out % p.heads, 0);
+        assert_true(m || p.heads == 1);
+        seen[m][d][h]++;
+    }
+    for (int d = 0; d < 3; d++)
+        for (int h = 0; h < 3; h++) {
+            assert_int_equal(seen[0][d][h], h == 0);
+            assert_int_equal(seen[1][d][h], dims[d] % heads[h] == 0);
+        }
+    char *out = tu_tmpdir(), *log = rg_xasprintf("%s/skipped.txt", out);
+    FILE *fp = fopen(log, "w");
+    xp_print_skipped(plan, fp);
+    fclose(fp);
+    char *text = tu_read_file(log, NULL);
+    assert_non_null(strstr(text, "heads 8 does not divide dims 20,20: 2 jobs skipped"));
+    assert_non_null(strstr(text, "rgcn has no heads: heads 4 would repeat heads 1: 3 jobs skipped"));
+    assert_non_null(strstr(text, "rgcn has no heads: heads 8 would repeat heads 1: 2 jobs skipped"));
+    assert_null(strstr(text, "rgat has no heads"));
+    char *none = tu_write_file(f->dir, "none.plan", "models: rgat\ndatasets: aifb\ndims: 20\nheads: 8\n");
+    assert_int_equal(xp_load(none, plan, &err), -1);
+    assert_non_null(strstr(err.msg, "every job is skipped"));
+    char *twice = tu_write_file(f->dir, "twice.plan", "models: rgat\ndatasets: aifb\nbudget: 3 4\n");
+    assert_int_equal(xp_load(twice, plan, &err), -1);
+    assert_non_null(strstr(err.msg, "twice.plan:3: budget must be one positive number"));
+    free(text), free(log), tu_rm_tree(out), free(none), free(twice), free(path), free(plan);
+}
+
+/* The committed nightly plan sweeps dims 16-256 and heads 1, 4, 8 for the models with heads,
+ * and heads 1 alone for RGCN, on the four shared graphs, both tasks, under a budget. */
+static void test_nightly_plan_covers_every_size(void **state)
+{
+    (void)state;
+    xp_plan *plan = malloc(sizeof *plan);
+    rg_err err;
+    if (xp_load("plans/nightly.txt", plan, &err)) fail_msg("%s", err.msg);
+    assert_true(plan->budget > 0);
+    static const int dims[] = {16, 32, 64, 128, 256}, heads[] = {1, 4, 8};
+    static const char *const models[] = {"rgcn", "rgat", "hgt"};
+    int seen[3][5][3] = {{{0}}};
+    for (int k = 0; k < xp_count(plan); k++) {
+        xb_problem p;
+        xp_job(plan, k, &p);
+        int m = 0, d = 0, h = 0;
+        while (m < 3 && strcmp(models[m], p.model)) m++;
+        while (d < 5 && dims[d] != p.dim_out) d++;
+        while (h < 3 && heads[h] != p.heads) h++;
+        assert_true(m < 3 && d < 5 && h < 3 && p.dim_in == p.dim_out);
+        seen[m][d][h]++;
+    }
+    for (int m = 0; m < 3; m++)
+        for (int d = 0; d < 5; d++)
+            for (int h = 0; h < 3; h++) assert_int_equal(seen[m][d][h], m == 0 && h > 0 ? 0 : 4 * 2);
+    free(plan);
+}
+
 /* Runs a CLI entry point with its output thrown away. */
 static int quietly(int (*fn)(int, char **, xs_gpu_backend_fn), int argc, char **argv)
 {
@@ -1188,6 +1264,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_best_config_json, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compare_finds_a_regression, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plan_parsing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plan_skips_heads_and_says_so, setup, teardown),
+        cmocka_unit_test(test_nightly_plan_covers_every_size),
         cmocka_unit_test_setup_teardown(test_three_shards_cover_the_plan_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cli, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cost_model_orders_the_budget, setup, teardown),
