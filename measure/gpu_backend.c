@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The problem's graph under one node ordering (config key order) and what is built on it. */
+/* The problem's graph under one node ordering (config key relabel) and what is built on it. */
 typedef struct graph_state {
     hg_graph *g;
     xv_reference *ref;     /* built by gpu_prepare_reference */
@@ -408,10 +408,10 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
     if (!c->cur.g && !c->parked[CFG_ORDER_ORIG].g) return rg_errf(err, "measure before prepare");
     rg_err e;
     if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
-    if (use_order(c, cfg->order, &e)) return fail_run(r, &e);
+    if (use_order(c, cfg->relabel, &e)) return fail_run(r, &e);
     if (gpu_prepare_reference(b, err)) return -1;
     /* the ordering's one-time cost, apart from the layer's time */
-    if (cfg->order != CFG_ORDER_ORIG) add_metric(r, "order_s", "s", c->cur.order_s);
+    if (cfg->relabel != CFG_ORDER_ORIG) add_metric(r, "order_s", "s", c->cur.order_s);
     ir_program *ir = NULL;
     lw_program *lp = NULL;
     if (pl_build(&c->pl, cfg, c->cur.g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);

@@ -155,7 +155,7 @@ static void test_schedule_shows_in_sources(void **state)
 static const char *const mappings[] = {
     "lanes=4,tblock=128",
     "lanes=8,vec=2,tblock=512,lb=on",
-    "lanes=16,vec=4,order=degree",
+    "lanes=16,vec=4,relabel=degree",
     "lanes=32,vec=2,compact=bsearch",
     "trav=node,lanes=8,vec=4,tblock=128",
     "trav=node,lanes=16,vec=2,compact=off,softmax=single",
