@@ -68,8 +68,8 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
 
 /* A built-in space as the text a space file holds, from the key table: "default" has the papers'
  * dimensions (compaction x reordering x tile x coarsening x launch bounds) and the traversal form,
- * and the softmax form, 432 points; "full" adds the W operand in registers and traversals without
- * partial aggregation. */
+ * the softmax form, and traversal mappings and node relabelling, 4608 points; "full" adds the W
+ * operand in registers, traversals without partial aggregation and more mapping values. */
 static char *builtin_text(int full)
 {
     rg_str text = {0};
