@@ -28,6 +28,12 @@ typedef enum cfg_mma {
     CFG_MMA_BF16   /* on tensor cores, operands rounded to bf16, float32 accumulation */
 } cfg_mma;
 
+typedef enum cfg_order {
+    CFG_ORDER_ORIG,    /* node ids as the dataset gives them */
+    CFG_ORDER_DEGREE,  /* within each node type, by descending degree (in + out) */
+    CFG_ORDER_BFS      /* within each node type, breadth-first from the highest-degree node */
+} cfg_order;
+
 /* One member per key of codegen/config_keys.def, where each is described. */
 typedef struct cg_config {
 #define CFG_KEY(field, ctype, ...) ctype field;

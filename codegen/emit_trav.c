@@ -1,14 +1,15 @@
 /* The traversal template emitter: turns a fused group of edgewise / nodewise statements
- * into edge-centric or node-centric CUDA kernels (warp per row, lanes over heads x features). */
+ * into edge-centric or node-centric CUDA kernels (a group of lanes per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
 #include "codegen/vartype.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define WARPS_PER_BLOCK 8
-#define DST_RUN 32   /* edge-centric partial aggregation: positions of the dst-sorted order per warp */
+#define DST_RUN 32   /* edge-centric partial aggregation: positions of the dst-sorted order per row group */
+#define EDGE_CHUNK 32 /* edge-centric: consecutive edges per row group */
 #define NODE_CHUNK 64 /* node-centric: incoming edges per warp before a node is split across warps */
+#define SMEM_MAX 232448 /* dynamic shared memory one block may have on sm_90 (the runtime opts in above 48 KB) */
 
 /* How a kernel walks its rows. Each statement is then evaluated at its own shape: a
  * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
@@ -38,9 +39,19 @@ typedef struct kgen {
     int *wacc_off;                /* per weight: accumulator of the current edge type's slice, or -1 */
     int scr_size;
     int needs_cr;
+    /* thread mapping (cfg lanes, tblock, vec): a row group of L lanes per row, rpb groups per
+     * block; V elements per lane access where a row allows it */
+    int L, rpb, V;
+    int vec_on;                   /* operand_ref may turn an operand into a vector load */
+    int vec_total, vec_dim;       /* ... of this shape (the statement's output row) */
+    int nvec;                     /* vector loads registered for the current statement */
+    rg_str vec_loads;             /* their declarations, emitted before the element loop */
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
+
+/* The barrier of a row group: the whole warp when a row has 32 lanes. */
+static const char *gsync(const kgen *g) { return g->L == 32 ? "__syncwarp()" : "__syncwarp(gmask)"; }
 
 
 static const char *arr(kgen *g, kp_graph_array a)
@@ -105,6 +116,15 @@ static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err
     return rg_errf(err, "bad variable kind");
 }
 
+/* Whether an operand in device memory can be read V elements at a time in the element loop of
+ * the current statement (vec_total, vec_dim): float32, the loop's own shape (element (h, d) is i), and
+ * rows whose width keeps every access aligned to V floats (buffers are cudaMalloc'd). */
+static int vec_operand(const kgen *g, const ir_var *v)
+{
+    return !vt_is_f64(v) && !strcmp(vt_ctype(v), "float") && vt_heads(v) * v->dim == g->vec_total &&
+           v->dim == g->vec_dim && ir_var_row_width(v) % g->V == 0;
+}
+
 /* Reference to element (h, d) of an operand, as an lvalue or rvalue expression. */
 static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char *d, char *out, size_t n,
                        rg_err *err)
@@ -126,6 +146,18 @@ static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char 
     }
     if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
     g->var_used[op->var] = 1;
+    if (g->vec_on && vec_operand(g, v)) {
+        /* V consecutive elements at i0 in one access; the element loop picks element u */
+        static const char *const type[] = {[2] = "float2", [4] = "float4"};
+        int id = g->nvec++;
+        rg_str_printf(&g->vec_loads, "            float vl%d[%d];\n            { const %s q = *(const %s*)&v%d[(size_t)(%s) * %lld + i0];",
+                      id, g->V, type[g->V], type[g->V], op->var, row, (long long)ir_var_row_width(v));
+        static const char comp[4] = {'x', 'y', 'z', 'w'};
+        for (int u = 0; u < g->V; u++) rg_str_printf(&g->vec_loads, " vl%d[%d] = q.%c;", id, u, comp[u]);
+        rg_str_puts(&g->vec_loads, " }\n");
+        snprintf(out, n, "vl%d[u]", id);
+        return 0;
+    }
     snprintf(out, n, "v%d[(size_t)(%s) * %lld + %s]", op->var, row, (long long)ir_var_row_width(v), el);
     return 0;
 }
@@ -225,9 +257,22 @@ static void iter_shape(const kgen *g, const ir_stmt *s, int *H, int *D)
 static void open_elem_loop(kgen *g, const ir_var *out)
 {
     int total = vt_heads(out) * out->dim;
-    rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += 32) {\n"
+    rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += %d) {\n"
                             "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
-                  total, out->dim, out->dim);
+                  total, g->L, out->dim, out->dim);
+}
+
+/* The same loop when operands were turned into vector loads: a lane takes V consecutive
+ * elements at i0, loads each such operand once, then runs the statement per element. */
+static void open_vec_elem_loop(kgen *g, const ir_var *out)
+{
+    int total = vt_heads(out) * out->dim;
+    rg_str_printf(&g->body, "        for (int i0 = lane * %d; i0 < %d; i0 += %d) {\n%s"
+                            "            #pragma unroll\n"
+                            "            for (int u = 0; u < %d; u++) {\n"
+                            "            const int i = i0 + u;\n"
+                            "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
+                  g->V, total, g->L * g->V, g->vec_loads.s, g->V, out->dim, out->dim);
 }
 
 static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
@@ -255,8 +300,19 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         snprintf(dexpr, sizeof dexpr, "d + %d", s->iarg);
         if (operand_ref(g, &s->in[0], "h", dexpr, ra, sizeof ra, err)) return -1;
         snprintf(val, sizeof val, "%s", ra);
-    } else if (elementwise_value(g, s, val, sizeof val, err)) {
-        return -1;
+    } else {
+        int H, D;
+        iter_shape(g, s, &H, &D);
+        /* operands of the output's shape may be loaded V elements at a time */
+        int total = vt_heads(out) * out->dim;
+        g->vec_on = g->V > 1 && vt_heads(out) >= H && out->dim >= D && total % g->V == 0;
+        g->vec_total = total;
+        g->vec_dim = out->dim;
+        g->nvec = 0;
+        rg_str_free(&g->vec_loads);
+        int rc = elementwise_value(g, s, val, sizeof val, err);
+        g->vec_on = 0;
+        if (rc) return -1;
     }
     int H, D;
     iter_shape(g, s, &H, &D);
@@ -265,7 +321,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     if (!concat_like && (Ho < H || Do < D)) {
         /* a narrower output receives the sum over the broadcast axis */
         rg_str_printf(&g->body,
-                      "        for (int i = lane; i < %d; i += 32) {\n"
+                      "        for (int i = lane; i < %d; i += %d) {\n"
                       "            const int h0 = i / %d, d0 = i %% %d;\n"
                       "            double r = 0.0;\n"
                       "            for (int hh = 0; hh < %d; hh++)\n"
@@ -274,16 +330,30 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
                       "                    r += %s;\n"
                       "                }\n"
                       "            { const int h = h0, d = d0; (void)h; (void)d;\n",
-                      Ho * Do, Do, Do, Ho < H ? H : 1, Do < D ? D : 1, Ho < H ? "hh" : "h0", Do < D ? "dd" : "d0", val);
+                      Ho * Do, g->L, Do, Do, Ho < H ? H : 1, Do < D ? D : 1, Ho < H ? "hh" : "h0", Do < D ? "dd" : "d0",
+                      val);
         if (emit_store(g, s, "r", err)) return -1;
         rg_str_puts(&g->body, "            }\n        }\n");
         return 0;
     }
-    open_elem_loop(g, out);
+    int vec = g->nvec > 0;
+    if (vec) open_vec_elem_loop(g, out);
+    else open_elem_loop(g, out);
     rg_str_printf(&g->body, "            const double r = %s;\n", val);
     if (emit_store(g, s, "r", err)) return -1;
-    rg_str_puts(&g->body, "        }\n");
+    rg_str_puts(&g->body, vec ? "            }\n        }\n" : "        }\n");
     return 0;
+}
+
+/* The sum of p over the row group's lanes, every lane getting it. */
+static const char *group_sum(const kgen *g)
+{
+    switch (g->L) {
+    case 32: return "warp_sum(p)";
+    case 16: return "group_sum(p, gmask, 16)";
+    case 8: return "group_sum(p, gmask, 8)";
+    default: RG_ASSERT(g->L == 4); return "group_sum(p, gmask, 4)";
+    }
 }
 
 static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
@@ -304,20 +374,20 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
                       "        {\n"
                       "            double p = 0.0;\n"
                       "            for (int h = 0; h < %d; h++)\n"
-                      "                for (int dd = lane; dd < %d; dd += 32) p = fma((double)%s, (double)%s, p);\n"
-                      "            p = warp_sum(p);\n"
+                      "                for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "            p = %s;\n"
                       "            const int h = 0, d = 0; (void)h; (void)d;\n"
                       "            if (lane == 0) {\n",
-                      H, D, ra, rb);
+                      H, D, g->L, ra, rb, group_sum(g));
     } else {
         rg_str_printf(&g->body,
                       "        for (int h = 0; h < %d; h++) {\n"
                       "            double p = 0.0;\n"
-                      "            for (int dd = lane; dd < %d; dd += 32) p = fma((double)%s, (double)%s, p);\n"
-                      "            p = warp_sum(p);\n"
+                      "            for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "            p = %s;\n"
                       "            const int d = 0; (void)d;\n"
                       "            if (lane == 0) {\n",
-                      vt_heads(out), D, ra, rb);
+                      vt_heads(out), D, g->L, ra, rb, group_sum(g));
     }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
@@ -339,7 +409,7 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
     long long ldx = ir_var_row_width(x), wslice = (long long)vt_heads(w) * K * N;
     const char *welem = s->transpose_w ? "(size_t)nn * K_ + k" : "(size_t)k * N_ + nn";
     rg_str_printf(&g->body,
-                  "        for (int i = lane; i < %d; i += 32) {\n"
+                  "        for (int i = lane; i < %d; i += %d) {\n"
                   "            const int h = i / %d, d = i %% %d; (void)d;\n"
                   "            const int K_ = %d, N_ = %d;\n"
                   "            const int hh = %s, nn = %s;\n"
@@ -347,7 +417,7 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
                   "            double r = 0.0;\n"
                   "            for (int k = 0; k < K_; k++) r = fma((double)xr[k], (double)wr[%s], r);\n",
-                  vt_heads(out) * out->dim, per_head ? out->dim : vt_heads(out) * out->dim,
+                  vt_heads(out) * out->dim, g->L, per_head ? out->dim : vt_heads(out) * out->dim,
                   per_head ? out->dim : vt_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
                   s->in[0].var, xrow, ldx, per_head && vt_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
                   wslice, welem);
@@ -376,18 +446,18 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
             return -1;
         if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE)
             rg_str_printf(&g->body,
-                          "        for (int i = lane; i < %d; i += 32) {\n"
+                          "        for (int i = lane; i < %d; i += %d) {\n"
                           "            const int h = i / %d, d = i %% %d;\n"
                           "            atomicAdd(&scr[%d + %s], (double)(%s) * (double)(%s));\n"
                           "        }\n",
-                          BH * BD, BD, BD, g->wacc_off[s->out.var], wel, dr, xr);
+                          BH * BD, g->L, BD, BD, g->wacc_off[s->out.var], wel, dr, xr);
         else
             rg_str_printf(&g->body,
-                          "        for (int i = lane; i < %d; i += 32) {\n"
+                          "        for (int i = lane; i < %d; i += %d) {\n"
                           "            const int h = i / %d, d = i %% %d;\n"
                           "            atomicAdd(&v%d[(size_t)(%s) * %d + %s], %s * %s);\n"
                           "        }\n",
-                          BH * BD, BD, BD, s->out.var, wrow, H * w->dim, wel, dr, xr);
+                          BH * BD, g->L, BD, BD, s->out.var, wrow, H * w->dim, wel, dr, xr);
         return 0;
     }
     int K = w->rows_dim, N = w->dim;
@@ -408,11 +478,11 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
             return -1;
     }
     rg_str_printf(&g->body,
-                  "        for (int i = lane; i < %d; i += 32) {\n"
+                  "        for (int i = lane; i < %d; i += %d) {\n"
                   "            const int h = i / %d, k = (i / %d) %% %d, c = i %% %d; (void)h;\n"
                   "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s * %s);\n"
                   "        }\n",
-                  H * K * N, K * N, N, K, N, s->out.var, wrow, H * K * N, xr, dr);
+                  H * K * N, g->L, K * N, N, K, N, s->out.var, wrow, H * K * N, xr, dr);
     return 0;
 }
 
@@ -428,7 +498,7 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
     default: rc = emit_elementwise(g, s, err); break;
     }
     if (rc) return -1;
-    rg_str_puts(&g->body, "        __syncwarp();\n");
+    rg_str_printf(&g->body, "        %s;\n", gsync(g));
     return 0;
 }
 
@@ -504,11 +574,11 @@ static void emit_zero_row_scratch(kgen *g)
     int any = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->scr_off[v] < 0 || !V(g, v)->zero_init) continue;
-        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
-                      (long long)ir_var_row_width(V(g, v)), g->scr_off[v]);
+        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
+                      (long long)ir_var_row_width(V(g, v)), g->L, g->scr_off[v]);
         any = 1;
     }
-    if (any) rg_str_puts(&g->body, "        __syncwarp();\n");
+    if (any) rg_str_printf(&g->body, "        %s;\n", gsync(g));
 }
 
 static void emit_row_context(kgen *g, const cg_config *cfg)
@@ -537,7 +607,7 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
         if (g->acc_off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
         if (!g->mat[v] && !reset) continue;
-        rg_str_printf(b, "        for (int i = lane; i < %d; i += 32) {\n", w);
+        rg_str_printf(b, "        for (int i = lane; i < %d; i += %d) {\n", w, g->L);
         if (g->mat[v]) {
             g->var_used[v] = g->var_written[v] = 1;
             char dst[128];
@@ -553,7 +623,7 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
         if (reset) rg_str_printf(b, "            scr[%d + i] = 0.0;\n", g->acc_off[v]);
         rg_str_puts(b, "        }\n");
     }
-    rg_str_puts(b, "        __syncwarp();\n");
+    rg_str_printf(b, "        %s;\n", gsync(g));
 }
 
 /* Adds the weight-gradient partial sums of edge type `tvar` and clears them. */
@@ -564,13 +634,13 @@ static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
         int w = (int)ir_var_row_width(V(g, v));
         g->var_used[v] = g->var_written[v] = 1;
         rg_str_printf(b,
-                      "        for (int i = lane; i < %d; i += 32) {\n"
+                      "        for (int i = lane; i < %d; i += %d) {\n"
                       "            atomicAdd(&v%d[(size_t)(%s) * %d + i], scr[%d + i]);\n"
                       "            scr[%d + i] = 0.0;\n"
                       "        }\n",
-                      w, v, tvar, w, g->wacc_off[v], g->wacc_off[v]);
+                      w, g->L, v, tvar, w, g->wacc_off[v], g->wacc_off[v]);
     }
-    rg_str_puts(b, "        __syncwarp();\n");
+    rg_str_printf(b, "        %s;\n", gsync(g));
 }
 
 static int has_wacc(const kgen *g)
@@ -584,13 +654,13 @@ static void emit_zero_acc(kgen *g)
 {
     for (int v = 0; v < g->ir->nvars; v++)
         if (g->wacc_off[v] >= 0)
-            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
-                          (long long)ir_var_row_width(V(g, v)), g->wacc_off[v]);
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
+                          (long long)ir_var_row_width(V(g, v)), g->L, g->wacc_off[v]);
     for (int v = 0; v < g->ir->nvars; v++)
         if (g->acc_off[v] >= 0)
-            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += 32) scr[%d + i] = 0.0;\n",
-                          (long long)ir_var_row_width(V(g, v)), g->acc_off[v]);
-    rg_str_puts(&g->body, "    __syncwarp();\n");
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
+                          (long long)ir_var_row_width(V(g, v)), g->L, g->acc_off[v]);
+    rg_str_printf(&g->body, "    %s;\n", gsync(g));
 }
 
 static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_err *err)
@@ -611,20 +681,27 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
     return rc;
 }
 
-/* A warp walks positions [q_begin_var, q_end_var) of an edge order (edge ids, or the
- * dst-sorted in_eid), 32 at a time: each lane fetches one edge's ids in parallel, then the
- * warp runs the statements for each edge in turn, ids broadcast by shuffles. This takes
+/* Broadcast of `var` from lane j of the row group into `out`. */
+static void emit_bcast(const kgen *g, rg_str *b, const char *var)
+{
+    if (g->L == 32) rg_str_printf(b, "__shfl_sync(0xffffffffu, %s, j)", var);
+    else rg_str_printf(b, "__shfl_sync(gmask, %s, j, %d)", var, g->L);
+}
+
+/* A row group walks positions [q_begin_var, q_end_var) of an edge order (edge ids, or the
+ * dst-sorted in_eid), L at a time: each lane fetches one edge's ids in parallel, then the
+ * group runs the statements for each edge in turn, ids broadcast by shuffles. This takes
  * the chain of dependent index loads off every edge's critical path. */
 static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
                            const char *per_edge_prefix, const char *body)
 {
     rg_str *b = &g->body;
     rg_str_printf(b,
-                  "    for (int qb = %s; qb < %s; qb += 32) {\n"
+                  "    for (int qb = %s; qb < %s; qb += %d) {\n"
                   "        const int ql = qb + lane;\n"
                   "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n"
                   "        if (ql < %s) {\n",
-                  qb_var, qe_var, qe_var);
+                  qb_var, qe_var, g->L, qe_var);
     if (dst_order) rg_str_printf(b, "            e_l = %s[ql];\n", arr(g, KG_IN_EID));
     else rg_str_puts(b, "            e_l = ql;\n");
     rg_str_printf(b, "            sn_l = %s[e_l]; t_l = %s[e_l];\n", arr(g, KG_SRC), arr(g, KG_ETYPE));
@@ -638,14 +715,28 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
     }
     rg_str_printf(b,
                   "        }\n"
-                  "        const int cnt = min(32, %s - qb);\n"
+                  "        const int cnt = min(%d, %s - qb);\n"
                   "        for (int j = 0; j < cnt; j++) {\n"
-                  "            const int e = __shfl_sync(0xffffffffu, e_l, j), sn = __shfl_sync(0xffffffffu, sn_l, j);\n"
-                  "            const int t = __shfl_sync(0xffffffffu, t_l, j); (void)e; (void)sn; (void)t;\n",
-                  qe_var);
-    if (fixed_dn) rg_str_printf(b, "            const int dn = %s; (void)dn;\n", fixed_dn);
-    else rg_str_puts(b, "            const int dn = __shfl_sync(0xffffffffu, dn_l, j); (void)dn;\n");
-    if (g->needs_cr) rg_str_puts(b, "            const int cr = __shfl_sync(0xffffffffu, cr_l, j);\n");
+                  "            const int e = ",
+                  g->L, qe_var);
+    emit_bcast(g, b, "e_l");
+    rg_str_puts(b, ", sn = ");
+    emit_bcast(g, b, "sn_l");
+    rg_str_puts(b, ";\n            const int t = ");
+    emit_bcast(g, b, "t_l");
+    rg_str_puts(b, "; (void)e; (void)sn; (void)t;\n");
+    if (fixed_dn) {
+        rg_str_printf(b, "            const int dn = %s; (void)dn;\n", fixed_dn);
+    } else {
+        rg_str_puts(b, "            const int dn = ");
+        emit_bcast(g, b, "dn_l");
+        rg_str_puts(b, "; (void)dn;\n");
+    }
+    if (g->needs_cr) {
+        rg_str_puts(b, "            const int cr = ");
+        emit_bcast(g, b, "cr_l");
+        rg_str_puts(b, ";\n");
+    }
     if (per_edge_prefix) rg_str_puts(b, per_edge_prefix);
     emit_zero_row_scratch(g);
     rg_str_puts(b, body);
@@ -679,15 +770,16 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     const char *tpre = wacc ? tprefix.s : NULL;
     switch (g->f) {
     case FORM_EDGE:
-        rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * 32;\n    if (q0 >= num_rows) return;\n"
-                         "    const int q_end = min(q0 + 32, num_rows);\n    int tcur = -1; (void)tcur;\n", WARPS_PER_BLOCK);
+        rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
+                         "    const int q_end = min(q0 + %d, num_rows);\n    int tcur = -1; (void)tcur;\n", g->rpb,
+                      EDGE_CHUNK, EDGE_CHUNK);
         emit_zero_acc(g);
         emit_edge_loop(g, "q0", "q_end", 0, NULL, tpre, body0);
         break;
     case FORM_EDGE_DSTRUN: {
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
                          "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)tcur;\n",
-                      WARPS_PER_BLOCK, DST_RUN, DST_RUN);
+                      g->rpb, DST_RUN, DST_RUN);
         emit_zero_acc(g);
         rg_str prefix = {0};
         rg_str_puts(&prefix, "            if (dn != cur) {\n                if (cur >= 0) {\n");
@@ -708,17 +800,17 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
                           "    const int n = tile_type[tile];\n    const int q_begin = tile_row0[tile];\n"
                           "    const int q_end = min(%s[n + 1], q_begin + %d);\n"
                           "    const int whole = q_begin == %s[n] && q_end == %s[n + 1];\n",
-                          WARPS_PER_BLOCK, arr(g, KG_IN_PTR), NODE_CHUNK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
+                          g->rpb, arr(g, KG_IN_PTR), NODE_CHUNK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
         } else {
             rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n"
                              "    const int q_begin = %s[n], q_end = %s[n + 1];\n",
-                          WARPS_PER_BLOCK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
+                          g->rpb, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
         }
         rg_str_puts(b, "    int tcur = -1; (void)tcur;\n");
         emit_zero_acc(g);
         for (int p = 0; p < np; p++) {
             emit_edge_loop(g, "q_begin", "q_end", 1, "n", tpre, bodies[p].s ? bodies[p].s : "");
-            rg_str_puts(b, "    __syncwarp();\n");
+            rg_str_printf(b, "    %s;\n", gsync(g));
         }
         emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
         break;
@@ -731,10 +823,10 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         rg_str ctxs = g->body;
         g->body = ctx;
         if (g->f == FORM_GLOBAL)
-            rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n", WARPS_PER_BLOCK);
+            rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n", g->rpb);
         else
             rg_str_printf(b, "    const int %s = blockIdx.x * %d + warp;\n    if (%s >= num_rows) return;\n",
-                          row_decl[g->f], WARPS_PER_BLOCK, row_decl[g->f]);
+                          row_decl[g->f], g->rpb, row_decl[g->f]);
         rg_str_printf(b, "    {\n%s%s    }\n", ctxs.s ? ctxs.s : "", body0);
         rg_str_free(&ctxs);
         break;
@@ -764,7 +856,7 @@ static kp_size rows_size(form f)
 static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, int split)
 {
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
-    if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", 32 * WARPS_PER_BLOCK);
+    if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", g->cfg->tblock);
     rg_str_printf(src, "%s(int num_rows", k->name);
     if (split) {
         /* rows are tiles of incoming edges: num_rows is the tile count */
@@ -790,19 +882,23 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         kp_add_param(k, KP_GRAPH, a, 0, name);
     }
     /* per-row temporaries and accumulators live in double: see vt_is_f64 */
-    rg_str_printf(src, ")\n{\n    extern __shared__ double smem[];\n"
-                       "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-                       "    double* scr = smem + warp * %d; (void)scr;\n%s}\n",
-                  g->scr_size > 0 ? g->scr_size : 1, g->body.s);
+    rg_str_puts(src, ")\n{\n    extern __shared__ double smem[];\n");
+    if (g->L == 32)
+        rg_str_puts(src, "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n");
+    else   /* `warp` is the row group; gmask its lanes within the warp */
+        rg_str_printf(src, "    const int warp = threadIdx.x / %d, lane = threadIdx.x %% %d;  /* row group of %d lanes */\n"
+                           "    const unsigned gmask = (0xffffffffu >> %d) << (threadIdx.x & %d); (void)gmask;\n",
+                      g->L, g->L, g->L, 32 - g->L, 32 - g->L);
+    rg_str_printf(src, "    double* scr = smem + warp * %d; (void)scr;\n%s}\n", g->scr_size > 0 ? g->scr_size : 1,
+                  g->body.s);
     k->grid_kind = g->f == FORM_GLOBAL ? KGRID_FIXED : split ? KGRID_TILES : KGRID_ROWS;
     k->grid_x_fixed = 1;
     k->grid_rows_size = rows_size(g->f);
     k->tile_rowset = KR_IN_EDGES;
     k->tile_rows = NODE_CHUNK;
-    k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? WARPS_PER_BLOCK * DST_RUN
-                        : g->f == FORM_EDGE ? WARPS_PER_BLOCK * 32 : WARPS_PER_BLOCK;
-    k->block_x = 32 * WARPS_PER_BLOCK;
-    k->shmem_bytes = WARPS_PER_BLOCK * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(double);
+    k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? g->rpb * DST_RUN : g->f == FORM_EDGE ? g->rpb * EDGE_CHUNK : g->rpb;
+    k->block_x = g->cfg->tblock;
+    k->shmem_bytes = g->rpb * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(double);
 }
 
 static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const int *mat, form f)
@@ -812,6 +908,10 @@ static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const
     g->cfg = cfg;
     g->mat = mat;
     g->f = f;
+    g->L = cfg->lanes;
+    g->rpb = cfg->tblock / cfg->lanes;
+    g->V = cfg->vec;
+    RG_ASSERT(g->L >= 4 && g->L <= 32 && (g->L & (g->L - 1)) == 0 && g->rpb >= 1 && cfg->tblock % 32 == 0);
     g->var_used = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->var_written = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->scr_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
@@ -828,6 +928,7 @@ static void kgen_free(kgen *g)
     free(g->acc_off);
     free(g->wacc_off);
     rg_str_free(&g->body);
+    rg_str_free(&g->vec_loads);
 }
 
 static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg, form f,
@@ -843,7 +944,11 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     }
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;
-    int rc = emit_rows(&g, tr, phases, phase, nphases, split, err);
+    long long smem = (long long)g.rpb * (g.scr_size > 0 ? g.scr_size : 1) * (long long)sizeof(double);
+    int rc = smem > SMEM_MAX ? rg_errf(err, "invalid: tblock=%d with lanes=%d runs %d rows per block, each with %d "
+                                            "doubles of shared scratch: %lld bytes, over the %d a block may have",
+                                       cfg->tblock, cfg->lanes, g.rpb, g.scr_size, smem, SMEM_MAX)
+                             : emit_rows(&g, tr, phases, phase, nphases, split, err);
     if (rc == 0) {
         kp_kernel *k = kp_add_kernel(plan);
         snprintf(k->name, sizeof k->name, "%s", name);
@@ -884,4 +989,23 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
     free(phases);
     if (rc) rg_err_prefix(err, "cannot emit %s", name);
     return rc;
+}
+
+int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)
+{
+    if (cfg->vec == 1) return 1;
+    int widest = dims->in_dim > dims->out_dim ? dims->in_dim : dims->out_dim;
+    if (dims->in_dim % cfg->vec && dims->out_dim % cfg->vec) {
+        rg_errf(err, "vec=%d does not apply: no feature row of this problem (widths %d and %d) is a multiple of %d "
+                     "floats, so every access would stay scalar, as with vec=1", cfg->vec, dims->in_dim, dims->out_dim,
+                cfg->vec);
+        return 0;
+    }
+    if (cfg->lanes * cfg->vec > widest) {
+        rg_errf(err, "vec=%d does not apply with lanes=%d: a row group steps over %d elements, more than the widest "
+                     "feature row (%d), so lanes idle on every row; fewer lanes make the same vector accesses",
+                cfg->vec, cfg->lanes, cfg->lanes * cfg->vec, widest);
+        return 0;
+    }
+    return 1;
 }

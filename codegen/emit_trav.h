@@ -19,4 +19,9 @@ int et_phases(const ir_program *ir, const lw_trav *tr, int *phases);
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err);
 
+/* Whether the traversal thread mapping (vec with lanes) applies to a problem of these feature
+ * sizes: 0 with the reason when a vector width could vectorize no feature row, or when the row
+ * group's step is wider than every row (the point duplicates one with fewer lanes). */
+int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err);
+
 #endif

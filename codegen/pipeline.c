@@ -1,6 +1,7 @@
 /* The path from a model name to a variant's programs: parse, apply the passes a config
  * selects, append the backward program for training, and lower to template instances. */
 #include "codegen/pipeline.h"
+#include "codegen/emit_trav.h"
 #include "codegen/model.h"
 
 #include <string.h>
@@ -25,6 +26,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
 {
     *ir_out = NULL;
     *lp_out = NULL;
+    if (!et_mapping_applies(cfg, &p->dims, err)) return PL_INAPPLICABLE;
     rr_stats rs;
     int inapplicable = 0;
     if (g) rr_stats_from_graph(&rs, g, g->name);

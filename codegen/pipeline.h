@@ -19,7 +19,8 @@ typedef struct pl_problem {
  * CPU reference runs. */
 ir_program *pl_reference_program(const pl_problem *p, rg_err *err);
 /* pl_build's failure when cfg chooses a pass that does not apply to the model (e.g.
- * softmax=single for a model without edge_softmax): the point is invalid for this model. */
+ * softmax=single for a model without edge_softmax), or a traversal mapping that does not apply
+ * to its feature sizes (et_mapping_applies): the point is invalid for this problem. */
 #define PL_INAPPLICABLE (-2)
 /* The program of one variant (passes chosen by cfg; reordering decided with the graph's
  * sizes, or nominal ones when g is NULL) and its lowering. On failure nothing is returned:

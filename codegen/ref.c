@@ -27,6 +27,7 @@ struct ref_exec {
     const ir_program *p;
     const hg_graph *g;
     uint64_t seed;
+    const int32_t *node_old_of, *edge_old_of;   /* ref_options: rows of data that moved, or NULL */
     int nthreads;
     double **val;          /* [nvars] */
     int64_t *rows, *width; /* [nvars] */
@@ -1380,6 +1381,19 @@ static int label_classes(const ir_program *p, int var)
     return p->dims.out_dim > 0 ? p->dims.out_dim : 1;
 }
 
+/* Rows of a relabelled graph's node or edge data: row r takes the row its node or edge had in
+ * the graph as given (ref_options), so relabelling moves data and changes none of it. */
+static void follow_relabelling(const ref_exec *x, const ir_var *v, double *a, int64_t rows, int64_t width)
+{
+    const int32_t *old_of = v->kind == IR_VAR_NODE ? x->node_old_of
+                            : v->kind == IR_VAR_EDGE && v->layout == IR_LAYOUT_VANILLA ? x->edge_old_of : NULL;
+    if (!old_of) return;
+    double *orig = rg_xmalloc(((size_t)(rows * width) + 1) * sizeof *orig);
+    memcpy(orig, a, (size_t)(rows * width) * sizeof *orig);
+    for (int64_t r = 0; r < rows; r++) memcpy(a + r * width, orig + old_of[r] * width, (size_t)width * sizeof *a);
+    free(orig);
+}
+
 static int fill_var(ref_exec *x, int id, rg_err *err)
 {
     const ir_var *v = &x->p->vars[id];
@@ -1389,6 +1403,7 @@ static int fill_var(ref_exec *x, int id, rg_err *err)
     switch (v->role) {
     case IR_ROLE_INPUT:
         fill_uniform(x, a, n, seed, -1.0, 1.0);
+        follow_relabelling(x, v, a, x->rows[id], x->width[id]);
         return 0;
     case IR_ROLE_PARAM: {
         double fan_in = v->rows_dim > 0 ? v->rows_dim : v->dim, fan_out = v->rows_dim > 0 ? v->dim : 1;
@@ -1401,6 +1416,7 @@ static int fill_var(ref_exec *x, int id, rg_err *err)
         rg_rng r;
         rg_rng_seed(&r, seed);
         for (int64_t i = 0; i < n; i++) a[i] = (double)rg_rng_below(&r, (uint64_t)classes);
+        follow_relabelling(x, v, a, x->rows[id], x->width[id]);
         return 0;
     }
     case IR_ROLE_GRAPH:
@@ -1452,6 +1468,8 @@ ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt
     x->p = p;
     x->g = g;
     x->seed = opt && opt->seed ? opt->seed : 1;
+    x->node_old_of = opt ? opt->node_old_of : NULL;
+    x->edge_old_of = opt ? opt->edge_old_of : NULL;
     x->nthreads = opt && opt->nthreads > 0 ? (opt->nthreads > MAX_THREADS ? MAX_THREADS : opt->nthreads)
                                            : ref_default_threads();
     x->node_ntype = rg_xmalloc(((size_t)g->num_nodes + 1) * sizeof *x->node_ntype);

@@ -64,6 +64,10 @@
 typedef struct ref_options {
     uint64_t seed;      /* 0 means 1 */
     int nthreads;       /* 0: $RGNN_REF_THREADS, else the online CPUs (at most 64) */
+    /* A graph relabelled by a node ordering (datasets/order.h): node n carries the data of node
+     * node_old_of[n] and edge e that of edge edge_old_of[e] of the graph as given, so inputs and
+     * labels follow their nodes and edges. NULL: the identity. */
+    const int32_t *node_old_of, *edge_old_of;
 } ref_options;
 
 typedef struct ref_exec ref_exec;

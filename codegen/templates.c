@@ -1,5 +1,5 @@
 /* Device-side template text shared by every generated kernel: the compact-row binary search,
- * the warp sum and the leaky ReLU helpers, put in front of each kernel that calls them. */
+ * the warp and row-group sums and the leaky ReLU helpers, put in front of each kernel that calls them. */
 #include "codegen/templates.h"
 #include "common/util.h"
 
@@ -30,6 +30,13 @@ static const tpl_helper helpers[] = {
      "static __device__ __forceinline__ double warp_sum(double v)\n"
      "{\n"
      "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+     "    return v;\n"
+     "}\n"},
+    {"group_sum",
+     "/* The sum over a row group: `width` lanes (4, 8 or 16) of one warp, `mask` their bits. */\n"
+     "static __device__ __forceinline__ double group_sum(double v, unsigned mask, int width)\n"
+     "{\n"
+     "    for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, width);\n"
      "    return v;\n"
      "}\n"},
     {"lrelu", "static __device__ __forceinline__ double lrelu(double x, double slope) { return x > 0.0 ? x : slope * x; }\n"},

@@ -1,5 +1,5 @@
 /* Device-side template text shared by every generated kernel: the compact-row binary search,
- * the warp sum and the leaky ReLU helpers, put in front of each kernel that calls them. */
+ * the warp and row-group sums and the leaky ReLU helpers, put in front of each kernel that calls them. */
 #ifndef TPL_TEMPLATES_H
 #define TPL_TEMPLATES_H
 

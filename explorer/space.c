@@ -68,8 +68,9 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
 
 /* A built-in space as the text a space file holds, from the key table: "default" has the papers'
  * dimensions (compaction x reordering x tile x coarsening x launch bounds) and the traversal form,
- * the softmax form and the GEMMs' precision (mma), 1296 points; "full" adds the W operand in
- * registers and traversals without partial aggregation. */
+ * the softmax form, the GEMMs' precision (mma), traversal mappings and node relabelling, 13824
+ * points; "full" adds the W operand in registers, traversals without partial aggregation and
+ * more mapping values. */
 static char *builtin_text(int full)
 {
     rg_str text = {0};
@@ -112,7 +113,9 @@ int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
 {
     long total = 1;
     for (int i = 0; i < s->ndims; i++) total *= s->dims[i].nvals;
-    if (total > 100000) return rg_errf(err, "space %s has %ld points: too many", s->name, total);
+    /* one point is about 100 bytes: a million is what a search samples from, not what a sweep
+     * measures (spaces past 10,000 points are searched under a budget: explore replay) */
+    if (total > 1000000) return rg_errf(err, "space %s has %ld points: too many (at most 1000000)", s->name, total);
     sp_point *p = rg_xcalloc((size_t)total, sizeof *p);
     int idx[SP_MAX_DIMS] = {0};
     for (long k = 0; k < total; k++) {

@@ -48,11 +48,11 @@ int xb_open_problem(const xb_problem *p, pl_problem *pl, hg_graph **g, rg_err *e
     return *g ? 0 : -1;
 }
 
-int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, rg_err *err)
+int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, const ref_options *ro, rg_err *err)
 {
     if (!g) return rg_errf(err, "reference before prepare");
     if (*ref) return 0;
-    *ref = xv_reference_new(pl, g, err);
+    *ref = xv_reference_new_opts(pl, g, ro, err);
     if (*ref) return 0;
     rg_err_prefix(err, "CPU reference of %s on %s", pl->model, g->name);
     return -1;

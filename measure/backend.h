@@ -84,8 +84,8 @@ int xb_result_fail(xb_result *r, rs_status st, const rg_err *e);
  * outlive it): model, canonical task, dims. */
 int xb_open_problem(const xb_problem *p, pl_problem *pl, hg_graph **g, rg_err *err);
 /* Builds *ref, the float64 reference of the opened problem (and its near-kink alternatives)
- * once: nothing when *ref is set already. */
-int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, rg_err *err);
+ * once: nothing when *ref is set already. ro (NULL: defaults) gives a relabelled graph's maps. */
+int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, const ref_options *ro, rg_err *err);
 /* Adds a measurement-level metric (no kernel); NaN and a full table are skipped. */
 void xb_add_metric(xb_result *r, const char *name, const char *unit, double value);
 /* Validates a finished run of variant v (xv_validate at the tolerance of cfg's precision, or

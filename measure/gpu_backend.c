@@ -8,6 +8,7 @@
 #include "codegen/floor.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
+#include "datasets/order.h"
 #include "runtime/ceil.h"
 #include "runtime/exec.h"
 #include "runtime/prof.h"
@@ -20,32 +21,85 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct gpu_ctx {
-    krt_device dev;
-    xb_problem prob;
-    pl_problem pl;
+/* The problem's graph under one node ordering (config key relabel) and what is built on it. */
+typedef struct graph_state {
     hg_graph *g;
-    hg_stats stats;
     xv_reference *ref;     /* built by gpu_prepare_reference */
     kx_graph kg;
     int graph_uploaded;
     kx_staging *stage;     /* the problem's inputs in float32, and the download buffer */
+    int32_t *node_old_of, *edge_old_of;   /* relabelled: where its nodes' and edges' data come from */
+    double order_s;        /* seconds the ordering and relabelling took (0 for the graph as given) */
+} graph_state;
+
+#define NORDERS 3   /* the values of cfg_order */
+
+typedef struct gpu_ctx {
+    krt_device dev;
+    xb_problem prob;
+    pl_problem pl;
+    graph_state cur;       /* the ordering of the variant being measured */
+    cfg_order order;       /* cur's */
+    graph_state parked[NORDERS];   /* the others built so far, by ordering: variants come in any order */
+    hg_stats stats;
     fl_floor floor;        /* the layer's floor on this problem */
     int have_floor;
     void *flush_buf;       /* twice the L2, written before timed runs under --flush-l2 */
     size_t flush_bytes;
 } gpu_ctx;
 
+static void free_state(graph_state *s)
+{
+    xv_reference_free(s->ref);
+    kx_staging_free(s->stage);
+    if (s->graph_uploaded) kx_graph_free(&s->kg);
+    hg_free(s->g);
+    free(s->node_old_of);
+    free(s->edge_old_of);
+    memset(s, 0, sizeof *s);
+}
+
 static void release_problem(gpu_ctx *c)
 {
-    xv_reference_free(c->ref);
-    c->ref = NULL;
-    kx_staging_free(c->stage);
-    c->stage = NULL;
-    if (c->graph_uploaded) kx_graph_free(&c->kg);
-    c->graph_uploaded = 0;
-    hg_free(c->g);
-    c->g = NULL;
+    free_state(&c->cur);
+    for (int i = 0; i < NORDERS; i++) free_state(&c->parked[i]);
+    c->order = CFG_ORDER_ORIG;
+}
+
+/* The graph as given relabelled by an ordering, uploaded: a new current state. */
+static int build_ordered(gpu_ctx *c, const hg_graph *orig, cfg_order order, rg_err *err)
+{
+    static const ord_kind kinds[NORDERS] = {[CFG_ORDER_ORIG] = ORD_ORIG, [CFG_ORDER_DEGREE] = ORD_DEGREE,
+                                            [CFG_ORDER_BFS] = ORD_BFS};
+    graph_state *s = &c->cur;
+    double t0 = rg_now();
+    s->node_old_of = ord_compute(orig, kinds[order]);
+    s->g = ord_relabel(orig, s->node_old_of, &s->edge_old_of);
+    s->order_s = rg_now() - t0;
+    if (kx_graph_upload(s->g, &s->kg, err)) return -1;
+    s->graph_uploaded = 1;
+    s->stage = kx_staging_new();
+    return 0;
+}
+
+/* Makes `order`'s graph the current one, building it on first use. */
+static int use_order(gpu_ctx *c, cfg_order order, rg_err *err)
+{
+    RG_ASSERT((int)order >= 0 && order < NORDERS);
+    if (c->cur.g) {   /* none after a failed build: the graph as given is parked then */
+        if (order == c->order) return 0;
+        c->parked[c->order] = c->cur;
+        memset(&c->cur, 0, sizeof c->cur);
+    }
+    c->order = order;
+    if (c->parked[order].g) {
+        c->cur = c->parked[order];
+        memset(&c->parked[order], 0, sizeof c->parked[order]);
+        return 0;
+    }
+    int rc = build_ordered(c, c->parked[CFG_ORDER_ORIG].g, order, err);
+    if (rc) free_state(&c->cur);   /* the next variant of this ordering tries again */
+    return rc;
 }
 
 static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_err *err)
@@ -53,14 +107,14 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     gpu_ctx *c = b->ctx;
     release_problem(c);
     c->prob = *p;
-    if (xb_open_problem(&c->prob, &c->pl, &c->g, err)) return -1;
-    hg_stats_compute(c->g, &c->stats);
+    if (xb_open_problem(&c->prob, &c->pl, &c->cur.g, err)) return -1;
+    hg_stats_compute(c->cur.g, &c->stats);
     if (stats) *stats = c->stats;
     rg_err ferr;
-    c->have_floor = fl_floor_layer(&c->pl, c->g, &c->floor, &ferr) == 0;
-    if (kx_graph_upload(c->g, &c->kg, err)) return -1;
-    c->graph_uploaded = 1;
-    c->stage = kx_staging_new();
+    c->have_floor = fl_floor_layer(&c->pl, c->cur.g, &c->floor, &ferr) == 0;   /* the same under every ordering */
+    if (kx_graph_upload(c->cur.g, &c->cur.kg, err)) return -1;
+    c->cur.graph_uploaded = 1;
+    c->cur.stage = kx_staging_new();
     return 0;
 }
 
@@ -68,7 +122,8 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
 static int gpu_prepare_reference(xb_backend *b, rg_err *err)
 {
     gpu_ctx *c = b->ctx;
-    return xb_reference(&c->ref, &c->pl, c->g, err);
+    ref_options ro = {.node_old_of = c->cur.node_old_of, .edge_old_of = c->cur.edge_old_of};
+    return xb_reference(&c->cur.ref, &c->pl, c->cur.g, &ro, err);
 }
 
 /* The run's span, whether it started cold, the layer's floor and the device's measured
@@ -145,7 +200,7 @@ static int run_sequence(void *ctx, rg_err *err)
 static void collect_metrics(gpu_ctx *c, const cg_variant *var, const kx_compiled *comp, const kx_buffers *bufs,
                             xb_result *r)
 {
-    seq_run q = {var, comp, bufs, &c->kg};
+    seq_run q = {var, comp, bufs, &c->cur.kg};
     kmet_result m;
     rg_err e;
     int rc = kmet_collect(kmet_default_metrics, kmet_default_count, NULL, run_sequence, &q, &m, &e);
@@ -160,7 +215,7 @@ static void collect_metrics(gpu_ctx *c, const cg_variant *var, const kx_compiled
         return;
     }
     int *order = rg_xmalloc((size_t)(var->plan.nkernels ? var->plan.nkernels : 1) * sizeof *order);
-    int n = kx_launch_order(var, &c->kg, order);
+    int n = kx_launch_order(var, &c->cur.kg, order);
     for (size_t i = 0; i < m.nlaunch_rows && r->nmetrics < XB_MAX_METRICS; i++) {
         const kmet_row *row = &m.launch_rows[i];
         if (row->launch < 0 || row->launch >= n) continue;
@@ -217,7 +272,7 @@ typedef struct device_source {
 static const void *device_values(void *ctx, int var, int64_t *n, int *elem, rg_err *err)
 {
     device_source *d = ctx;
-    return kx_download_staged(d->c->stage, d->ir, d->bufs, &d->c->kg, var, n, elem, err);
+    return kx_download_staged(d->c->cur.stage, d->ir, d->bufs, &d->c->cur.kg, var, n, elem, err);
 }
 
 static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *lp, const cg_config *cfg,
@@ -228,7 +283,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     double t0 = rg_now();
     if (cg_build(ir, lp, cfg, &var, &e)) return xb_result_fail(r, RS_INVALID, &e);
     maybe_inject_fault(cfg, &var);
-    cg_counts_fill(ir, &var, c->g, &r->flops, &r->bytes, &r->atomics, &r->launches);
+    cg_counts_fill(ir, &var, c->cur.g, &r->flops, &r->bytes, &r->atomics, &r->launches);
     kx_compiled comp;
     if (kx_compile(&var.plan, c->dev.sm, opt->compile_threads > 0 ? opt->compile_threads : 8, &comp, &e)) {
         cg_variant_free(&var);
@@ -244,33 +299,33 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         fail_run(r, &e);
         goto done_compiled;
     }
-    mp_status ms = kx_alloc(ir, &var, &c->kg, c->prob.mem_limit, &bufs, &e);
+    mp_status ms = kx_alloc(ir, &var, &c->cur.kg, c->prob.mem_limit, &bufs, &e);
     if (ms != MP_OK) {
         xb_result_fail(r, ms == MP_OOM ? RS_OOM : RS_LAUNCH_ERROR, &e);
         kx_buffers_free(&bufs);
         goto done_compiled;
     }
     r->peak_mem_bytes = (int64_t)kx_peak_bytes(&bufs);
-    vals = xv_input_values(c->ref, ir, &e);
+    vals = xv_input_values(c->cur.ref, ir, &e);
     if (!vals) {
         rc = -1;
         xb_result_fail(r, RS_INVALID, &e);
         goto done_buffers;
     }
-    if (kx_prepare(ir, &var, &bufs, vals, c->stage, &e)) {
+    if (kx_prepare(ir, &var, &bufs, vals, c->cur.stage, &e)) {
         fail_run(r, &e);
         goto done_buffers;
     }
     r->setup_s = rg_now() - t0;
     t0 = rg_now();
-    if (kx_launch_all(&var, &comp, &bufs, &c->kg, &e)) {
+    if (kx_launch_all(&var, &comp, &bufs, &c->cur.kg, &e)) {
         fail_run(r, &e);
         goto done_buffers;
     }
     double t_run = rg_now();
     device_source ds = {c, ir, &bufs};
     xv_source src = {device_values, &ds};
-    int ok = xb_judge_run(c->ref, &c->pl, cfg, ir, lp, &var, &src, vals, opt, r);
+    int ok = xb_judge_run(c->cur.ref, &c->pl, cfg, ir, lp, &var, &src, vals, opt, r);
     r->validate_s = rg_now() - t0;
     double run_ms = 1e3 * (t_run - t0);
     if (!ok) goto done_buffers;
@@ -287,7 +342,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     }
     kx_timing t;
     if ((opt->flush_l2 && flush_buffer(c, &e)) ||
-        kx_time(&var, &comp, &bufs, &c->kg, warmup, repeats, opt->flush_l2 ? c->flush_buf : NULL,
+        kx_time(&var, &comp, &bufs, &c->cur.kg, warmup, repeats, opt->flush_l2 ? c->flush_buf : NULL,
                 opt->flush_l2 ? c->flush_bytes : 0, &t, &e)) {
         fail_run(r, &e);
         goto done_buffers;
@@ -310,8 +365,7 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
 {
     gpu_ctx *c = b->ctx;
     xb_result_init(r);
-    if (!c->g) return rg_errf(err, "measure before prepare");
-    if (gpu_prepare_reference(b, err)) return -1;
+    if (!c->cur.g && !c->parked[CFG_ORDER_ORIG].g) return rg_errf(err, "measure before prepare");
     rg_err e;
     if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
     cg_config one_gpu = *cfg;
@@ -320,9 +374,13 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
         rg_errf(&e, "part= splits relations over several GPUs: it applies to layers run with --ranks N");
         return xb_result_fail(r, RS_INVALID, &e);
     }
+    if (use_order(c, cfg->relabel, &e)) return fail_run(r, &e);
+    if (gpu_prepare_reference(b, err)) return -1;
+    /* the ordering's one-time cost, apart from the layer's time */
+    if (cfg->relabel != CFG_ORDER_ORIG) xb_add_metric(r, "order_s", "s", c->cur.order_s);
     ir_program *ir = NULL;
     lw_program *lp = NULL;
-    if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);
+    if (pl_build(&c->pl, cfg, c->cur.g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);
     measure_variant(c, ir, lp, cfg, opt, r);
     lw_free(lp);
     ir_free(ir);

@@ -42,7 +42,7 @@ static int mgb_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
 static int mgb_prepare_reference(xb_backend *b, rg_err *err)
 {
     mgb_ctx *c = b->ctx;
-    return xb_reference(&c->ref, &c->pl, c->g, err);
+    return xb_reference(&c->ref, &c->pl, c->g, NULL, err);
 }
 
 static const void *layer_values(void *ctx, int var, int64_t *n, int *elem, rg_err *err)
@@ -125,6 +125,10 @@ static int mgb_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
     if (mgb_prepare_reference(b, err)) return -1;
     rg_err e;
     if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
+    if (cfg->relabel != CFG_ORDER_ORIG) {
+        rg_errf(&e, "relabel= is not applied by layers over several GPUs: their ranks run the graph as given");
+        return xb_result_fail(r, RS_INVALID, &e);
+    }
     ir_program *ir = NULL;
     lw_program *lp = NULL;
     if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);

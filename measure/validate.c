@@ -248,6 +248,11 @@ static int prepare_alternatives(xv_reference *r, rg_err *err)
 
 xv_reference *xv_reference_new(const pl_problem *p, const hg_graph *g, rg_err *err)
 {
+    return xv_reference_new_opts(p, g, NULL, err);
+}
+
+xv_reference *xv_reference_new_opts(const pl_problem *p, const hg_graph *g, const ref_options *opt, rg_err *err)
+{
     xv_reference *r = rg_xcalloc(1, sizeof *r);
     r->train = pl_is_train(p->task);
     r->prog = pl_reference_program(p, err);
@@ -256,7 +261,7 @@ xv_reference *xv_reference_new(const pl_problem *p, const hg_graph *g, rg_err *e
         return NULL;
     }
     ref_options ro = {0};
-    r->ref = ref_new(r->prog, g, &ro, err);
+    r->ref = ref_new(r->prog, g, opt ? opt : &ro, err);
     if (!r->ref || ref_run(r->ref, err) || (r->train && prepare_alternatives(r, err))) {
         xv_reference_free(r);
         return NULL;

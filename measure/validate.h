@@ -50,6 +50,8 @@ typedef struct xv_reference xv_reference;
 /* Builds the reference program of p, runs it on g (which must outlive it) and, for
  * training, finds the near-kink rows and computes the alternatives (said on stderr). */
 xv_reference *xv_reference_new(const pl_problem *p, const hg_graph *g, rg_err *err);
+/* The same with the reference's options (a relabelled graph's data maps, ref_options). */
+xv_reference *xv_reference_new_opts(const pl_problem *p, const hg_graph *g, const ref_options *opt, rg_err *err);
 void xv_reference_free(xv_reference *r);
 const ir_program *xv_reference_program(const xv_reference *r);
 ref_exec *xv_reference_exec(xv_reference *r);

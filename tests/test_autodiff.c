@@ -42,7 +42,7 @@ static void add_loss(ir_program *p)
 static void fd_check(const ir_program *p, const hg_graph *g, int samples, double tol)
 {
     rg_err err;
-    ref_options o = {11, 2};
+    ref_options o = {.seed = 11, .nthreads = 2};
     ref_exec *x = ref_new(p, g, &o, &err);
     if (!x) fail_msg("ref_new: %s", err.msg);
     if (ref_run(x, &err) < 0) fail_msg("ref_run: %s", err.msg);
@@ -289,7 +289,7 @@ static void test_gelu_sigmoid(void **state)
     add_loss(p);
 
     rg_err err;
-    ref_options o = {11, 2};
+    ref_options o = {.seed = 11, .nthreads = 2};
     ref_exec *x = ref_new(p, g, &o, &err);
     if (!x) fail_msg("ref_new: %s", err.msg);
     if (ref_run(x, &err) < 0) fail_msg("ref_run: %s", err.msg);

@@ -1,8 +1,10 @@
 /* Tests of the code generator without a GPU: every variant of the default design space,
  * for every model and task, emits sources that NVRTC compiles for sm_90 (a sample for sm_80; points
- * that do not apply to a model, softmax=single for rgcn, must say so and are left out). */
+ * that do not apply to a problem, softmax=single for rgcn or a vector width wider than its rows,
+ * must say so and are left out). */
 #include "tests/testutil.h"
 #include "codegen/codegen.h"
+#include "codegen/emit_trav.h"
 #include "codegen/pipeline.h"
 #include "explorer/space.h"
 #include "runtime/exec.h"
@@ -32,10 +34,12 @@ static void add_unique(source_set *s, const kp_kernel *k)
     c->source = rg_xstrdup(k->source);
 }
 
-static int build_variant_dims(const char *model, const char *task, ir_dims dims, const cg_config *cfg, cg_variant *v,
-                              rg_err *err)
+static const ir_dims dims = {64, 64, 1};
+
+static int build_variant_dims(const char *model, const char *task, const ir_dims *d, const cg_config *cfg,
+                              cg_variant *v, rg_err *err)
 {
-    pl_problem p = {.model = model, .task = task, .dims = dims};
+    pl_problem p = {.model = model, .task = task, .dims = *d};
     ir_program *ir;
     lw_program *lp;
     int rc = pl_build(&p, cfg, NULL, NULL, &ir, &lp, err);
@@ -48,7 +52,7 @@ static int build_variant_dims(const char *model, const char *task, ir_dims dims,
 
 static int build_variant(const char *model, const char *task, const cg_config *cfg, cg_variant *v, rg_err *err)
 {
-    return build_variant_dims(model, task, (ir_dims){64, 64, 1}, cfg, v, err);
+    return build_variant_dims(model, task, &dims, cfg, v, err);
 }
 
 static void compile_space(const char *model, const char *task)
@@ -65,7 +69,9 @@ static void compile_space(const char *model, const char *task)
         if (!pts[i].valid) continue;
         cg_variant v;
         int rc = build_variant(model, task, &pts[i].cfg, &v, &err);
-        if (rc == PL_INAPPLICABLE && pts[i].cfg.softmax == CFG_SOFTMAX_SINGLE && !strcmp(model, "rgcn")) {
+        rg_err why;
+        if (rc == PL_INAPPLICABLE && ((pts[i].cfg.softmax == CFG_SOFTMAX_SINGLE && !strcmp(model, "rgcn")) ||
+                                      !et_mapping_applies(&pts[i].cfg, &dims, &why))) {
             inapplicable++;
             continue;
         }
@@ -151,7 +157,7 @@ static void test_mma_sources_compile(void **state)
                         char *kv = rg_xasprintf("mma=%s,%s", precisions[p], schedules[c]);
                         assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
                         cg_variant v;
-                        if (build_variant_dims(models[m], tasks[t], dims[d], &cfg, &v, &err))
+                        if (build_variant_dims(models[m], tasks[t], &dims[d], &cfg, &v, &err))
                             fail_msg("%s %s %s: %s", models[m], tasks[t], kv, err.msg);
                         for (int k = 0; k < v.plan.nkernels; k++) {
                             const kp_kernel *kk = &v.plan.kernels[k];
@@ -212,6 +218,145 @@ static void test_schedule_shows_in_sources(void **state)
     cg_variant_free(&v);
 }
 
+/* Traversal thread mappings beyond the default space's, and GEMM coarsening 8: every kernel
+ * of every model and task compiles for sm_90. */
+static const char *const mappings[] = {
+    "lanes=4,tblock=128",
+    "lanes=8,vec=2,tblock=512,lb=on",
+    "lanes=16,vec=4,relabel=degree",
+    "lanes=32,vec=2,compact=bsearch",
+    "trav=node,lanes=8,vec=4,tblock=128",
+    "trav=node,lanes=16,vec=2,compact=off,softmax=single",
+    "pagg=off,lanes=4,vec=4,tblock=512",
+    "pagg=off,lanes=8,vec=2,softmax=single",
+    "tile=64,coarsen=8",
+    "tile=16,coarsen=8,lanes=16,w=reg",
+    NULL,
+};
+
+static void test_thread_mappings_compile(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
+    source_set set = {0};
+    int variants = 0;
+    rg_err err;
+    for (int m = 0; m < 3; m++)
+        for (int t = 0; t < 2; t++)
+            for (int i = 0; mappings[i]; i++) {
+                cg_config cfg;
+                cfg_default(&cfg);
+                assert_int_equal(cfg_parse(&cfg, mappings[i], &err), 0);
+                if (cfg_validate(&cfg, &err)) fail_msg("%s: %s", mappings[i], err.msg);
+                cg_variant v;
+                int rc = build_variant(models[m], tasks[t], &cfg, &v, &err);
+                if (rc == PL_INAPPLICABLE && cfg.softmax == CFG_SOFTMAX_SINGLE && m == 0) continue;
+                if (rc) fail_msg("%s %s %s: %s", models[m], tasks[t], mappings[i], err.msg);
+                variants++;
+                for (int k = 0; k < v.plan.nkernels; k++) add_unique(&set, &v.plan.kernels[k]);
+                cg_variant_free(&v);
+            }
+    kx_compiled c;
+    if (kx_compile(&set.plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("thread mappings: %d variants, %d unique kernels compiled for sm_90 (%d from the cache)\n", variants, set.n,
+           c.cache_hits);
+    kx_compiled_free(&c);
+    kp_plan_free(&set.plan);
+    free(set.hash);
+}
+
+/* The traversal kernels of one mapping: how many, and how many contain each of want[]. */
+static void count_traversals(const char *model, const char *task, const char *config, const char *const *want,
+                             int *found, int *travs, int *block_x)
+{
+    rg_err err;
+    cg_config cfg;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, config, &err), 0);
+    cg_variant v;
+    if (build_variant(model, task, &cfg, &v, &err)) fail_msg("%s: %s", config, err.msg);
+    *travs = 0;
+    for (int w = 0; want[w]; w++) found[w] = 0;
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const kp_kernel *kk = &v.plan.kernels[k];
+        if (kk->category != KC_TRAVERSAL) continue;
+        ++*travs;
+        *block_x = kk->block_x;
+        assert_int_equal(kk->block_x, cfg.tblock);
+        for (int w = 0; want[w]; w++) found[w] += strstr(kk->source, want[w]) != NULL;
+    }
+    cg_variant_free(&v);
+}
+
+/* Each mapping value is a code path of its own in the sources. */
+static void test_thread_mapping_shows_in_sources(void **state)
+{
+    (void)state;
+    int found[8], travs, block_x;
+    /* 8 lanes per row: masked barriers and shuffles of a row group, never the whole warp's */
+    const char *const groups[] = {"row group of 8 lanes", "__shfl_sync(gmask, e_l, j, 8)", "__syncwarp()", "__launch_bounds__(512, 4)",
+                                  NULL};
+    count_traversals("rgat", "infer", "lanes=8,tblock=512,lb=on", groups, found, &travs, &block_x);
+    assert_true(travs >= 2);
+    assert_int_equal(found[0], travs);
+    assert_true(found[1] >= 1);
+    assert_int_equal(found[2], 0);
+    assert_int_equal(found[3], travs);
+    assert_int_equal(block_x, 512);
+    /* attention scores summed over a row group */
+    const char *const sums[] = {"group_sum(p, gmask, 16)", "warp_sum(", NULL};
+    count_traversals("rgat", "infer", "lanes=16", sums, found, &travs, &block_x);
+    assert_true(found[0] >= 1);
+    assert_int_equal(found[1], 0);
+    /* gathered message rows read as float4 / float2; the default reads them one float at a time */
+    const char *const vec4[] = {"const float4 q = *(const float4*)&v", "float2", NULL};
+    count_traversals("rgcn", "infer", "lanes=16,vec=4", vec4, found, &travs, &block_x);
+    assert_true(found[0] >= 1);
+    assert_int_equal(found[1], 0);
+    const char *const vec2[] = {"const float2 q = *(const float2*)&v", "float4", NULL};
+    count_traversals("hgt", "train", "vec=2,tblock=128", vec2, found, &travs, &block_x);
+    assert_true(found[0] >= 1);
+    assert_int_equal(found[1], 0);
+    assert_int_equal(block_x, 128);
+    const char *const none[] = {"const float4 q", "const float2 q", "gmask", NULL};
+    count_traversals("hgt", "train", "compact=direct", none, found, &travs, &block_x);
+    assert_int_equal(found[0] + found[1] + found[2], 0);
+    assert_int_equal(block_x, 256);
+}
+
+/* A mapping that does not apply to a problem says why, before anything is emitted. */
+static void test_thread_mapping_refusals(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "vec=4", &err), 0);   /* lanes=32: 128 elements per step, rows of 64 */
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "vec=4 does not apply with lanes=32"));
+    assert_non_null(strstr(err.msg, "widest feature row (64)"));
+    cfg.lanes = 16;
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), 0);
+    cg_variant_free(&v);
+    const ir_dims odd = {30, 30, 1};
+    assert_int_equal(build_variant_dims("rgcn", "train", &odd, &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "no feature row of this problem (widths 30 and 30) is a multiple of 4"));
+    cfg.vec = 2;   /* 30 = 15 float2, 8 lanes step over 16 */
+    cfg.lanes = 8;
+    assert_int_equal(build_variant_dims("rgcn", "train", &odd, &cfg, &v, &err), 0);
+    cg_variant_free(&v);
+    /* 128 row groups of 4 lanes, each with a 512-wide accumulator in shared memory */
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "lanes=4,tblock=512", &err), 0);
+    const ir_dims wide = {512, 512, 1};
+    assert_int_equal(build_variant_dims("rgcn", "infer", &wide, &cfg, &v, &err), -1);
+    assert_non_null(strstr(err.msg, "tblock=512 with lanes=4 runs 128 rows per block"));
+    cfg.lanes = 32;
+    assert_int_equal(build_variant_dims("rgcn", "infer", &wide, &cfg, &v, &err), 0);
+    cg_variant_free(&v);
+}
+
 static void test_invalid_configs_are_rejected_before_compiling(void **state)
 {
     (void)state;
@@ -241,7 +386,7 @@ static void test_config_strings_round_trip(void **state)
     rg_err err;
     assert_int_equal(sp_load("full", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 5184);
+    assert_int_equal(n, 2304 * 24 * 3);   /* tests/test_config.c prints the space */
     for (int i = 0; i < n; i++) {
         char *s = cfg_to_string(&pts[i].cfg);
         cg_config back;
@@ -286,6 +431,9 @@ int main(void)
         cmocka_unit_test(test_space_file_errors_name_the_line),
         cmocka_unit_test(test_schedule_shows_in_sources),
         cmocka_unit_test(test_mma_sources_compile),
+        cmocka_unit_test(test_thread_mapping_shows_in_sources),
+        cmocka_unit_test(test_thread_mapping_refusals),
+        cmocka_unit_test(test_thread_mappings_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
         cmocka_unit_test(test_hgt_infer_space_compiles),

@@ -249,7 +249,7 @@ static void check_variant(const hg_graph *g, const char *model, const char *task
         built_free(&b);
         return;
     }
-    ref_options o = {3, 1};
+    ref_options o = {.seed = 3, .nthreads = 1};
     ref_exec *full = ref_new(b.ir, g, &o, &err);
     assert_non_null(full);
     assert_int_equal(ref_run(full, &err), 0);

@@ -17,7 +17,7 @@ static ir_operand O(int var, ir_access acc) { return (ir_operand){var, acc, 0}; 
 static ref_exec *new_exec(const ir_program *p, const hg_graph *g)
 {
     rg_err err;
-    ref_options o = {7, 2};   /* a fixed thread count: weight gradients are then bit-reproducible */
+    ref_options o = {.seed = 7, .nthreads = 2};   /* a fixed thread count: weight gradients are then bit-reproducible */
     ref_exec *x = ref_new(p, g, &o, &err);
     if (!x) fail_msg("ref_new: %s", err.msg);
     if (ref_run(x, &err) < 0) fail_msg("ref_run: %s", err.msg);
@@ -205,7 +205,7 @@ static void test_relu_node_kink(void **state)
     p->output = out;
     int stmt = S2(p, IR_OP_RELU_GRAD, IR_DOM_NODE, O(out, IR_ACC_ROW), 0, O(dy, IR_ACC_ROW), O(xin, IR_ACC_ROW));
     rg_err err;
-    ref_options o = {3, 1};
+    ref_options o = {.seed = 3, .nthreads = 1};
     ref_exec *x = ref_new(p, g, &o, &err);
     if (!x) fail_msg("ref_new: %s", err.msg);
     int node = 3, elem = 2;

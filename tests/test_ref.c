@@ -38,7 +38,7 @@ static ir_operand Kc(double c) { return (ir_operand){-1, IR_ACC_CONST, c}; }
 static ref_exec *run_prog(const ir_program *p, const hg_graph *g, int nthreads)
 {
     rg_err err;
-    ref_options o = {7, nthreads};
+    ref_options o = {.seed = 7, .nthreads = nthreads};
     ref_exec *x = ref_new(p, g, &o, &err);
     if (!x) fail_msg("ref_new: %s", err.msg);
     if (ref_run(x, &err) < 0) fail_msg("ref_run: %s", err.msg);
