@@ -14,7 +14,7 @@ static void measure(xb_backend *b, const char *model, const char *task, const ch
     setenv("RGNN_CACHE", dir, 1);
     xb_problem p = {.dim_in = 16, .dim_out = 16, .heads = 2};
     snprintf(p.model, sizeof p.model, "%s", model);
-    snprintf(p.dataset, sizeof p.dataset, "synth:nodes=2000,edges=20000,ntypes=3,etypes=9,ratio=0.6,seed=2");
+    snprintf(p.dataset, sizeof p.dataset, "synth:nodes=3000,edges=40000,ntypes=3,etypes=9,ratio=0.4,seed=2");
     snprintf(p.task, sizeof p.task, "%s", task);
     if (b->prepare(b, &p, NULL, &err)) fail_msg("prepare: %s", err.msg);
     cg_config cfg;
