@@ -498,6 +498,28 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     k->flops = 2.0 * sh->K * sh->N * sh->heads;  /* per row; the executor multiplies by rows */
 }
 
+/* The loop over a tile's rows of an outer product (dW += X^T dY): each row's X and dY offsets
+ * and per-row scalar staged in shared memory (xb, yb, sv; -1 past the segment), then a barrier.
+ * The float32 and tensor-core forms share it; the loop stays open for their staging. */
+static void emit_row_staging(rg_str *src, const char *xrow, int ldx, int xhs, const char *yrow, int ldy, int yhs,
+                             const char *scal)
+{
+    rg_str_printf(src,
+        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
+        "        for (int rr = tid; rr < TILE; rr += NT) {\n"
+        "            const int row = r0 + rr;\n"
+        "            if (row < seg_end) {\n"
+        "                xb[rr] = (long)(%s) * %d + (long)h * %d;\n"
+        "                yb[rr] = (long)(%s) * %d + (long)h * %d;\n"
+        "                sv[rr] = %s;\n"
+        "            } else {\n"
+        "                xb[rr] = yb[rr] = -1;\n"
+        "            }\n"
+        "        }\n"
+        "        __syncthreads();\n",
+        xrow, ldx, xhs, yrow, ldy, yhs, scal);
+}
+
 /* dW[T] += s * X[G]^T dY[S] on tensor cores: a block reduces CHUNK rows of one segment into a
  * TILE x TILE block of dW (k0, n0), TILE rows at a time: X^T is the column-major view of the
  * staged X rows, and the partial dW leaves with one atomic per nonzero element. */
@@ -542,27 +564,15 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
         ex->segend, ntiles, ntiles);
     emit_mma_smem(src, f, "Xs", T, T, "Ds", T, T, T);
     emit_mma_acc_init(src, f);
+    emit_row_staging(src, ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
     rg_str_printf(src,
-        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
-        "        for (int rr = tid; rr < TILE; rr += NT) {\n"
-        "            const int row = r0 + rr;\n"
-        "            if (row < seg_end) {\n"
-        "                xb[rr] = (long)(%s) * %d + (long)h * %d;\n"
-        "                yb[rr] = (long)(%s) * %d + (long)h * %d;\n"
-        "                sv[rr] = %s;\n"
-        "            } else {\n"
-        "                xb[rr] = yb[rr] = -1;\n"
-        "            }\n"
-        "        }\n"
-        "        __syncthreads();\n"
         "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
         "            const int rr = idx / TILE, cc = idx %% TILE;\n"
         "            Xs[rr][cc] = %s((xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * __ldg(X + xb[rr] + k0 + cc) : 0.f);\n"
         "            Ds[rr][cc] = %s((yb[rr] >= 0 && n0 + cc < N) ? __ldg(Y + yb[rr] + n0 + cc) : 0.f);\n"
         "        }\n"
         "        __syncthreads();\n",
-        ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal, f->round,
-        f->round);
+        f->round, f->round);
     emit_mma_step(src, f, "col_major", "&Xs[kk][fr * 16]", T + f->pad, "&Ds[kk][fc * 16]", T + f->pad, "TILE");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
@@ -797,20 +807,9 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "    #pragma unroll\n"
         "    for (int i = 0; i < %d; i++)\n"
         "        #pragma unroll\n"
-        "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n"
-        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
-        "        for (int rr = tid; rr < TILE; rr += NT) {\n"
-        "            const int row = r0 + rr;\n"
-        "            if (row < seg_end) {\n"
-        "                xb[rr] = (long)(%s) * %d + (long)h * %d;\n"
-        "                yb[rr] = (long)(%s) * %d + (long)h * %d;\n"
-        "                sv[rr] = %s;\n"
-        "            } else {\n"
-        "                xb[rr] = yb[rr] = -1;\n"
-        "            }\n"
-        "        }\n"
-        "        __syncthreads();\n",
-        segend, ntiles, ntiles, C, C, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal);
+        "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n",
+        segend, ntiles, ntiles, C, C);
+    emit_row_staging(src, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal);
     if (vec_x)
         rg_str_puts(src,
             "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
