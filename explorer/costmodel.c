@@ -375,6 +375,7 @@ static const char *const S_NAMES[NS] = {"tile_idle_dim_out", "tile_idle_head_dim
 /* The two config bits of pair k (i < j, in row order). */
 static void pair_of(int k, int *i, int *j)
 {
+    RG_ASSERT(k >= 0 && k < NPAIR);
     for (*i = 0; k >= NC - 1 - *i; (*i)++) k -= NC - 1 - *i;
     *j = *i + 1 + k;
 }
@@ -1203,12 +1204,13 @@ static int set_section_value(load_state *st, const char *key, const char *val, r
 }
 
 /* Whether ranking coefficient j belongs to config feature f (alone, times a problem feature, or
- * in a pair). */
+ * in a pair); the size features after the pairs belong to none. */
 static int coef_involves(int j, int f)
 {
     if (j < NC) return j == f;
     if (j < NC + NA) return 0;
     if (j < NC + NA + NC * NZ) return (j - NC - NA) / NZ == f;
+    if (j >= NC + NA + NC * NZ + NPAIR) return 0;
     int a, b;
     pair_of(j - NC - NA - NC * NZ, &a, &b);
     return a == f || b == f;
