@@ -565,13 +565,6 @@ static const layer_impl *layer_of(const char *model)
 
 /* ------------------------------------------------------------ measurement ---- */
 
-/* Faults during execution leave the context unusable, other launch errors do not; out of
- * memory (CUDA or cuBLAS) is an OOM result. By the error's class, not its text. */
-static void fail_run(xb_result *r, const rg_err *e)
-{
-    xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -777,14 +770,14 @@ int bl_run(bl_problem *p, bl_style style, const bl_options *opt, xb_result *r, r
     int vrc = validate(&c, L, &s, tol, r);
     r->validate_s = rg_now() - t0;
     if (vrc) {
-        fail_run(r, &e);
+        xb_run_failed(r, &e);
     } else if (r->status == RS_OK && !(opt && opt->validate_only)) {
         int warmup = !opt || opt->warmup == 0 ? 3 : opt->warmup > 0 ? opt->warmup : 0;
         int repeats = opt && opt->repeats > 0 ? opt->repeats : 10;
         timing t;
         char note[1024] = "";
         t0 = rg_now();
-        if (time_layer(&c, L, &s, warmup, repeats, &t, note, sizeof note)) fail_run(r, &e);
+        if (time_layer(&c, L, &s, warmup, repeats, &t, note, sizeof note)) xb_run_failed(r, &e);
         else fill_result(r, &t);
         r->time_s = rg_now() - t0;
         size_t used = strlen(r->evidence);

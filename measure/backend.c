@@ -38,6 +38,8 @@ int xb_result_fail(xb_result *r, rs_status st, const rg_err *e)
     return 0;
 }
 
+int xb_run_failed(xb_result *r, const rg_err *e) { return xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e); }
+
 int xb_open_problem(const xb_problem *p, pl_problem *pl, hg_graph **g, rg_err *err)
 {
     const char *task;
@@ -80,7 +82,7 @@ int xb_judge_run(xv_reference *ref, const pl_problem *pl, const cg_config *cfg, 
     /* an error before anything was compared, or a device error, is the run's failure; an
      * error of the comparison itself after some values were compared is a wrong answer */
     if (vrc && (vd->ncompared == 0 || e.code != RG_ERR_OTHER)) {
-        xb_result_fail(r, xb_status_of(&e, RS_LAUNCH_ERROR), &e);
+        xb_run_failed(r, &e);
     } else {
         snprintf(r->evidence, sizeof r->evidence, "%s", vd->evidence);
         if (!vd->ok) {

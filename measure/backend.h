@@ -77,6 +77,9 @@ rs_status xb_status_of(const rg_err *e, rs_status otherwise);
 /* Records a failed variant: status st, the error's class and CUDA error, its message as the
  * evidence. Returns 0 (the backend itself is fine). */
 int xb_result_fail(xb_result *r, rs_status st, const rg_err *e);
+/* A failure while loading, preparing, running or timing a variant: a sticky fault (the CUDA
+ * context is unusable) or an OOM by the error's class, any other a launch error. Returns 0. */
+int xb_run_failed(xb_result *r, const rg_err *e);
 
 /* ---- shared by the GPU backends (one GPU, several) ---- */
 

@@ -232,13 +232,6 @@ static void collect_metrics(gpu_ctx *c, const cg_variant *var, const kx_compiled
     kmet_free(&m);
 }
 
-/* A failure while loading, preparing, running or timing: a sticky fault (the CUDA context
- * is unusable) or an OOM by the error's class, any other a launch error. */
-static int fail_run(xb_result *r, const rg_err *e)
-{
-    return xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e);
-}
-
 /* Test hook: RGNN_INJECT_FAULT=<substring of the config string> makes the matching variants'
  * first kernel write through an invalid pointer, to show a real device fault is recorded as a
  * runtime fault while the sweep goes on (docs/perf-notes.md). */
@@ -296,7 +289,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     const double **vals = NULL;
     int rc = 0;
     if (kx_load(&comp, &e)) {
-        fail_run(r, &e);
+        xb_run_failed(r, &e);
         goto done_compiled;
     }
     mp_status ms = kx_alloc(ir, &var, &c->cur.kg, c->prob.mem_limit, &bufs, &e);
@@ -313,13 +306,13 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         goto done_buffers;
     }
     if (kx_prepare(ir, &var, &bufs, vals, c->cur.stage, &e)) {
-        fail_run(r, &e);
+        xb_run_failed(r, &e);
         goto done_buffers;
     }
     r->setup_s = rg_now() - t0;
     t0 = rg_now();
     if (kx_launch_all(&var, &comp, &bufs, &c->cur.kg, &e)) {
-        fail_run(r, &e);
+        xb_run_failed(r, &e);
         goto done_buffers;
     }
     double t_run = rg_now();
@@ -344,7 +337,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
     if ((opt->flush_l2 && flush_buffer(c, &e)) ||
         kx_time(&var, &comp, &bufs, &c->cur.kg, warmup, repeats, opt->flush_l2 ? c->flush_buf : NULL,
                 opt->flush_l2 ? c->flush_bytes : 0, &t, &e)) {
-        fail_run(r, &e);
+        xb_run_failed(r, &e);
         goto done_buffers;
     }
     fill_timing(r, &t);
@@ -368,13 +361,13 @@ static int gpu_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
     if (!c->cur.g && !c->parked[CFG_ORDER_ORIG].g) return rg_errf(err, "measure before prepare");
     rg_err e;
     if (cfg_validate(cfg, &e)) return xb_result_fail(r, RS_INVALID, &e);
-    cg_config one_gpu = *cfg;
-    cfg_default(&one_gpu);
-    if (cfg->part != one_gpu.part) {
+    cg_config dflt;
+    cfg_default(&dflt);
+    if (cfg->part != dflt.part) {
         rg_errf(&e, "part= splits relations over several GPUs: it applies to layers run with --ranks N");
         return xb_result_fail(r, RS_INVALID, &e);
     }
-    if (use_order(c, cfg->relabel, &e)) return fail_run(r, &e);
+    if (use_order(c, cfg->relabel, &e)) return xb_run_failed(r, &e);
     if (gpu_prepare_reference(b, err)) return -1;
     /* the ordering's one-time cost, apart from the layer's time */
     if (cfg->relabel != CFG_ORDER_ORIG) xb_add_metric(r, "order_s", "s", c->cur.order_s);

@@ -1,11 +1,9 @@
 /* The measurement backend of layers over several GPUs: builds a variant once, partitions the
  * relations, runs it on every rank with its collectives, validates the whole layer, times it. */
 #include "measure/mgpu_backend.h"
-#include "measure/validate.h"
 #include "codegen/collective.h"
 #include "codegen/counts.h"
 #include "codegen/pipeline.h"
-#include "datasets/dataset.h"
 #include "datasets/relpart.h"
 #include "runtime/mgpu.h"
 
@@ -49,8 +47,6 @@ static const void *layer_values(void *ctx, int var, int64_t *n, int *elem, rg_er
 {
     return mg_values(ctx, var, n, elem, err);
 }
-
-static int fail_run(xb_result *r, const rg_err *e) { return xb_result_fail(r, xb_status_of(e, RS_LAUNCH_ERROR), e); }
 
 static void fill_timing(const mg_timing *t, int nranks, const char *part, xb_result *r)
 {
@@ -99,14 +95,15 @@ static void run_variant(mgb_ctx *c, const ir_program *ir, const lw_program *lp, 
     if (!vals) {
         xb_result_fail(r, RS_INVALID, &e);
     } else if (mg_setup(c->L, ir, &var, &cp, c->g, owner, vals, c->prob.mem_limit, &oom, &e)) {
-        xb_result_fail(r, oom ? RS_OOM : xb_status_of(&e, RS_LAUNCH_ERROR), &e);
+        if (oom) xb_result_fail(r, RS_OOM, &e);
+        else xb_run_failed(r, &e);
     } else if (mg_run(c->L, &e)) {
-        fail_run(r, &e);
+        xb_run_failed(r, &e);
     } else if (xb_judge_run(c->ref, &c->pl, cfg, ir, lp, &var, &(xv_source){layer_values, c->L}, vals, opt, r) &&
                !opt->validate_only) {
         mg_timing t;
         int warmup = opt->warmup >= 0 ? opt->warmup : 3, repeats = opt->repeats > 0 ? opt->repeats : 10;
-        if (mg_time(c->L, warmup, repeats, &t, &e)) fail_run(r, &e);
+        if (mg_time(c->L, warmup, repeats, &t, &e)) xb_run_failed(r, &e);
         else fill_timing(&t, mg_nranks(c->L), rlp_method_name((rlp_method)cfg->part), r);
     }
     mg_teardown(c->L);
