@@ -6,6 +6,8 @@
 #include "runtime/rt.h"
 
 #include <cuda_runtime_api.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -29,6 +31,9 @@ typedef struct mg_rank {
     int rc;
 } mg_rank;
 
+typedef struct setup_args setup_args;
+typedef struct timed_state timed_state;
+
 struct mg_layer {
     int n;
     mg_rank r[MG_MAX_RANKS];
@@ -40,6 +45,9 @@ struct mg_layer {
     kx_compiled comp;
     int compiled;
     pthread_barrier_t bar;
+    setup_args *setup;       /* the arguments of the rank jobs of mg_setup and mg_time, while */
+    timed_state *timed;      /* they run */
+    int run_failed;          /* a rank's timed run failed: every rank stops after the barrier */
     void *host;              /* mg_values' buffer */
     size_t host_bytes;
 };
@@ -147,14 +155,12 @@ static double **rank_values(const ir_program *ir, const hg_graph *g, const int32
     return out;
 }
 
-typedef struct setup_args {
+struct setup_args {
     const hg_graph *g;
     const double *const *values;
     size_t mem_limit;
     int oom[MG_MAX_RANKS];
-} setup_args;
-
-static setup_args *g_setup;   /* the arguments of the mg_setup in progress (one at a time) */
+};
 
 static int make_events(mg_rank *r, int nsync)
 {
@@ -169,7 +175,7 @@ static int make_events(mg_rank *r, int nsync)
 static int setup_rank(mg_layer *L, int k)
 {
     mg_rank *r = &L->r[k];
-    setup_args *a = g_setup;
+    setup_args *a = L->setup;
     r->g = rlp_subgraph(a->g, L->owner, k, &r->orig_eid, &r->err);
     if (!r->g) return -1;
     if (kx_graph_upload(r->g, &r->kg, &r->err)) return -1;
@@ -200,9 +206,9 @@ int mg_setup(mg_layer *L, const ir_program *ir, const cg_variant *v, const col_p
     L->compiled = 1;
     if (kx_load(&L->comp, err)) return -1;
     setup_args a = {g, values, mem_limit, {0}};
-    g_setup = &a;
+    L->setup = &a;
     int rc = on_every_rank(L, setup_rank, err);
-    g_setup = NULL;
+    L->setup = NULL;
     for (int k = 0; k < L->n; k++) *oom |= a.oom[k];
     return rc;
 }
@@ -301,13 +307,11 @@ int mg_run(mg_layer *L, rg_err *err) { return on_every_rank(L, run_rank, err); }
 
 /* ---- timing ---- */
 
-typedef struct timed_state {
+struct timed_state {
     int repeats, warmup;
     double *wall, *span, *comm;   /* [repeats] */
     double *rank_span, *rank_comm;   /* [repeats][ranks] */
-} timed_state;
-
-static timed_state *g_timed;
+};
 
 static double event_ms(cudaEvent_t a, cudaEvent_t b)
 {
@@ -317,14 +321,16 @@ static double event_ms(cudaEvent_t a, cudaEvent_t b)
 
 static int timed_rank(mg_layer *L, int k)
 {
-    timed_state *t = g_timed;
+    timed_state *t = L->timed;
     mg_rank *r = &L->r[k];
     for (int i = 0; i < t->warmup + t->repeats; i++) {
         pthread_barrier_wait(&L->bar);
         double t0 = rg_now();
         int rc = run_rank(L, k);
+        if (rc) L->run_failed = 1;
         pthread_barrier_wait(&L->bar);
-        if (rc) return -1;   /* every rank got past the barrier: a failing rank does not hang the rest */
+        /* all ranks stop together: one that went on alone would wait at the next barrier forever */
+        if (L->run_failed) return rc ? -1 : 0;
         if (i < t->warmup) continue;
         int j = i - t->warmup;
         if (k == 0) t->wall[j] = 1e3 * (rg_now() - t0);
@@ -336,16 +342,10 @@ static int timed_rank(mg_layer *L, int k)
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(double *x, int n)
 {
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+    gsl_sort(x, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
 }
 
 int mg_time(mg_layer *L, int warmup, int repeats, mg_timing *out, rg_err *err)
@@ -355,9 +355,10 @@ int mg_time(mg_layer *L, int warmup, int repeats, mg_timing *out, rg_err *err)
                      rg_xcalloc((size_t)repeats, sizeof(double)), rg_xcalloc((size_t)repeats, sizeof(double)),
                      rg_xcalloc((size_t)(repeats * L->n), sizeof(double)),
                      rg_xcalloc((size_t)(repeats * L->n), sizeof(double))};
-    g_timed = &t;
+    L->timed = &t;
+    L->run_failed = 0;
     int rc = on_every_rank(L, timed_rank, err);
-    g_timed = NULL;
+    L->timed = NULL;
     if (rc == 0) {
         for (int j = 0; j < repeats; j++)
             for (int k = 0; k < L->n; k++) {
@@ -365,9 +366,8 @@ int mg_time(mg_layer *L, int warmup, int repeats, mg_timing *out, rg_err *err)
                 t.comm[j] = fmax(t.comm[j], t.rank_comm[j * L->n + k]);
             }
         out->repeats = repeats;
+        gsl_stats_minmax(&out->min_ms, &out->max_ms, t.wall, 1, (size_t)repeats);
         out->wall_ms = median(t.wall, repeats);
-        out->min_ms = t.wall[0];
-        out->max_ms = t.wall[repeats - 1];
         out->span_ms = median(t.span, repeats);
         out->comm_ms = median(t.comm, repeats);
         for (int s = 0; s < L->cp->nsync; s++)
