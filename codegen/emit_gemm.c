@@ -148,11 +148,11 @@ static const char *segment_end_expr(kp_rowset rs, used_arrays *u, char *buf, siz
     return buf;
 }
 
-static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
-                        kp_rowset rs)
+/* The parameters after X, W and Y (without the closing parenthesis): the per-row scalar, the
+ * tile table of `tile_rows` rows, the graph arrays used, and the node count. Both forms share it. */
+static void emit_param_tail(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
+                            kp_rowset rs, int tile_rows)
 {
-    rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", vt_ctype(sh->x),
-                  vt_ctype(sh->y));
     kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
     kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
     kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
@@ -161,8 +161,8 @@ static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const g
         kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
     }
     rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
-    kp_add_param(k, KP_TILE_TYPE, rs, k->tile_rows, "tile_type");
-    kp_add_param(k, KP_TILE_ROW0, rs, k->tile_rows, "tile_row0");
+    kp_add_param(k, KP_TILE_TYPE, rs, tile_rows, "tile_type");
+    kp_add_param(k, KP_TILE_ROW0, rs, tile_rows, "tile_row0");
     for (int a = 0; a < KG__COUNT; a++) {
         if (!u->used[a]) continue;
         const char *name = kp_graph_array_name((kp_graph_array)a);
@@ -173,6 +173,14 @@ static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const g
         rg_str_printf(src, ",\n    int num_nodes");
         kp_add_param(k, KP_INT, KS_NODES, 0, "num_nodes");
     }
+}
+
+static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
+                        kp_rowset rs)
+{
+    rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", vt_ctype(sh->x),
+                  vt_ctype(sh->y));
+    emit_param_tail(src, k, u, sh, gm, rs, k->tile_rows);
     rg_str_printf(src, ")\n");
 }
 
@@ -284,26 +292,7 @@ static void emit_outer_params(rg_str *src, kp_kernel *k, const used_arrays *u, c
 {
     rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", vt_ctype(sh->x),
                   vt_ctype(sh->y));
-    kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
-    kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
-    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
-    if (sh->s) {
-        rg_str_printf(src, "    const %s* __restrict__ S,\n", vt_ctype(sh->s));
-        kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
-    }
-    rg_str_printf(src, "    const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
-    kp_add_param(k, KP_TILE_TYPE, rs, chunk, "tile_type");
-    kp_add_param(k, KP_TILE_ROW0, rs, chunk, "tile_row0");
-    for (int a = 0; a < KG__COUNT; a++) {
-        if (!u->used[a]) continue;
-        const char *name = kp_graph_array_name((kp_graph_array)a);
-        rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
-        kp_add_param(k, KP_GRAPH, a, 0, name);
-    }
-    if (rs == KR_NODES_ALL) {
-        rg_str_printf(src, ",\n    int num_nodes");
-        kp_add_param(k, KP_INT, KS_NODES, 0, "num_nodes");
-    }
+    emit_param_tail(src, k, u, sh, gm, rs, chunk);
 }
 
 /* ---- Tensor cores (cfg->mma): nvcuda::wmma fragments of 16 x 16 outputs, float32 accumulation ---- */
