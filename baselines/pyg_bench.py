@@ -288,14 +288,15 @@ def run_bench(args, graphs, out_path):
     return rows
 
 
-def write_csv(path, rows, append=False):
+def write_csv(path, rows, append=False, columns=COLUMNS):
+    """Rows as CSV with these columns (a header unless appending to a non-empty file)."""
     exists = append and os.path.exists(path) and os.path.getsize(path) > 0
     with open(path, "a" if append else "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w = csv.DictWriter(f, fieldnames=columns)
         if not exists:
             w.writeheader()
         for r in rows:
-            w.writerow({c: r.get(c, "") for c in COLUMNS})
+            w.writerow({c: r.get(c, "") for c in columns})
 
 
 # -------------------------------------------------------------------------- self-test ----

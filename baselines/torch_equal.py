@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pyg_bench import COLUMNS, is_oom, load_graph, np, time_runs  # noqa: E402
+from pyg_bench import COLUMNS, is_oom, load_graph, np, time_runs, write_csv  # noqa: E402
 
 CSV_COLUMNS = COLUMNS + ["dim_in", "dim_out"]
 TOL_OUT, TOL_GRAD = 1e-5, 1e-4
@@ -341,16 +341,6 @@ def measure(torch, device, env_row, g, dump, mode, args):
     return row
 
 
-def write_csv(path, rows, append):
-    exists = append and os.path.exists(path) and os.path.getsize(path) > 0
-    with open(path, "a" if append else "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
-        if not exists:
-            w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c, "") for c in CSV_COLUMNS})
-
-
 # ----------------------------------------------------------------------------- self-test ----
 
 SELF_TEST_GRAPH = "synth:nodes=40,edges=160,ntypes=3,etypes=4,ratio=0.6,seed=5"
@@ -393,7 +383,7 @@ def self_test(explore):
         for r in rows:
             assert r["status"] == "ok" and r["system"] == "torch-eager" and float(r["median_ms"]) >= 0, r
         out = os.path.join(tmp, "equal.csv")
-        write_csv(out, rows, False)
+        write_csv(out, rows, False, CSV_COLUMNS)
         with open(out, newline="") as f:
             assert len(list(csv.DictReader(f))) == len(rows)
     print("self-test passed")
@@ -452,7 +442,7 @@ def main(argv=None):
         print("%-10s %-13s %-5s %-5s %-12s %10s ms  peak %s %s" %
               (row["dataset"], row["system"], row["model"], row["task"], row["status"], row.get("median_ms", "-"),
                row.get("peak_mem_bytes", "-"), row["error"]), file=sys.stderr, flush=True)
-    write_csv(args.out, rows, args.append)
+    write_csv(args.out, rows, args.append, CSV_COLUMNS)
     print("wrote %s: %d rows, %d ok" % (args.out, len(rows), sum(r["status"] == "ok" for r in rows)))
     return 0 if all(r["status"] in ("ok", "oom") for r in rows) else 3
 
