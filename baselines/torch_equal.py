@@ -34,8 +34,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyg_bench import COLUMNS, is_oom, load_graph, np, time_runs, write_csv  # noqa: E402
 
-CSV_COLUMNS = COLUMNS + ["dim_in", "dim_out"]
+CSV_COLUMNS = COLUMNS + ["dim_in", "dim_out", "check64_error", "check32_error"]
 TOL_OUT, TOL_GRAD = 1e-5, 1e-4
+TOL_EXACT = 1e-9      # the float64 run against the float64 reference: the same math, rounding apart
 MODELS = ("rgcn", "rgat", "hgt")
 
 
@@ -110,6 +111,16 @@ class NumpyOps:
     bmm = staticmethod(np.matmul)
 
     @staticmethod
+    def take(x, idx):
+        return x[idx]
+
+    @staticmethod
+    def f64(x):
+        return x
+
+    f32 = f64
+
+    @staticmethod
     def index_add(n, idx, src):
         out = np.zeros((n,) + src.shape[1:], dtype=src.dtype)
         np.add.at(out, idx, src)
@@ -125,9 +136,21 @@ class NumpyOps:
 
 
 class TorchOps:
-    def __init__(self, torch):
-        self.torch = torch
+    def __init__(self, torch, low):
+        self.torch, self.low = torch, low      # low: the storage type (float32; float64 for --check64)
         self.exp, self.bmm = torch.exp, torch.bmm
+
+    def take(self, x, idx):
+        """Rows idx of x. index_select, not x[idx]: the latter's backward is a sorting
+        index_put, many times slower than index_select's index_add on our edge counts."""
+        return self.torch.index_select(x, 0, idx)
+
+    @staticmethod
+    def f64(x):
+        return x.double()
+
+    def f32(self, x):
+        return x.to(self.low)
 
     def index_add(self, n, idx, src):
         return src.new_zeros((n,) + tuple(src.shape[1:])).index_add(0, idx, src)
@@ -178,25 +201,25 @@ class Grouped:
         chunk_group = np.repeat(np.arange(len(counts)), nchunks)
         pad = gidx < 0                                            # padding reads row 0; dropped by pos
         gidx[pad] = 0
-        self.gather, self.pos, self.inv = to_index(gidx), to_index(pos), to_index(inv.reshape(-1))
+        self.gather, self.out = to_index(gidx), to_index(pos[inv.reshape(-1)])
         self.chunk_group = to_index(chunk_group)
         self.rows, self.unique = len(row), len(ukey)
 
     def matmul(self, ops, x, W):
         """y[i] = x[row[i]] @ W[group[i]] for x [N, k] and W [G, k, n]."""
         c, nc = self.chunk, self.nchunks
-        xp = x[self.gather].reshape(nc, c, x.shape[-1])
-        y = ops.bmm(xp, W[self.chunk_group]).reshape(nc * c, W.shape[-1])
-        return y[self.pos][self.inv]
+        xp = ops.take(x, self.gather).reshape(nc, c, x.shape[-1])
+        y = ops.bmm(xp, ops.take(W, self.chunk_group)).reshape(nc * c, W.shape[-1])
+        return ops.take(y, self.out)
 
     def matmul_heads(self, ops, x, W):
         """y[i, h] = x[row[i], h] @ W[group[i], h] for x [N, H, d] and W [G, H, d, f]."""
         c, nc = self.chunk, self.nchunks
         H, d, f = W.shape[1], W.shape[2], W.shape[3]
-        xp = ops.permute(x[self.gather].reshape(nc, c, H, d), (0, 2, 1, 3)).reshape(nc * H, c, d)
-        y = ops.bmm(xp, W[self.chunk_group].reshape(nc * H, d, f)).reshape(nc, H, c, f)
+        xp = ops.permute(ops.take(x, self.gather).reshape(nc, c, H, d), (0, 2, 1, 3)).reshape(nc * H, c, d)
+        y = ops.bmm(xp, ops.take(W, self.chunk_group).reshape(nc * H, d, f)).reshape(nc, H, c, f)
         y = ops.permute(y, (0, 2, 1, 3)).reshape(nc * c, H, f)
-        return y[self.pos][self.inv]
+        return ops.take(y, self.out)
 
 
 class Layout:
@@ -214,7 +237,7 @@ class Layout:
 def edge_softmax(L, att):
     """lib.rgnn: exp, sum over the incoming edges of each dst, divide (no max-subtraction)."""
     a = L.ops.exp(att)
-    return a / L.ops.index_add(L.n, L.dst, a)[L.dst]
+    return a / L.ops.take(L.ops.index_add(L.n, L.dst, a), L.dst)
 
 
 def rgcn(L, x, P, heads):
@@ -231,9 +254,11 @@ def rgat(L, x, P, heads):
     d = W.shape[-1] // heads
     hs = L.by_src.matmul(L.ops, x, W[:, 0]).reshape(L.e, heads, d)
     ht = L.by_dst.matmul(L.ops, x, W[:, 0]).reshape(L.e, heads, d)
-    att = L.ops.leaky_relu((hs * P["w_s"][L.etype]).sum(-1) + (ht * P["w_t"][L.etype]).sum(-1), 0.2)
+    o = L.ops
+    ws, wt = o.f32(o.take(P["w_s"], L.etype)), o.f32(o.take(P["w_t"], L.etype))
+    att = o.leaky_relu(o.f64((hs * ws).sum(-1)) + o.f64((ht * wt).sum(-1)), 0.2)
     att = edge_softmax(L, att)
-    return L.ops.index_add(L.n, L.dst, att[:, :, None] * hs).reshape(L.n, heads * d)
+    return o.index_add(L.n, L.dst, o.f32(att)[:, :, None] * hs).reshape(L.n, heads * d)
 
 
 def hgt(L, x, P, heads):
@@ -246,11 +271,12 @@ def hgt(L, x, P, heads):
         return L.by_ntype.matmul(L.ops, x, Wn[:, 0]).reshape(L.n, heads, d)
 
     k, q, v = typed(P["WK"]), typed(P["WQ"]), typed(P["WV"])
-    katt = L.by_src.matmul_heads(L.ops, k, Wa)
-    att = (katt * q[L.dst]).sum(-1) * mu[L.etype][:, :, 0] / math.sqrt(d)
-    msg = L.by_src.matmul_heads(L.ops, v, Wm)
+    o = L.ops
+    katt = L.by_src.matmul_heads(o, k, Wa)
+    att = o.f64((katt * o.take(q, L.dst)).sum(-1)) * o.take(mu, L.etype)[:, :, 0] / math.sqrt(d)
+    msg = L.by_src.matmul_heads(o, v, Wm)
     att = edge_softmax(L, att)
-    return L.ops.index_add(L.n, L.dst, att[:, :, None] * msg).reshape(L.n, heads * d)
+    return o.index_add(L.n, L.dst, o.f32(att)[:, :, None] * msg).reshape(L.n, heads * d)
 
 
 LAYERS = {"rgcn": rgcn, "rgat": rgat, "hgt": hgt}
@@ -288,14 +314,25 @@ def check_io(g, dump):
 
 # -------------------------------------------------------------------- torch: run, check ----
 
-class TorchRun:
-    """One model on one device: float32 tensors from the dump, eager or compiled steps."""
+def param_dtype(torch, value, low):
+    """Matrices (types x heads x in x out) are float32; attention vectors and HGT's mu (types x
+    heads x width) are float64, as our kernels keep their gradients (codegen/vartype.h: each sums
+    one term per edge of its type, terms that largely cancel). Per-edge attention logits and the
+    softmax run in float64 for the same reason, as ours do; messages and aggregation in float32."""
+    return torch.float64 if value.ndim == 3 else low
 
-    def __init__(self, torch, g, dump, device, compiled):
+
+class TorchRun:
+    """One model on one device: float32 tensors from the dump (float64 with exact=True, to check
+    that the code is our math: its error is then rounding alone), eager or compiled steps."""
+
+    def __init__(self, torch, g, dump, device, compiled, exact=False):
         self.torch, self.dump, self.device = torch, dump, device
+        self.low = torch.float64 if exact else torch.float32
+        self.tol_out, self.tol_grad = (TOL_EXACT, TOL_EXACT) if exact else (TOL_OUT, TOL_GRAD)
         L = Layout(g, lambda a: torch.as_tensor(a.astype(np.int64), device=device))
-        L.ops = TorchOps(torch)
-        L.norm = torch.as_tensor(1.0 / in_counts(g)[:, None], dtype=torch.float32, device=device)
+        L.ops = TorchOps(torch, self.low)
+        L.norm = torch.as_tensor(1.0 / in_counts(g)[:, None], dtype=self.low, device=device)
         self.L = L
         self.lr = float(dump.meta["sgd_lr"])
         self.x0 = dump.get("input", "feature").reshape(g.num_nodes, -1)
@@ -313,8 +350,9 @@ class TorchRun:
     def reset(self):
         t = self.torch
         train = self.dump.task == "train"
-        self.x = t.tensor(self.x0, dtype=t.float32, device=self.device, requires_grad=train)
-        self.P = {k: t.tensor(v, dtype=t.float32, device=self.device, requires_grad=train) for k, v in self.P0.items()}
+        self.x = t.tensor(self.x0, dtype=self.low, device=self.device, requires_grad=train)
+        self.P = {k: t.tensor(v, dtype=param_dtype(t, v, self.low), device=self.device, requires_grad=train)
+                  for k, v in self.P0.items()}
 
     def infer(self):
         with self.torch.no_grad():
@@ -337,21 +375,24 @@ class TorchRun:
 
     def check(self):
         """Rel L2 of everything against the dump; raises naming what is over its tolerance."""
-        d = self.dump
+        d, to, tg = self.dump, self.tol_out, self.tol_grad
         errs = []   # (what, error, tolerance)
         if d.task == "infer":
-            errs.append(("h", rel_l2(self.infer().cpu().numpy(), d.get("output", "h")), TOL_OUT))
+            errs.append(("h", rel_l2(self.infer().cpu().numpy(), d.get("output", "h")), to))
         else:
             h, loss = self.train_step()
-            errs.append(("h", rel_l2(h.detach().cpu().numpy(), d.get("output", "h")), TOL_OUT))
-            errs.append(("loss", rel_l2(loss.item(), d.meta["loss"]), TOL_OUT))
-            errs.append(("d_feature", rel_l2(self.x.grad.cpu().numpy(), d.get("grad", "feature")), TOL_GRAD))
+            errs.append(("h", rel_l2(h.detach().cpu().numpy(), d.get("output", "h")), to))
+            errs.append(("loss", rel_l2(loss.item(), d.meta["loss"]), to))
+            errs.append(("d_feature", rel_l2(self.x.grad.cpu().numpy(), d.get("grad", "feature")), tg))
             for k, p in self.P.items():
-                errs.append(("d_" + k, rel_l2(p.grad.cpu().numpy(), d.get("grad", k)), TOL_GRAD))
-                errs.append((k + " after SGD", rel_l2(p.detach().cpu().numpy(), d.get("updated", k)), TOL_GRAD))
+                errs.append(("d_" + k, rel_l2(p.grad.cpu().numpy(), d.get("grad", k)), tg))
+                errs.append((k + " after SGD", rel_l2(p.detach().cpu().numpy(), d.get("updated", k)), tg))
             self.reset()
+        prec = "float64" if self.low == self.torch.float64 else "float32"
         for what, e, tol in errs:
-            print("check %s %s %-16s rel L2 %.3e (tolerance %g)" % (d.model, d.task, what, e, tol), file=sys.stderr)
+            print("check %s %s %s %-16s rel L2 %.3e (tolerance %g)" % (prec, d.model, d.task, what, e, tol),
+                  file=sys.stderr)
+        self.max_error = max(e for _, e, _ in errs)
         bad = ["%s (%.3e > %g)" % (w, e, tol) for w, e, tol in errs if not e <= tol]
         if bad:
             raise ValueError("differs from the reference: " + ", ".join(bad))
@@ -371,6 +412,30 @@ def environment(device):
     return torch, device, row
 
 
+def check_exact(torch, device, g, dump, args):
+    """The float64 eager run against the reference, once per problem (the first mode's row runs it,
+    the others reuse its verdict): raises ValueError when the code is not our math."""
+    if getattr(args, "exact_result", None) is None:
+        try:
+            exact = TorchRun(torch, g, dump, device, False, exact=True)
+            exact.check()
+            args.exact_result = "%.3e" % exact.max_error
+        except ValueError as exc:
+            args.exact_result = exc
+        except Exception as exc:  # noqa: BLE001 - float64 needs twice the memory: say so, time float32
+            if not is_oom(torch, exc):
+                raise
+            args.exact_result = "oom"
+        finally:
+            exact = None
+            if device != "cpu":
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+    if isinstance(args.exact_result, ValueError):
+        raise ValueError("float64 run: %s" % args.exact_result)
+    return args.exact_result
+
+
 def measure(torch, device, env_row, g, dump, mode, args):
     """One CSV row: check, then time one mode; failures are results."""
     cuda = device != "cpu"
@@ -382,8 +447,11 @@ def measure(torch, device, env_row, g, dump, mode, args):
         if cuda:
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
+        if args.check64:
+            row["check64_error"] = check_exact(torch, device, g, dump, args)
         run = TorchRun(torch, g, dump, device, mode == "compile")
         run.check()
+        row["check32_error"] = "%.3e" % run.max_error
         step = run.infer if dump.task == "infer" else run.train_step
         times = time_runs(torch, step, args.warmup, args.repeats, cuda)
         row.update(median_ms="%.6f" % statistics.median(times), min_ms="%.6f" % min(times),
@@ -432,7 +500,7 @@ def self_test(explore):
                 check_io(g, dump)
                 if torch is not None:
                     torch_mod, device, env_row = environment("cpu")
-                    args = argparse.Namespace(warmup=1, repeats=2, dataset="selftest")
+                    args = argparse.Namespace(warmup=1, repeats=2, dataset="selftest", check64=True)
                     rows.append(measure(torch_mod, device, env_row, g, dump, "eager", args))
         print("numpy checks: ok")
         if torch is None:
@@ -462,6 +530,9 @@ def main(argv=None):
     ap.add_argument("--out", default="equal.csv")
     ap.add_argument("--append", action="store_true", help="add rows to an existing CSV")
     ap.add_argument("--check-io", action="store_true", help="numpy only: read and check the graph and dump")
+    ap.add_argument("--no-check64", dest="check64", action="store_false",
+                    help="skip the float64 eager run checked at %g before each mode (it needs twice the memory)"
+                    % TOL_EXACT)
     ap.add_argument("--self-test", action="store_true")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--explore", default=os.path.join(here, "..", "build", "explore"), help="for --self-test")
