@@ -255,8 +255,8 @@ def rgat(L, x, P, heads):
     hs = L.by_src.matmul(L.ops, x, W[:, 0]).reshape(L.e, heads, d)
     ht = L.by_dst.matmul(L.ops, x, W[:, 0]).reshape(L.e, heads, d)
     o = L.ops
-    ws, wt = o.f32(o.take(P["w_s"], L.etype)), o.f32(o.take(P["w_t"], L.etype))
-    att = o.leaky_relu(o.f64((hs * ws).sum(-1)) + o.f64((ht * wt).sum(-1)), 0.2)
+    ws, wt = o.take(P["w_s"], L.etype), o.take(P["w_t"], L.etype)
+    att = o.leaky_relu((o.f64(hs) * ws).sum(-1) + (o.f64(ht) * wt).sum(-1), 0.2)
     att = edge_softmax(L, att)
     return o.index_add(L.n, L.dst, o.f32(att)[:, :, None] * hs).reshape(L.n, heads * d)
 
