@@ -258,7 +258,7 @@ def rgat(L, x, P, heads):
     ws, wt = o.take(P["w_s"], L.etype), o.take(P["w_t"], L.etype)
     att = o.leaky_relu((o.f64(hs) * ws).sum(-1) + (o.f64(ht) * wt).sum(-1), 0.2)
     att = edge_softmax(L, att)
-    return o.index_add(L.n, L.dst, o.f32(att)[:, :, None] * hs).reshape(L.n, heads * d)
+    return o.index_add(L.n, L.dst, o.f32(att[:, :, None] * o.f64(hs))).reshape(L.n, heads * d)
 
 
 def hgt(L, x, P, heads):
@@ -276,7 +276,7 @@ def hgt(L, x, P, heads):
     att = o.f64((katt * o.take(q, L.dst)).sum(-1)) * o.take(mu, L.etype)[:, :, 0] / math.sqrt(d)
     msg = L.by_src.matmul_heads(o, v, Wm)
     att = edge_softmax(L, att)
-    return o.index_add(L.n, L.dst, o.f32(att)[:, :, None] * msg).reshape(L.n, heads * d)
+    return o.index_add(L.n, L.dst, o.f32(att[:, :, None] * o.f64(msg))).reshape(L.n, heads * d)
 
 
 LAYERS = {"rgcn": rgcn, "rgat": rgat, "hgt": hgt}
@@ -317,8 +317,10 @@ def check_io(g, dump):
 def param_dtype(torch, value, low):
     """Matrices (types x heads x in x out) are float32; attention vectors and HGT's mu (types x
     heads x width) are float64, as our kernels keep their gradients (codegen/vartype.h: each sums
-    one term per edge of its type, terms that largely cancel). Per-edge attention logits and the
-    softmax run in float64 for the same reason, as ours do; messages and aggregation in float32."""
+    one term per edge of its type, terms that largely cancel). Per-edge attention logits, the
+    softmax and the products that make or take a per-edge scalar (the logits' dot products, the
+    weighting of each message, so that the softmax backward's input is a float64 sum) run in
+    float64 for the same reason, as ours do; messages and the aggregation are float32."""
     return torch.float64 if value.ndim == 3 else low
 
 
