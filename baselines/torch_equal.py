@@ -34,7 +34,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pyg_bench import COLUMNS, is_oom, load_graph, np, time_runs, write_csv  # noqa: E402
 
-CSV_COLUMNS = COLUMNS + ["dim_in", "dim_out", "check64_error", "check32_error"]
+CSV_COLUMNS = COLUMNS + ["dim_in", "dim_out", "check64_error", "check32_error", "check_note"]
 TOL_OUT, TOL_GRAD = 1e-5, 1e-4
 TOL_EXACT = 1e-9      # the float64 run against the float64 reference: the same math, rounding apart
 MODELS = ("rgcn", "rgat", "hgt")
@@ -138,6 +138,7 @@ class NumpyOps:
 class TorchOps:
     def __init__(self, torch, low):
         self.torch, self.low = torch, low      # low: the storage type (float32; float64 for --check64)
+        self.flip, self.record = None, None
         self.exp, self.bmm = torch.exp, torch.bmm
 
     def take(self, x, idx):
@@ -156,7 +157,15 @@ class TorchOps:
         return src.new_zeros((n,) + tuple(src.shape[1:])).index_add(0, idx, src)
 
     def leaky_relu(self, x, slope):
-        return self.torch.nn.functional.leaky_relu(x, slope)
+        """flip (a boolean mask like x, or None): take the other branch there. A float32 run can land
+        on the other side of 0 than the reference for an input within rounding of the kink; both
+        are correct derivatives, so the check compares with the reference taking its branches.
+        record: keep the inputs (eager float64 runs only), to find those near-kink elements."""
+        if self.record is not None:
+            self.record.append(x.detach())
+        if self.flip is None:
+            return self.torch.nn.functional.leaky_relu(x, slope)
+        return self.torch.where((x > 0) != self.flip, x, slope * x)
 
     @staticmethod
     def permute(x, dims):
@@ -328,12 +337,15 @@ class TorchRun:
     """One model on one device: float32 tensors from the dump (float64 with exact=True, to check
     that the code is our math: its error is then rounding alone), eager or compiled steps."""
 
-    def __init__(self, torch, g, dump, device, compiled, exact=False):
+    def __init__(self, torch, g, dump, device, compiled, exact=False, flip=None):
         self.torch, self.dump, self.device = torch, dump, device
         self.low = torch.float64 if exact else torch.float32
         self.tol_out, self.tol_grad = (TOL_EXACT, TOL_EXACT) if exact else (TOL_OUT, TOL_GRAD)
         L = Layout(g, lambda a: torch.as_tensor(a.astype(np.int64), device=device))
         L.ops = TorchOps(torch, self.low)
+        L.ops.flip = flip
+        if exact and not compiled:
+            L.ops.record = []
         L.norm = torch.as_tensor(1.0 / in_counts(g)[:, None], dtype=self.low, device=device)
         self.L = L
         self.lr = float(dump.meta["sgd_lr"])
@@ -375,21 +387,36 @@ class TorchRun:
                 p.sub_(self.lr * p.grad)
         return h, loss
 
-    def check(self):
-        """Rel L2 of everything against the dump; raises naming what is over its tolerance."""
+    def results(self):
+        """What one step produces, by name: the output (inference), or the output, loss, input and
+        weight gradients and updated weights (training). The weights are reset after it."""
+        if self.dump.task == "infer":
+            return {"h": self.infer().cpu().numpy()}
+        h, loss = self.train_step()
+        r = {"h": h.detach().cpu().numpy(), "loss": loss.item(), "d_feature": self.x.grad.cpu().numpy()}
+        for k, p in self.P.items():
+            r["d_" + k] = p.grad.cpu().numpy()
+            r[k + " after SGD"] = p.detach().cpu().numpy()
+        self.reset()
+        return r
+
+    def kink_candidates(self, most=3):
+        """Indices (into the LeakyReLU input, flattened) within 1e-6 RMS of the kink, nearest
+        first: where a float32 run may take the other branch (measure/validate.c's rule)."""
+        rec = self.L.ops.record
+        if not rec:
+            return []
+        z = rec[0].reshape(-1).abs()
+        near = (z < 1e-6 * z.pow(2).mean().sqrt()).nonzero().reshape(-1)
+        return near[z[near].argsort()][:most].tolist()
+
+    def check(self, want=None, got=None):
+        """Rel L2 of everything against the dump (or want, a results() dict); raises naming what is
+        over its tolerance."""
         d, to, tg = self.dump, self.tol_out, self.tol_grad
-        errs = []   # (what, error, tolerance)
-        if d.task == "infer":
-            errs.append(("h", rel_l2(self.infer().cpu().numpy(), d.get("output", "h")), to))
-        else:
-            h, loss = self.train_step()
-            errs.append(("h", rel_l2(h.detach().cpu().numpy(), d.get("output", "h")), to))
-            errs.append(("loss", rel_l2(loss.item(), d.meta["loss"]), to))
-            errs.append(("d_feature", rel_l2(self.x.grad.cpu().numpy(), d.get("grad", "feature")), tg))
-            for k, p in self.P.items():
-                errs.append(("d_" + k, rel_l2(p.grad.cpu().numpy(), d.get("grad", k)), tg))
-                errs.append((k + " after SGD", rel_l2(p.detach().cpu().numpy(), d.get("updated", k)), tg))
-            self.reset()
+        got = got if got is not None else self.results()
+        want = want if want is not None else dump_results(d, got)
+        errs = [(k, rel_l2(v, want[k]), to if k in ("h", "loss") else tg) for k, v in got.items()]
         prec = "float64" if self.low == self.torch.float64 else "float32"
         for what, e, tol in errs:
             print("check %s %s %s %-16s rel L2 %.3e (tolerance %g)" % (prec, d.model, d.task, what, e, tol),
@@ -398,6 +425,43 @@ class TorchRun:
         bad = ["%s (%.3e > %g)" % (w, e, tol) for w, e, tol in errs if not e <= tol]
         if bad:
             raise ValueError("differs from the reference: " + ", ".join(bad))
+
+
+def dump_results(d, like):
+    """The reference's values under results()'s names."""
+    want = {}
+    for k in like:
+        if k == "h":
+            want[k] = d.get("output", "h")
+        elif k == "loss":
+            want[k] = d.meta["loss"]
+        elif k.endswith(" after SGD"):
+            want[k] = d.get("updated", k[:-len(" after SGD")])
+        else:
+            want[k] = d.get("grad", k[2:])
+    return want
+
+
+def check_near_kinks(torch, device, g, dump, run, kinks, first_error):
+    """After a float32 check failed: the reference with some near-kink LeakyReLU branches taken the
+    other way (every non-empty subset of the candidates), as measure/validate.c does for our
+    kernels. Returns a note when one alternative matches; raises first_error otherwise."""
+    if not kinks:
+        raise first_error
+    got = run.results()
+    for mask in range(1, 1 << len(kinks)):
+        flipped = [kinks[i] for i in range(len(kinks)) if mask >> i & 1]
+        flip = torch.zeros(g.num_edges * dump.heads, dtype=torch.bool, device=device)
+        flip[flipped] = True
+        alt = TorchRun(torch, g, dump, device, False, exact=True, flip=flip.reshape(g.num_edges, dump.heads))
+        want = alt.results()
+        alt = None
+        try:
+            run.check(want=want, got=got)
+            return "near-kink LeakyReLU branch taken the other way at %s" % ",".join(map(str, flipped))
+        except ValueError:
+            continue
+    raise first_error
 
 
 def environment(device):
@@ -422,6 +486,7 @@ def check_exact(torch, device, g, dump, args):
             exact = TorchRun(torch, g, dump, device, False, exact=True)
             exact.check()
             args.exact_result = "%.3e" % exact.max_error
+            args.kinks = exact.kink_candidates()
         except ValueError as exc:
             args.exact_result = exc
         except Exception as exc:  # noqa: BLE001 - float64 needs twice the memory: say so, time float32
@@ -452,7 +517,10 @@ def measure(torch, device, env_row, g, dump, mode, args):
         if args.check64:
             row["check64_error"] = check_exact(torch, device, g, dump, args)
         run = TorchRun(torch, g, dump, device, mode == "compile")
-        run.check()
+        try:
+            run.check()
+        except ValueError as exc:
+            row["check_note"] = check_near_kinks(torch, device, g, dump, run, getattr(args, "kinks", []), exc)
         row["check32_error"] = "%.3e" % run.max_error
         step = run.infer if dump.task == "infer" else run.train_step
         times = time_runs(torch, step, args.warmup, args.repeats, cuda)
