@@ -782,16 +782,16 @@ static int read_back(live *L, int i, double *ms)
 {
     job *j = L->j;
     if (L->stored_at[i] < 0 && load_stored(L, L->err)) return -1;   /* measured meanwhile by another sweep */
-    xb_result_init(L->r);
-    if (L->stored_at[i] >= 0) {
-        const outcome *o = &L->stored[L->stored_at[i]];
-        L->r->status = o->status;
-        L->r->median_ms = o->ms;
-        *ms = o->status == RS_OK ? o->ms : NAN;
-    } else {
-        L->r->status = RS_TIMEOUT;   /* shown as not measurable: its outcome is not in the store yet */
-    }
     j->sum->read_back++;
+    if (L->stored_at[i] < 0) {   /* another sweep is measuring it now: not measurable for this search */
+        j->pr.done++;
+        return 0;
+    }
+    const outcome *o = &L->stored[L->stored_at[i]];
+    xb_result_init(L->r);
+    L->r->status = o->status;
+    L->r->median_ms = o->ms;
+    *ms = o->status == RS_OK ? o->ms : NAN;
     char *cfg = cfg_to_string(&j->pts[i].cfg), *shown = rg_xasprintf("(stored) %s", cfg);
     progress_variant(&j->pr, shown, L->r, 0);
     free(shown);

@@ -1107,6 +1107,40 @@ static void test_time_limit_stops_after_one_evaluation(void **state)
     assert_string_equal(sum.stopped_by, "budget");
 }
 
+/* Predictions that rank the candidates backwards: the last valid point is the favourite. */
+static void backwards_prediction(void *ctx, const xb_problem *p, const cg_config *cfgs, int n, double *pred_ms)
+{
+    (void)p, (void)cfgs;
+    (*(int *)ctx)++;
+    for (int i = 0; i < n; i++) pred_ms[i] = n - i;
+}
+
+/* The model's predictions reach the strategy: `model` measures the predicted best first. */
+static void test_live_search_uses_predictions(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    int calls = 0;
+    options(&o, f, "sim");
+    o.predict = backwards_prediction;
+    o.order_ctx = &calls;
+    o.strategy = "model";
+    o.budget = 2;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(calls, 1);
+    assert_int_equal(sum.measured, 2);
+    char *st = status_of(f, &p, valid_index(f, VALID - 1), NULL);
+    assert_non_null(st);
+    free(st);
+    st = status_of(f, &p, valid_index(f, VALID - 2), NULL);
+    assert_non_null(st);
+    free(st);
+    assert_null(status_of(f, &p, valid_index(f, 0), NULL));
+}
+
 /* A search reads back what the store has for this device and commit (each still a unit of its
  * budget) and measures only the rest; every variant ends up measured once. */
 static void test_live_search_resumes(void **state)
@@ -1183,6 +1217,35 @@ static void test_concurrent_sweeps_measure_each_variant_once(void **state)
     /* the work was shared: a claim per point, each held by the run that stored the point */
     assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM claims c JOIN measurements m ON m.variant_id ="
                                   " c.variant_id AND m.run_id = c.run_id"), POINTS);
+}
+
+/* Two live searches of one store in different orders share the work through the claims:
+ * each variant is measured once, and a later search reads every one back. */
+static void test_concurrent_searches_measure_each_variant_once(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    options(&o, f, "sim:slow=2");
+    problem(&p, "rgat", "infer");
+    o.strategy = "random";
+    pid_t pids[2];
+    for (int k = 0; k < 2; k++) {
+        o.seed = (uint64_t)k + 1;
+        pids[k] = fork_sweep(&o, &p);
+    }
+    for (int k = 0; k < 2; k++) {
+        int status;
+        assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_each_variant_once(f->db, POINTS);
+    xs_summary sum;
+    o.backend = "sim";
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.read_back, VALID);
+    assert_int_equal(sum.measured, 0);
 }
 
 /* A store damaged on disk: the sweep fails naming the damage and writes nothing, readers name it. */
@@ -1485,6 +1548,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_search_goes_on_past_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_resumes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_search_uses_predictions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_searches_measure_each_variant_once, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
     char *cmd = rg_xasprintf("rm -rf '%s'", cache);
