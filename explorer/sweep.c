@@ -826,6 +826,8 @@ static sr_eval_status live_eval(void *ctx, const sr_problem *p, int k, const cg_
             L->best = i;
             j->sum->search_best_ms = *ms;
         }
+    } else {
+        j->pr.done++;   /* counted, with no line: there is no variant to show */
     }
     j->sum->evaluations++;
     if (time_up(j)) {
@@ -1010,7 +1012,7 @@ int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
     /* what was measured is reported even when the sweep stopped early */
     rg_err rerr;
     if (s->run_id > 0 && j.hex && report(&j, rc ? &rerr : err) && !rc) rc = -1;
-    if (sum->interrupted && !sum->stopped_by && s->o.strategy) sum->stopped_by = "interrupted";
+    if (sum->interrupted && !sum->stopped_by) sum->stopped_by = "interrupted";
     sum->elapsed_s = rg_now() - j.t0;
     job_free(&j);
     return rc;

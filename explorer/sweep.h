@@ -70,7 +70,7 @@ typedef struct xs_summary {
     int budget, evaluations;      /* a search's budget and units spent (read-back points included) */
     int read_back;                /* evaluations answered from the store (resume), not measured */
     const char *stopped_by;       /* "budget", "time limit", "space" (no point left), "interrupted",
-                                   * "error"; NULL: the sweep ran to its end */
+                                   * "error"; NULL: the sweep ran to its end (or its budget) */
     double elapsed_s;             /* wall time of the problem */
     double search_best_ms;        /* best time the search found; NaN: none */
     char search_best_config[256];
