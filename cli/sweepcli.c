@@ -10,6 +10,7 @@
 #include "results/store.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -55,6 +56,14 @@ static void add_sweep_options(ro_cmd *r, sc_cli *c, cp_problem *p)
     xs_options *o = &c->opt;
     ro_add(r, (ro_opt){.name = "space", .arg = "S", .kind = RO_STR, .dst = &o->space, .help = "default, full, or a file of 'key: values' lines (default: default)"});
     ro_add(r, (ro_opt){.name = "budget", .arg = "N", .kind = RO_INT, .dst = &o->budget, .help = "measure at most N variants per problem (default: all)", .lo = 1, .hi = 100000000});
+    ro_add(r, (ro_opt){.name = "strategy", .arg = "S", .kind = RO_STR, .dst = &o->strategy,
+                       .help = "search the space within --budget with a strategy of explore replay (random,\n"
+                               "model, static, anneal, bo): each pick is measured, or read back when stored\n"
+                               "(default: measure in cost-model or enumeration order)"});
+    ro_add(r, (ro_opt){.name = "seed", .arg = "K", .kind = RO_INT, .dst = &c->seed, .help = "the strategy's seed (default 1)", .lo = 0, .hi = 2000000000});
+    ro_add(r, (ro_opt){.name = "time-limit", .arg = "S", .kind = RO_REAL, .dst = &o->time_limit_s,
+                       .help = "wall seconds per problem (dataset, compiling and validating included): the\n"
+                               "sweep or search stops after the variant that reaches it (default: none)", .lo = 1e-9, .hi = 1e9});
     cp_add_options(r, p, CP_DB);
     cp_add_options(r, p, CP_DATA_DIR);
     cp_add_options(r, p, CP_MEM_LIMIT);
@@ -105,6 +114,7 @@ static void init(sc_cli *c, cp_problem *p)
 {
     memset(c, 0, sizeof *c);
     xs_options_default(&c->opt);
+    c->seed = (int)c->opt.seed;
     cp_init(p);
 }
 
@@ -125,8 +135,10 @@ static int finish(const char *cmd, const ro_cmd *r, const cp_problem *p, int pla
     rg_err err;
     if (c->opt.slow_factor > 0 && c->opt.slow_factor < 1)
         return ro_bad(cmd, "--slow-factor must be 0 (off) or a number >= 1 (got %g)", c->opt.slow_factor);
-    if (cp_check(p, &err) || cp_to_xb(p, &c->problem, &err) || xs_check_backend(c->opt.backend, &err))
+    if (cp_check(p, &err) || cp_to_xb(p, &c->problem, &err) || xs_check_backend(c->opt.backend, &err) ||
+        xs_check_strategy(c->opt.strategy, &err))
         return ro_fail(cmd, &err);
+    c->opt.seed = (uint64_t)c->seed;
     if (c->no_progress) c->opt.progress = XS_PROGRESS_OFF;
     c->opt.db = p->db;
     c->opt.measure.repeats = p->repeats;
@@ -188,6 +200,18 @@ static void print_failure(const char *cmd, const rg_err *err)
     else fprintf(stderr, "%s: %s\n", cmd, err->msg);
 }
 
+/* A search's model prior (xs_predict_fn): the attached model's predictions, none on an error. */
+static void predict_with_model(void *ctx, const xb_problem *p, const cg_config *cfgs, int n, double *pred_ms)
+{
+    int *order = rg_xmalloc((size_t)(n ? n : 1) * sizeof *order);
+    rg_err err;
+    if (cm_order(ctx, p, NULL, cfgs, n, order, pred_ms, &err)) {
+        fprintf(stderr, "cost model: %s; searching without its predictions\n", err.msg);
+        for (int i = 0; i < n; i++) pred_ms[i] = NAN;
+    }
+    free(order);
+}
+
 int sc_attach_cost_model(sc_cli *c, cm_model *model, rg_err *err)
 {
     const char *path = c->cost_model;
@@ -201,8 +225,10 @@ int sc_attach_cost_model(sc_cli *c, cm_model *model, rg_err *err)
         return -1;
     }
     c->opt.order = cm_sweep_order;
+    c->opt.predict = predict_with_model;
     c->opt.order_ctx = model;
-    fprintf(stderr, "explore: ordering the variants with the cost model %s\n", path);
+    fprintf(stderr, "explore: %s with the cost model %s\n", c->opt.strategy ? "guiding the search" : "ordering the variants",
+            path);
     return 1;
 }
 

@@ -15,6 +15,7 @@ typedef struct sc_cli {
     int no_cost_model;            /* --no-cost-model */
     int no_progress;              /* --no-progress */
     int ranks;                    /* --ranks N: each variant a layer over N GPUs; 0: one GPU */
+    int seed;                     /* --seed K: the strategy's seed (opt.seed) */
 } sc_cli;
 
 /* Parses the sweep options (plan_mode: `explore sweep`, which takes --plan and --shard instead

@@ -113,14 +113,26 @@ void sr_from_cm_set(const cm_set *s, const double *pred, int min_points, sr_set 
     free(count);
 }
 
+void sr_problem_init(sr_problem *p, const cm_problem *prob, const cg_config *cfgs, const double *pred_ms, int n)
+{
+    memset(p, 0, sizeof *p);
+    p->prob = *prob;
+    for (int i = 0; i < n; i++) add_point(p, &cfgs[i], NAN, pred_ms ? pred_ms[i] : NAN);
+    problem_index(p);
+}
+
+void sr_problem_free(sr_problem *p)
+{
+    free(p->points);
+    free(p->by_key);
+    free(p->sorted_ms);
+    free(p->static_list);
+    memset(p, 0, sizeof *p);
+}
+
 void sr_set_free(sr_set *s)
 {
-    for (int q = 0; q < s->n; q++) {
-        free(s->problems[q].points);
-        free(s->problems[q].by_key);
-        free(s->problems[q].sorted_ms);
-        free(s->problems[q].static_list);
-    }
+    for (int q = 0; q < s->n; q++) sr_problem_free(&s->problems[q]);
     free(s->problems);
     memset(s, 0, sizeof *s);
 }
@@ -255,7 +267,9 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
 
 struct sr_run {
     const sr_problem *p;
+    sr_evaluator ev;
     int budget, used;
+    int stopped;               /* the evaluator ended the search */
     rg_rng rng;
     unsigned char *done;       /* [n]: evaluated points */
     uint64_t *outside;         /* configs evaluated that the store lacks */
@@ -264,7 +278,7 @@ struct sr_run {
     double best_ms;            /* NaN: nothing found */
 };
 
-int sr_left(const sr_run *r) { return r->budget - r->used; }
+int sr_left(const sr_run *r) { return r->stopped ? 0 : r->budget - r->used; }
 
 static int evaluated(const sr_run *r, const cg_config *cfg)
 {
@@ -276,14 +290,27 @@ static int evaluated(const sr_run *r, const cg_config *cfg)
     return 0;
 }
 
+/* Replay's evaluator: the time the store recorded (a config it lacks is not measurable). */
+static sr_eval_status replay_time(void *ctx, const sr_problem *p, int point, const cg_config *cfg, double *time_ms)
+{
+    (void)ctx, (void)cfg;
+    *time_ms = point >= 0 ? p->points[point].time_ms : NAN;
+    return SR_EVAL_NEXT;
+}
+
 double sr_evaluate(sr_run *r, const cg_config *cfg)
 {
-    RG_ASSERT(r->used < r->budget);
+    RG_ASSERT(r->used < r->budget && !r->stopped);
     int i = sr_find(r->p, cfg);
     double t = NAN;
+    sr_eval_status st = r->ev.fn(r->ev.ctx, r->p, i, cfg, &t);
+    if (st == SR_EVAL_STOP) {   /* nothing was evaluated: no unit spent */
+        r->stopped = 1;
+        return NAN;
+    }
+    r->stopped = st == SR_EVAL_LAST;
     if (i >= 0) {
         r->done[i] = 1;
-        t = r->p->points[i].time_ms;
     } else {
         r->outside = rg_xrealloc(r->outside, (size_t)(r->noutside + 1) * sizeof *r->outside);
         r->outside[r->noutside++] = cfg_hash(cfg);
@@ -670,8 +697,15 @@ const sr_strategy *sr_strategy_find(const char *name)
 
 void sr_search(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, double *best)
 {
+    sr_search_eval(s, p, budget, seed, NULL, best);
+}
+
+int sr_search_eval(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, const sr_evaluator *ev,
+                   double *best)
+{
     RG_ASSERT(budget >= 1 && budget <= p->n);
-    sr_run r = {.p = p, .budget = budget, .best = best, .best_ms = NAN};
+    sr_run r = {.p = p, .ev = ev ? *ev : (sr_evaluator){replay_time, NULL}, .budget = budget, .best = best,
+                .best_ms = NAN};
     /* the problem goes into the seed: with one seed for all, every problem of the same size would
      * get the same permutation, and their errors would not average out over problems */
     char id[600];
@@ -680,10 +714,13 @@ void sr_search(const sr_strategy *s, const sr_problem *p, int budget, uint64_t s
     rg_rng_seed(&r.rng, seed ^ rg_fnv1a64(id, strlen(id), RG_FNV_SEED));
     r.done = rg_xcalloc((size_t)p->n, 1);
     s->run(&r);
-    /* a strategy that stops early (it ran out of points) found nothing more */
+    /* a strategy that stops early (it ran out of points, or the evaluator stopped it) found
+     * nothing more */
+    int used = r.used;
     while (r.used < budget) r.best[r.used++] = r.best_ms;
     free(r.done);
     free(r.outside);
+    return used;
 }
 
 /* ================================================================ scores ==== */

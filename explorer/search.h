@@ -55,6 +55,10 @@ void sr_from_cm_set(const cm_set *s, const double *pred, int min_points, sr_set 
 /* Appends an unmeasurable point to problem q (a config whose attempts failed). */
 void sr_add_failed(sr_set *s, int q, const cg_config *cfg);
 void sr_set_free(sr_set *s);
+/* A problem whose space is the given candidates (a live search): point i is cfgs[i], with
+ * pred_ms[i] (NULL: no predictions) and no recorded time; no static list. */
+void sr_problem_init(sr_problem *p, const cm_problem *prob, const cg_config *cfgs, const double *pred_ms, int n);
+void sr_problem_free(sr_problem *p);
 /* The point of p with this config, or -1 when the store lacks it. */
 int sr_find(const sr_problem *p, const cg_config *cfg);
 
@@ -70,14 +74,38 @@ int sr_nstrategies(void);
 const sr_strategy *sr_strategy_at(int i);
 const sr_strategy *sr_strategy_find(const char *name);   /* NULL: unknown */
 
-/* Measures cfg on the run's problem: its time, or NaN when it is not measurable (failed, or not in
- * the store). Each call costs one unit of the budget. */
+/* Measures cfg on the run's problem through the run's evaluator: its time, or NaN when it is not
+ * measurable (failed, invalid, or not in the store). Each call costs one unit of the budget,
+ * unless the evaluator stops the search without evaluating. */
 double sr_evaluate(sr_run *r, const cg_config *cfg);
+/* Units left; 0 once the evaluator has stopped the search. */
 int sr_left(const sr_run *r);
 
+/* ---- Evaluators: where an evaluation's time comes from (replay: the store; a live sweep:
+ * a measurement) ---- */
+typedef enum sr_eval_status {
+    SR_EVAL_NEXT,              /* evaluated (*time_ms, NaN: not measurable); the search goes on */
+    SR_EVAL_LAST,              /* evaluated, and the search stops after it (a time limit ran out) */
+    SR_EVAL_STOP,              /* nothing evaluated, no unit spent: the search stops now (interrupted, or
+                                  measuring broke) */
+} sr_eval_status;
+/* point: the index of cfg in p->points, -1 when cfg is not one of the problem's points. */
+typedef sr_eval_status (*sr_eval_fn)(void *ctx, const sr_problem *p, int point, const cg_config *cfg,
+                                     double *time_ms);
+typedef struct sr_evaluator {
+    sr_eval_fn fn;
+    void *ctx;
+} sr_evaluator;
+
 /* Runs the strategy on p with the budget (1..p->n) and seed; best[t] receives the best time found
- * after t + 1 evaluations, NaN while nothing was found. Deterministic for a given seed. */
+ * after t + 1 evaluations, NaN while nothing was found. Deterministic for a given seed. Replay:
+ * each evaluation is the point's recorded time. */
 void sr_search(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, double *best);
+/* The same with each evaluation answered by ev (NULL: replay's). Returns the evaluations made:
+ * fewer than budget when the strategy ran out of points or ev stopped the search (best[t] after
+ * them repeats the last best). */
+int sr_search_eval(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, const sr_evaluator *ev,
+                   double *best);
 
 /* ---- Scores ---- */
 #define SR_NFRACS 4

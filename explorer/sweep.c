@@ -4,6 +4,7 @@
 #include "common/git.h"
 #include "common/json.h"
 #include "common/opts.h"
+#include "explorer/search.h"
 #include "measure/rows.h"
 
 #include <ctype.h>
@@ -53,6 +54,16 @@ void xs_options_default(xs_options *o)
     o->measure.compile_threads = cpus > 0 ? (int)cpus : 1;
     o->timeout_s = 60;
     o->slow_factor = 4;
+    o->seed = 1;
+}
+
+int xs_check_strategy(const char *name, rg_err *err)
+{
+    if (!name || sr_strategy_find(name)) return 0;
+    char names[256] = "";
+    for (int i = 0; i < sr_nstrategies(); i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", sr_strategy_at(i)->name);
+    return rg_errf(err, "--strategy must be one of %s (got '%s')", names, name);
 }
 
 static int is_sim(const char *spec) { return spec && !strncmp(spec, "sim", 3) && (!spec[3] || spec[3] == ':'); }
@@ -167,7 +178,7 @@ struct xs_session {
 xs_session *xs_open(const xs_options *o, rg_err *err)
 {
     RG_ASSERT(!g_session_open);
-    if (xs_check_backend(o->backend, err)) return NULL;
+    if (xs_check_backend(o->backend, err) || xs_check_strategy(o->strategy, err)) return NULL;
     xs_session *s = rg_xcalloc(1, sizeof *s);
     s->o = *o;
     if (!s->o.space) s->o.space = "default";
@@ -245,6 +256,8 @@ typedef struct progress {
     double started, spent;     /* measuring time so far, for the ETA */
     double best_ms;
     int bar_visible;
+    double t0;                 /* the problem's start; shown as elapsed with show_elapsed */
+    int show_elapsed;          /* a search or a time limit: the elapsed time matters */
 } progress;
 
 static void progress_init(progress *pr, int mode, int total, double best_ms)
@@ -290,6 +303,7 @@ static void progress_draw_bar(progress *pr)
     format_eta(pr, eta, sizeof eta);
     format_ms(pr->best_ms, best, sizeof best);
     fprintf(stderr, "\r\033[K[%s] %d/%d  ETA %s  best %s", bar, pr->done, pr->total, eta, best);
+    if (pr->show_elapsed) fprintf(stderr, "  elapsed %.0f s", rg_now() - pr->t0);
     fflush(stderr);
     pr->bar_visible = 1;
 }
@@ -306,8 +320,10 @@ static void progress_variant(progress *pr, const char *cfg, const xb_result *r, 
         format_eta(pr, eta, sizeof eta);
         format_ms(pr->best_ms, best, sizeof best);
         format_ms(r->status == RS_OK ? r->median_ms : NAN, ms, sizeof ms);
-        fprintf(stderr, "[%d/%d] %-14s %12s  %s  (best %s, ETA %s)\n", pr->done, pr->total, rs_status_name(r->status),
-                ms, cfg, best, eta);
+        char elapsed[48] = "";
+        if (pr->show_elapsed) snprintf(elapsed, sizeof elapsed, ", elapsed %.1f s", rg_now() - pr->t0);
+        fprintf(stderr, "[%d/%d] %-14s %12s  %s  (best %s%s, ETA %s)\n", pr->done, pr->total,
+                rs_status_name(r->status), ms, cfg, best, elapsed, eta);
     }
 }
 
@@ -338,12 +354,20 @@ typedef struct job {
     int *todo, ntodo;           /* valid points to measure, in measuring order */
     int *invalid, ninvalid;     /* invalid points to record */
     progress pr;
+    double t0;                  /* the problem's start (--time-limit) */
 } job;
 
 static void summary_init(xs_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
     sum->best_ms = NAN;
+    sum->search_best_ms = NAN;
+}
+
+/* The problem's wall time has reached --time-limit. */
+static int time_up(const job *j)
+{
+    return j->s->o.time_limit_s > 0 && rg_now() - j->t0 >= j->s->o.time_limit_s;
 }
 
 static int register_variants(job *j, rg_err *err)
@@ -384,6 +408,7 @@ static int plan_work(job *j, rg_err *err)
         if (j->pts[i].valid) j->todo[j->ntodo++] = i;
         else j->invalid[j->ninvalid++] = i;
     }
+    if (j->s->o.strategy) return 0;   /* a search picks its own points (search below) */
     if (j->s->o.order && j->ntodo > 1)
         j->s->o.order(j->s->o.order_ctx, j->p, &j->info.stats, j->pts, j->todo, j->ntodo);
     if (j->s->o.budget > 0 && j->ntodo > j->s->o.budget) j->ntodo = j->s->o.budget;
@@ -443,36 +468,51 @@ static int record_invalid(job *j, rg_err *err)
     return 0;
 }
 
-/* Measures the planned variants; stops early on an interrupt. */
+enum { MP_MEASURED, MP_TAKEN, MP_ABORTED, MP_FAILED = -1 };
+
+/* Claims, measures and records point i, its outcome in *r: MP_MEASURED; MP_TAKEN when a
+ * concurrent sweep has it; MP_ABORTED on a second interrupt; MP_FAILED when the backend broke or
+ * the store failed (err says why). */
+static int measure_point(job *j, xw_worker *w, int i, xb_result *r, rg_err *err)
+{
+    int mine = claim(j, i, err);
+    if (mine <= 0) return mine < 0 ? MP_FAILED : MP_TAKEN;
+    double t0 = rg_now();
+    xb_options mo = j->s->o.measure;
+    if (j->s->o.slow_factor > 0 && !isnan(j->pr.best_ms)) mo.slow_ms = j->s->o.slow_factor * j->pr.best_ms;
+    int m = xw_measure(w, i, &j->pts[i].cfg, &mo, r, err);
+    if (m == XW_ABORTED) return MP_ABORTED;
+    if (m < 0) return MP_FAILED;
+    j->sum->measured++;
+    int rc = record(j, i, r, err);
+    char *cfg = cfg_to_string(&j->pts[i].cfg);
+    progress_variant(&j->pr, cfg, r, rg_now() - t0);
+    free(cfg);
+    return rc ? MP_FAILED : MP_MEASURED;
+}
+
+/* Measures the planned variants; stops early on an interrupt or at the time limit. */
 static int measure_all(job *j, xw_worker *w, rg_err *err)
 {
     xb_result *r = rg_xmalloc(sizeof *r);
     int rc = 0;
     for (int x = 0; x < j->ntodo && !rc; x++) {
         if (g_stop) break;
-        int i = j->todo[x];
-        int mine = claim(j, i, err);
-        if (mine <= 0) {
-            rc = mine;
+        int m = measure_point(j, w, j->todo[x], r, err);
+        if (m == MP_TAKEN) {
             j->pr.total--;
             continue;
         }
-        double t0 = rg_now();
-        xb_options mo = j->s->o.measure;
-        if (j->s->o.slow_factor > 0 && !isnan(j->pr.best_ms)) mo.slow_ms = j->s->o.slow_factor * j->pr.best_ms;
-        int m = xw_measure(w, i, &j->pts[i].cfg, &mo, r, err);
-        if (m == XW_ABORTED) break;
-        if (m < 0) {
-            rc = -1;
+        if (m == MP_ABORTED) break;
+        if (m == MP_FAILED) rc = -1;
+        else if (x + 1 < j->ntodo && time_up(j)) {
+            j->sum->stopped_by = "time limit";
             break;
         }
-        j->sum->measured++;
-        rc = record(j, i, r, err);
-        char *cfg = cfg_to_string(&j->pts[i].cfg);
-        progress_variant(&j->pr, cfg, r, rg_now() - t0);
-        free(cfg);
     }
     progress_clear(&j->pr);
+    if (j->sum->stopped_by && j->pr.mode != XS_PROGRESS_OFF)
+        fprintf(stderr, "time limit of %g s reached after %d variants\n", j->s->o.time_limit_s, j->pr.done);
     if (g_stop) j->sum->interrupted = j->s->interrupted = 1;
     j->sum->restarts = xw_restarts(w);
     free(r);
@@ -706,6 +746,191 @@ static int report(job *j, rg_err *err)
     return rc;
 }
 
+/* ---------------------------------------------------------------- a search ---- */
+
+/* A strategy of explorer/search.h on the space's valid points: each evaluation is the sweep's
+ * measurement of a point (worker, validation, rows), or its outcome read back from the store
+ * when this device and commit have one (resume); either costs a unit. */
+typedef struct live {
+    job *j;
+    xw_worker *w;
+    const int *cand;            /* the search's point k is point cand[k] of the space */
+    outcome *stored;            /* the store's outcomes (collect_outcomes) */
+    int *stored_at;             /* [n]: index into stored, -1: none */
+    xb_result *r;
+    rg_err *err;
+    int failed;                 /* the backend broke or the store failed */
+    const char *stop;           /* why the evaluator stopped the search; NULL: it did not */
+    int best;                   /* point of the best time found; -1: none */
+} live;
+
+/* The store's outcomes of the problem's points, for reading back instead of measuring. */
+static int load_stored(live *L, rg_err *err)
+{
+    int n;
+    free(L->stored);
+    L->stored = NULL;
+    for (int i = 0; i < L->j->n; i++) L->stored_at[i] = -1;
+    if (collect_outcomes(L->j, &L->stored, &n, err)) return -1;
+    for (int k = 0; k < n; k++) L->stored_at[L->stored[k].point] = k;
+    return 0;
+}
+
+/* Point i's time from the store; NaN when it failed, or when a concurrent sweep is still
+ * measuring it. */
+static int read_back(live *L, int i, double *ms)
+{
+    job *j = L->j;
+    if (L->stored_at[i] < 0 && load_stored(L, L->err)) return -1;   /* measured meanwhile by another sweep */
+    j->sum->read_back++;
+    if (L->stored_at[i] < 0) {   /* another sweep is measuring it now: not measurable for this search */
+        j->pr.done++;
+        return 0;
+    }
+    const outcome *o = &L->stored[L->stored_at[i]];
+    xb_result_init(L->r);
+    L->r->status = o->status;
+    L->r->median_ms = o->ms;
+    *ms = o->status == RS_OK ? o->ms : NAN;
+    char *cfg = cfg_to_string(&j->pts[i].cfg), *shown = rg_xasprintf("(stored) %s", cfg);
+    progress_variant(&j->pr, shown, L->r, 0);
+    free(shown);
+    free(cfg);
+    return 0;
+}
+
+static sr_eval_status live_eval(void *ctx, const sr_problem *p, int k, const cg_config *cfg, double *ms)
+{
+    (void)p, (void)cfg;
+    live *L = ctx;
+    job *j = L->j;
+    *ms = NAN;
+    if (g_stop) {
+        L->stop = "interrupted";
+        return SR_EVAL_STOP;
+    }
+    if (k >= 0) {   /* a config that is no valid point of the space is not measurable: it costs its unit */
+        int i = L->cand[k];
+        int m = L->stored_at[i] >= 0 ? MP_TAKEN : measure_point(j, L->w, i, L->r, L->err);
+        if (m == MP_MEASURED && L->r->status == RS_OK) *ms = L->r->median_ms;
+        if (m == MP_ABORTED) {
+            L->stop = "interrupted";
+            return SR_EVAL_STOP;
+        }
+        if (m == MP_FAILED || (m == MP_TAKEN && read_back(L, i, ms))) {
+            L->stop = "error";
+            L->failed = 1;
+            return SR_EVAL_STOP;
+        }
+        if (isfinite(*ms) && (L->best < 0 || *ms < j->sum->search_best_ms)) {
+            L->best = i;
+            j->sum->search_best_ms = *ms;
+        }
+    } else {
+        j->pr.done++;   /* counted, with no line: there is no variant to show */
+    }
+    j->sum->evaluations++;
+    if (time_up(j)) {
+        L->stop = "time limit";
+        return SR_EVAL_LAST;
+    }
+    return SR_EVAL_NEXT;
+}
+
+/* The search's budget: --budget, at most the valid points. */
+static int search_budget(const job *j)
+{
+    int valid = j->sum->valid;
+    return j->s->o.budget > 0 && j->s->o.budget < valid ? j->s->o.budget : valid;
+}
+
+/* The search problem of the space's valid points, with the cost model's predictions. */
+static void search_problem(job *j, int *cand, sr_problem *sp)
+{
+    const xs_options *o = &j->s->o;
+    cg_config *cfgs = rg_xmalloc((size_t)j->n * sizeof *cfgs + 1);
+    int nc = 0;
+    for (int i = 0; i < j->n; i++)
+        if (j->pts[i].valid) {
+            cand[nc] = i;
+            cfgs[nc++] = j->pts[i].cfg;
+        }
+    double *pred = NULL;
+    if (o->predict && nc) {
+        pred = rg_xmalloc((size_t)nc * sizeof *pred);
+        for (int k = 0; k < nc; k++) pred[k] = NAN;
+        o->predict(o->order_ctx, j->p, cfgs, nc, pred);
+    }
+    cm_problem prob;
+    memset(&prob, 0, sizeof prob);
+    snprintf(prob.model, sizeof prob.model, "%s", j->p->model);
+    snprintf(prob.task, sizeof prob.task, "%.7s", j->p->task);   /* infer or train */
+    snprintf(prob.dataset, sizeof prob.dataset, "%s", j->p->dataset);
+    prob.dim_in = j->p->dim_in;
+    prob.dim_out = j->p->dim_out;
+    prob.heads = j->p->heads;
+    prob.stats = j->info.stats;
+    sr_problem_init(sp, &prob, cfgs, pred, nc);
+    free(pred);
+    free(cfgs);
+}
+
+/* The one-line summary of a search, on stderr with the progress. */
+static void search_summary(const job *j, const live *L)
+{
+    const xs_summary *sum = j->sum;
+    if (j->pr.mode == XS_PROGRESS_OFF) return;
+    char stop[64] = "at the budget", best[300] = "nothing measurable found";
+    if (!strcmp(sum->stopped_by, "time limit"))
+        snprintf(stop, sizeof stop, "by the time limit (%g s)", j->s->o.time_limit_s);
+    else if (!strcmp(sum->stopped_by, "space"))
+        snprintf(stop, sizeof stop, "with no point left");
+    else if (!strcmp(sum->stopped_by, "interrupted"))
+        snprintf(stop, sizeof stop, "by an interrupt");
+    if (L->best >= 0) snprintf(best, sizeof best, "best %.4f ms %s", sum->search_best_ms, sum->search_best_config);
+    fprintf(stderr, "search %s: %d of %d evaluations (%d read back from the store), stopped %s; %s; %.1f s\n",
+            sum->strategy, sum->evaluations, sum->budget, sum->read_back, stop, best, rg_now() - j->t0);
+}
+
+static int search(job *j, xw_worker *w, rg_err *err)
+{
+    const xs_options *o = &j->s->o;
+    xs_summary *sum = j->sum;
+    int *cand = rg_xmalloc((size_t)j->n * sizeof *cand + 1);
+    sr_problem sp;
+    search_problem(j, cand, &sp);
+    live L = {.j = j, .w = w, .cand = cand, .err = err, .best = -1};
+    L.r = rg_xmalloc(sizeof *L.r);
+    L.stored_at = rg_xmalloc((size_t)j->n * sizeof *L.stored_at + 1);
+    for (int i = 0; i < j->n; i++) L.stored_at[i] = -1;
+    int rc = o->no_resume ? 0 : load_stored(&L, err);
+    if (!rc && sum->budget > 0) {
+        double *best = rg_xmalloc((size_t)sum->budget * sizeof *best);
+        sr_evaluator ev = {live_eval, &L};
+        int used = sr_search_eval(sr_strategy_find(o->strategy), &sp, sum->budget, o->seed, &ev, best);
+        sum->stopped_by = L.stop ? L.stop : used == sum->budget ? "budget" : "space";
+        rc = L.failed ? -1 : 0;
+        free(best);
+    } else if (!rc) {
+        sum->stopped_by = "space";
+    }
+    if (L.best >= 0) {
+        char *cfg = cfg_to_string(&j->pts[L.best].cfg);
+        snprintf(sum->search_best_config, sizeof sum->search_best_config, "%s", cfg);
+        free(cfg);
+    }
+    progress_clear(&j->pr);
+    if (!rc) search_summary(j, &L);
+    if (g_stop) sum->interrupted = j->s->interrupted = 1;
+    sum->restarts = xw_restarts(w);
+    free(L.r);
+    free(L.stored);
+    free(L.stored_at);
+    free(cand);
+    sr_problem_free(&sp);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- driver ---- */
 
 static void job_free(job *j)
@@ -737,13 +962,25 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
     j->sum->run_id = j->s->run_id;
     j->dataset_id = rs_upsert_dataset(j->s->store, j->p->dataset, &j->info.stats, err);
     if (j->dataset_id < 0 || register_variants(j, err) || plan_work(j, err)) return -1;
-    progress_init(&j->pr, j->pr.mode, j->ntodo, NAN);
-    if (j->pr.mode != XS_PROGRESS_OFF)
+    const xs_options *o = &j->s->o;
+    if (o->strategy) {
+        snprintf(j->sum->strategy, sizeof j->sum->strategy, "%s", o->strategy);
+        j->sum->budget = search_budget(j);
+    }
+    progress_init(&j->pr, j->pr.mode, o->strategy ? j->sum->budget : j->ntodo, NAN);
+    j->pr.t0 = j->t0;
+    j->pr.show_elapsed = o->strategy || o->time_limit_s > 0;
+    if (j->pr.mode != XS_PROGRESS_OFF && o->strategy)
+        fprintf(stderr, "%s on %s (%s): %d points, %d valid, %d already measured, %d invalid to record; search %s, "
+                        "budget %d, seed %llu%s\n", j->p->model, j->p->dataset, j->p->task, j->n, j->sum->valid,
+                j->sum->skipped, j->ninvalid, o->strategy, j->sum->budget, (unsigned long long)o->seed,
+                o->time_limit_s > 0 ? ", with a time limit" : "");
+    else if (j->pr.mode != XS_PROGRESS_OFF)
         fprintf(stderr, "%s on %s (%s): %d points, %d already measured, %d invalid to record, %d to measure%s\n",
                 j->p->model, j->p->dataset, j->p->task, j->n, j->sum->skipped, j->ninvalid, j->ntodo,
-                j->s->o.budget > 0 ? " (--budget)" : "");
+                o->budget > 0 ? " (--budget)" : "");
     if (record_invalid(j, err)) return -1;
-    return measure_all(j, w, err);
+    return o->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 
 int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
@@ -752,6 +989,7 @@ int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
     if (check_problem(p, err)) return -1;
     job j;
     memset(&j, 0, sizeof j);
+    j.t0 = rg_now();
     j.s = s;
     j.p = p;
     j.sum = sum;
@@ -774,6 +1012,8 @@ int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
     /* what was measured is reported even when the sweep stopped early */
     rg_err rerr;
     if (s->run_id > 0 && j.hex && report(&j, rc ? &rerr : err) && !rc) rc = -1;
+    if (sum->interrupted && !sum->stopped_by) sum->stopped_by = "interrupted";
+    sum->elapsed_s = rg_now() - j.t0;
     job_free(&j);
     return rc;
 }

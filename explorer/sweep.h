@@ -11,6 +11,10 @@
 typedef void (*xs_order_fn)(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points,
                             int *idx, int n);
 
+/* Predictions (ms) of the cost model for n configs of the problem, for a search strategy's model
+ * prior: pred_ms[i] of cfgs[i], NaN where there is none. */
+typedef void (*xs_predict_fn)(void *ctx, const xb_problem *p, const cg_config *cfgs, int n, double *pred_ms);
+
 /* The GPU backend's constructor (xb_gpu_backend), passed in by the program's main so that the
  * library and the CPU tests link without it. */
 typedef xb_backend *(*xs_gpu_backend_fn)(rg_err *err);
@@ -34,6 +38,12 @@ typedef struct xs_options {
     const char *group;            /* the run's group (explore compare's unit); NULL: its own */
     xs_order_fn order;            /* NULL: enumeration order */
     void *order_ctx;
+    /* A search (explorer/search.h) in place of measuring in order: the strategy picks each next
+     * variant from what it measured so far, within the budget (none: the valid points). */
+    const char *strategy;         /* NULL: measure in order up to the budget (the default) */
+    xs_predict_fn predict;        /* the strategy's model prior (ctx: order_ctx); NULL: none */
+    uint64_t seed;                /* the strategy's seed */
+    double time_limit_s;          /* wall seconds per problem, then the sweep or search stops; <= 0: none */
     int progress;                 /* XS_PROGRESS_*; AUTO: a bar on a terminal, lines otherwise */
     int quiet;                    /* no report table */
     FILE *out;                    /* the report (NULL: stdout) */
@@ -55,6 +65,15 @@ typedef struct xs_summary {
     int interrupted;              /* stopped by SIGINT/SIGTERM */
     int partial;                  /* not every point of the space has an outcome: the best is of a part */
     int64_t run_id;
+    /* the search (xs_options.strategy) or the time limit */
+    char strategy[32];            /* "" without --strategy */
+    int budget, evaluations;      /* a search's budget and units spent (read-back points included) */
+    int read_back;                /* evaluations answered from the store (resume), not measured */
+    const char *stopped_by;       /* "budget", "time limit", "space" (no point left), "interrupted",
+                                   * "error"; NULL: the sweep ran to its end (or its budget) */
+    double elapsed_s;             /* wall time of the problem */
+    double search_best_ms;        /* best time the search found; NaN: none */
+    char search_best_config[256];
     double best_ms;               /* best ok time of the problem in the store (this commit); NaN: none */
     char best_config[256];
     char best_path[1024];         /* the best-config JSON written, "" if none */
@@ -81,6 +100,8 @@ char *xs_best_path(const char *best_dir, const char *gpu_name, const xb_problem 
 
 /* Where best-config JSON files go unless told otherwise. */
 #define XS_DEFAULT_BEST_DIR "results/best"
+/* NULL or a strategy of explorer/search.h, else an error naming them. */
+int xs_check_strategy(const char *name, rg_err *err);
 /* NULL or "gpu", or "sim[:KEY=VAL,...]" that the simulator accepts: a misspelt backend fails here,
  * before any worker starts. */
 int xs_check_backend(const char *spec, rg_err *err);

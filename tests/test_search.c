@@ -428,6 +428,58 @@ static void test_unmeasurable_points_cost_a_unit(void **state)
     tu_rm_tree(dir);
 }
 
+/* ---- evaluators: the strategies' one path for replay and for a live search ---- */
+
+typedef struct counting {
+    int calls, last_at, stop_at;
+} counting;
+
+/* Twice the recorded time (a "live" device half as fast); ends the search as told. */
+static sr_eval_status counting_eval(void *ctx, const sr_problem *p, int point, const cg_config *cfg, double *t)
+{
+    counting *c = ctx;
+    (void)cfg;
+    if (++c->calls == c->stop_at) return SR_EVAL_STOP;
+    *t = point >= 0 ? 2 * p->points[point].time_ms : NAN;
+    return c->calls == c->last_at ? SR_EVAL_LAST : SR_EVAL_NEXT;
+}
+
+static void test_evaluator_answers_and_stops(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = synth_db(dir, "s.db", -1, 1);
+    sr_set s;
+    load(db, SR_CM_LODO, &s);
+    const sr_problem *p = &s.problems[1];
+    int n = p->n;
+    double *replay = rg_xmalloc((size_t)n * sizeof *replay), *live = rg_xmalloc((size_t)n * sizeof *live);
+    const char *names[] = {"random", "model"};
+    for (int k = 0; k < 2; k++) {   /* the same picks as replay: only where the times come from differs */
+        counting c = {0};
+        sr_evaluator ev = {counting_eval, &c};
+        sr_search(sr_strategy_find(names[k]), p, n, 3, replay);
+        assert_int_equal(sr_search_eval(sr_strategy_find(names[k]), p, n, 3, &ev, live), n);
+        assert_int_equal(c.calls, n);
+        for (int t = 0; t < n; t++)
+            if (!(isnan(replay[t]) && isnan(live[t])) && live[t] != 2 * replay[t])
+                fail_msg("%s: evaluation %d found %g, replay %g", names[k], t + 1, live[t], replay[t]);
+    }
+    counting last = {.last_at = 5};
+    sr_evaluator ev = {counting_eval, &last};
+    assert_int_equal(sr_search_eval(sr_strategy_find("anneal"), p, n, 3, &ev, live), 5);
+    assert_int_equal(last.calls, 5);
+    for (int t = 5; t < n; t++) assert_true(live[t] == live[4] || (isnan(live[t]) && isnan(live[4])));
+    counting stop = {.stop_at = 3};   /* the stopped call evaluated nothing and costs nothing */
+    ev.ctx = &stop;
+    assert_int_equal(sr_search_eval(sr_strategy_find("bo"), p, n, 3, &ev, live), 2);
+    assert_int_equal(stop.calls, 3);
+    free(replay);
+    free(live);
+    sr_set_free(&s);
+    free(db);
+    tu_rm_tree(dir);
+}
+
 /* ---- the command line ---- */
 
 static int run_replay(char **argv)
@@ -507,6 +559,7 @@ int main(void)
         cmocka_unit_test(test_strategies_are_deterministic),
         cmocka_unit_test(test_random_search_matches_its_expectation),
         cmocka_unit_test(test_unmeasurable_points_cost_a_unit),
+        cmocka_unit_test(test_evaluator_answers_and_stops),
         cmocka_unit_test(test_cli_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -822,11 +822,17 @@ static void test_cli(void **state)
     assert_float_equal(c.opt.timeout_s, 2.5, 0);
     assert_int_equal(c.opt.measure.metrics, 1);
     assert_int_equal(c.opt.no_resume, 1);
+    assert_null(c.opt.strategy);
+    char *search[] = {"explore", "--model", "rgat", "--strategy", "anneal", "--seed", "9", "--time-limit", "30", NULL};
+    assert_int_equal(sc_parse_cli("explore", 9, search, 0, &c), 0);
+    assert_string_equal(c.opt.strategy, "anneal");
+    assert_int_equal(c.opt.seed, 9);
+    assert_float_equal(c.opt.time_limit_s, 30, 0);
     char *bad[][3] = {
         {"explore", "--modle", "x"}, {"explore", "--task", "fly"}, {"explore", "--dims", "0,3"},
         {"explore", "--shard", "0/2"}, {"explore", "--backend", "cuda"}, {"explore", "--backend", "sim:fail=explode@3"},
         {"explore", "--budget", "-1"}, {"explore", "--mem-limit", "lots"}, {"explore", "--backend", "sim:fail=oom@tile=7"},
-        {"explore", "--slow-factor", "0.5"},
+        {"explore", "--slow-factor", "0.5"}, {"explore", "--strategy", "exhaustive"}, {"explore", "--time-limit", "0"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         fflush(stderr);
@@ -939,6 +945,236 @@ static void test_cost_model_orders_the_budget(void **state)
     free(model_path);
 }
 
+/* ---- Live search (--strategy) ---- */
+
+/* The fastest ok config and its time (as text: to 1e-6) for this commit, from the store. */
+static char *best_of_commit(const fixture *f, const char *commit, double *ms)
+{
+    char *sql = rg_xasprintf("SELECT v.config FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                             " WHERE m.status = 'ok' AND m.git_commit = '%s' ORDER BY m.median_ms LIMIT 1", commit);
+    char *json = q_text(f->db, sql);
+    free(sql);
+    sql = rg_xasprintf("SELECT min(median_ms) FROM measurements WHERE status = 'ok' AND git_commit = '%s'", commit);
+    char *t = q_text(f->db, sql);
+    free(sql);
+    assert_non_null(json);
+    assert_non_null(t);
+    *ms = strtod(t, NULL);
+    cg_config c;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse_json(&c, json, NULL), 0);
+    free(json);
+    free(t);
+    return cfg_to_string(&c);
+}
+
+/* The configs a run measured, in order, joined by ';'. */
+static char *measured_sequence(const fixture *f, const char *commit)
+{
+    char *sql = rg_xasprintf("SELECT group_concat(h, ';') FROM (SELECT v.hash AS h FROM measurements m JOIN variants v"
+                             " ON v.id = m.variant_id WHERE m.git_commit = '%s' AND m.status != 'invalid' ORDER BY m.id)",
+                             commit);
+    char *seq = q_text(f->db, sql);
+    free(sql);
+    assert_non_null(seq);
+    return seq;
+}
+
+/* With the budget of the whole space, every strategy measures each valid point once and finds
+ * the optimum of a plain sweep; the chosen config is written as the sweep writes it. */
+static void test_live_search_finds_the_optimum(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.commit = "plain";
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    double oracle;
+    char *best = best_of_commit(f, "plain", &oracle);
+    const char *strategies[] = {"random", "anneal", "bo"};
+    for (int k = 0; k < 3; k++) {
+        o.commit = strategies[k];   /* a commit of its own: nothing to resume */
+        o.strategy = strategies[k];
+        o.budget = 1000;            /* more than the space: the valid points are the budget */
+        sweep_ok(&o, &p, &sum);
+        assert_string_equal(sum.strategy, strategies[k]);
+        assert_int_equal(sum.budget, VALID);
+        assert_int_equal(sum.evaluations, VALID);
+        assert_int_equal(sum.measured, VALID);
+        assert_int_equal(sum.read_back, 0);
+        assert_string_equal(sum.stopped_by, "budget");
+        assert_int_equal(sum.count[RS_INVALID], INVALID);   /* invalid points recorded, never measured */
+        if (strcmp(sum.search_best_config, best) || fabs(sum.search_best_ms - oracle) > 1e-6 * oracle)
+            fail_msg("%s found %s (%g ms), the oracle is %s (%g ms)", strategies[k], sum.search_best_config,
+                     sum.search_best_ms, best, oracle);
+        assert_string_equal(sum.best_config, best);
+        assert_false(sum.partial);
+        assert_true(rg_file_exists(sum.best_path));
+    }
+    free(best);
+}
+
+/* The same seed measures the same configs in the same order; another seed, another order. */
+static void test_live_search_is_seeded(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    problem(&p, "rgat", "train");
+    const char *runs[][2] = {{"anneal", "a1"}, {"anneal", "a2"}, {"random", "r1"}, {"random", "r2"}, {"random", "r3"}};
+    const int seeds[] = {5, 5, 5, 5, 6};
+    for (int k = 0; k < 5; k++) {
+        o.strategy = runs[k][0];
+        o.commit = runs[k][1];
+        o.seed = (uint64_t)seeds[k];
+        o.budget = 10;
+        sweep_ok(&o, &p, &sum);
+        assert_int_equal(sum.measured, 10);
+    }
+    char *a1 = measured_sequence(f, "a1"), *a2 = measured_sequence(f, "a2"), *r1 = measured_sequence(f, "r1"),
+         *r2 = measured_sequence(f, "r2"), *r3 = measured_sequence(f, "r3");
+    assert_string_equal(a1, a2);
+    assert_string_equal(r1, r2);
+    assert_string_not_equal(r1, r3);
+    free(a1), free(a2), free(r1), free(r2), free(r3);
+}
+
+/* Variants that fail to compile, and one whose worker crashes, each cost a unit and find nothing;
+ * the search goes on to the best of the rest. */
+static void test_live_search_goes_on_past_failures(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.commit = "plain";
+    o.backend = "sim:fail=compile@tile=16+coarsen=4";
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    int compile_errors = sum.count[RS_COMPILE_ERROR];
+    assert_true(compile_errors > 0);
+    double oracle;
+    char *best = best_of_commit(f, "plain", &oracle);
+    o.backend = "sim:fail=compile@tile=16+coarsen=4,fault@compact=off+reorder=off+tile=64+coarsen=1+w=shmem";
+    o.commit = "search";
+    o.strategy = "anneal";
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.evaluations, VALID);
+    assert_int_equal(sum.count[RS_COMPILE_ERROR], compile_errors);
+    assert_int_equal(sum.count[RS_RUNTIME_FAULT], 1);
+    assert_int_equal(sum.count[RS_OK], VALID - compile_errors - 1);
+    assert_true(sum.restarts >= 1);
+    assert_string_equal(sum.stopped_by, "budget");
+    assert_string_equal(sum.search_best_config, best);
+    free(best);
+}
+
+/* A time limit that has run out when the first variant is done stops the search, and the
+ * ordered sweep, after that variant; the summary says so. */
+static void test_time_limit_stops_after_one_evaluation(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.time_limit_s = 1e-9;
+    problem(&p, "rgat", "infer");
+    o.strategy = "bo";
+    o.budget = 20;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.evaluations, 1);
+    assert_int_equal(sum.measured, 1);
+    assert_string_equal(sum.stopped_by, "time limit");
+    assert_true(isfinite(sum.search_best_ms));
+    assert_true(sum.partial);
+    o.strategy = NULL;   /* the ordered sweep */
+    o.commit = "ordered";
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.measured, 1);
+    assert_string_equal(sum.stopped_by, "time limit");
+    o.time_limit_s = 0;   /* none: the budget ends it */
+    o.strategy = "random";
+    o.commit = "unlimited";
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.evaluations, 20);
+    assert_string_equal(sum.stopped_by, "budget");
+}
+
+/* Predictions that rank the candidates backwards: the last valid point is the favourite. */
+static void backwards_prediction(void *ctx, const xb_problem *p, const cg_config *cfgs, int n, double *pred_ms)
+{
+    (void)p, (void)cfgs;
+    (*(int *)ctx)++;
+    for (int i = 0; i < n; i++) pred_ms[i] = n - i;
+}
+
+/* The model's predictions reach the strategy: `model` measures the predicted best first. */
+static void test_live_search_uses_predictions(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    int calls = 0;
+    options(&o, f, "sim");
+    o.predict = backwards_prediction;
+    o.order_ctx = &calls;
+    o.strategy = "model";
+    o.budget = 2;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(calls, 1);
+    assert_int_equal(sum.measured, 2);
+    char *st = status_of(f, &p, valid_index(f, VALID - 1), NULL);
+    assert_non_null(st);
+    free(st);
+    st = status_of(f, &p, valid_index(f, VALID - 2), NULL);
+    assert_non_null(st);
+    free(st);
+    assert_null(status_of(f, &p, valid_index(f, 0), NULL));
+}
+
+/* A search reads back what the store has for this device and commit (each still a unit of its
+ * budget) and measures only the rest; every variant ends up measured once. */
+static void test_live_search_resumes(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    problem(&p, "rgat", "infer");
+    o.strategy = "random";
+    o.budget = 10;
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.measured, 10);
+    o.strategy = "anneal";
+    o.budget = 0;   /* the whole space */
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.evaluations, VALID);
+    assert_int_equal(sum.read_back, 10);
+    assert_int_equal(sum.measured, VALID - 10);
+    assert_each_variant_once(f->db, POINTS);
+    double oracle;
+    char *best = best_of_commit(f, "test", &oracle);
+    assert_string_equal(sum.search_best_config, best);
+    o.strategy = "bo";
+    o.budget = 5;   /* all stored: nothing measured, still five units */
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.evaluations, 5);
+    assert_int_equal(sum.read_back, 5);
+    assert_int_equal(sum.measured, 0);
+    assert_each_variant_once(f->db, POINTS);
+    free(best);
+}
+
 static void test_best_path_names(void **state)
 {
     (void)state;
@@ -981,6 +1217,35 @@ static void test_concurrent_sweeps_measure_each_variant_once(void **state)
     /* the work was shared: a claim per point, each held by the run that stored the point */
     assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM claims c JOIN measurements m ON m.variant_id ="
                                   " c.variant_id AND m.run_id = c.run_id"), POINTS);
+}
+
+/* Two live searches of one store in different orders share the work through the claims:
+ * each variant is measured once, and a later search reads every one back. */
+static void test_concurrent_searches_measure_each_variant_once(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    options(&o, f, "sim:slow=2");
+    problem(&p, "rgat", "infer");
+    o.strategy = "random";
+    pid_t pids[2];
+    for (int k = 0; k < 2; k++) {
+        o.seed = (uint64_t)k + 1;
+        pids[k] = fork_sweep(&o, &p);
+    }
+    for (int k = 0; k < 2; k++) {
+        int status;
+        assert_int_equal(waitpid(pids[k], &status, 0), pids[k]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_each_variant_once(f->db, POINTS);
+    xs_summary sum;
+    o.backend = "sim";
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.read_back, VALID);
+    assert_int_equal(sum.measured, 0);
 }
 
 /* A store damaged on disk: the sweep fails naming the damage and writes nothing, readers name it. */
@@ -1278,6 +1543,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_plan_group_is_shared_by_its_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_run_is_marked_interrupted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_in_read_only_folder, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_search_finds_the_optimum, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_search_is_seeded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_search_goes_on_past_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_search_resumes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_search_uses_predictions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_searches_measure_each_variant_once, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
     char *cmd = rg_xasprintf("rm -rf '%s'", cache);
