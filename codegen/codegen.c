@@ -179,6 +179,26 @@ static int check_override_instances(const lw_program *lp, const cg_config *cfg, 
     return 0;
 }
 
+/* Every override changes its instance's kernels: an override of a key that none of them reads
+ * (coarsen of a traversal) would be a second name, and hash, for the same kernels. */
+static int check_overrides_read(const lw_program *lp, const cg_config *cfg, const kp_plan *plan, rg_err *err)
+{
+    for (int o = 0; o < cfg->noverrides; o++) {
+        const cfg_key *k = cfg_key_at(cfg->overrides[o].key);
+        unsigned kinds = 0;
+        for (int i = 0; i < plan->nkernels; i++) {
+            const kp_kernel *kk = &plan->kernels[i];
+            if (kk->inst < 0 || strcmp(lp->inst[kk->inst].name, cfg->overrides[o].inst)) continue;
+            kinds |= kk->category == KC_GEMM ? CFG_ON_GEMM : kk->category == KC_TRAVERSAL ? CFG_ON_TRAV : 0;
+        }
+        if (kinds & cfg_key_kernels(k)) continue;
+        return rg_errf(err, "config: %s.%s changes nothing: %s is read by %s kernels and %s launches %s", cfg->overrides[o].inst,
+                       k->name, k->name, cfg_key_kernels(k) == CFG_ON_GEMM ? "GEMM" : cfg_key_kernels(k) == CFG_ON_TRAV ? "traversal" : "GEMM and traversal", cfg->overrides[o].inst,
+                       kinds == CFG_ON_GEMM ? "a GEMM" : kinds == CFG_ON_TRAV ? "traversal kernels" : "no kernel that reads a schedule key");
+    }
+    return 0;
+}
+
 int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -204,6 +224,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
         for (int k = first; k < out->plan.nkernels; k++) out->plan.kernels[k].inst = i;
     }
     if (!rc && lp->ninst > 0) rc = el_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
+    if (!rc) rc = check_overrides_read(lp, cfg, &out->plan, err);
     if (rc) {
         cg_variant_free(out);
         return -1;

@@ -314,6 +314,8 @@ static void say_schedule_keys(rg_str *out)
     for (int i = 0; SCHEDULE[i].key >= 0; i++) rg_str_printf(out, "%s%s", i ? ", " : "", KEYS[SCHEDULE[i].key].name);
 }
 
+static int put_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err);
+
 /* INST.KEY=VAL. `seen` lists "\ninst.key\n" per override of this parse (given twice is an error,
  * also under the key's other spelling). */
 static int apply_override(cg_config *c, const char *inst, const char *key, const char *val, rg_str *seen, rg_err *err)
@@ -339,7 +341,7 @@ static int apply_override(cg_config *c, const char *inst, const char *key, const
     char *spelled = rg_xasprintf("%s.%s", inst, key);
     int code, rc = parse_value(k, spelled, val, &code, err);
     free(spelled);
-    return rc ? rc : cfg_set_override(c, inst, k, code, err);
+    return rc ? rc : put_override(c, inst, k, code, err);
 }
 
 /* Overrides equal to the global value change nothing: dropped, so a variant has one canonical form
@@ -396,7 +398,9 @@ static int override_cmp(const cfg_override *a, const char *inst, int key)
     return d ? d : a->key - key;
 }
 
-int cfg_set_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err)
+/* Stores the override in its sorted place, also when it equals the global value: while a list is
+ * parsed the global value may still change ("gemm_2.tile=32,tile=64"). */
+static int put_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err)
 {
     if (!cfg_instance_name_ok(inst)) return rg_errf(err, "config: '%s' is not an instance name", inst);
     if (!cfg_key_kernels(k)) return rg_errf(err, "config: %s.%s: %s is not per-kernel", inst, k->name, k->name);
@@ -404,10 +408,6 @@ int cfg_set_override(cg_config *c, const char *inst, const cfg_key *k, int code,
     int key = cfg_key_index(k), at = 0;
     while (at < c->noverrides && override_cmp(&c->overrides[at], inst, key) < 0) at++;
     int found = at < c->noverrides && override_cmp(&c->overrides[at], inst, key) == 0;
-    if (k->get(c) == code) {   /* the global value: no override */
-        if (found) memmove(&c->overrides[at], &c->overrides[at + 1], (size_t)(--c->noverrides - at) * sizeof *c->overrides);
-        return 0;
-    }
     if (!found) {
         if (c->noverrides == CFG_MAX_OVERRIDES)
             return rg_errf(err, "config: more than %d per-kernel overrides (CFG_MAX_OVERRIDES in codegen/config.h)",
@@ -417,6 +417,13 @@ int cfg_set_override(cg_config *c, const char *inst, const cfg_key *k, int code,
         c->overrides[at].key = (short)key;
     }
     c->overrides[at].code = (short)code;
+    return 0;
+}
+
+int cfg_set_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err)
+{
+    if (put_override(c, inst, k, code, err)) return -1;
+    drop_redundant_overrides(c);
     return 0;
 }
 

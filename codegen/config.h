@@ -40,9 +40,10 @@ enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
 /* Per-kernel overrides: INSTANCE.KEY=VAL gives one lowered instance (gemm_2, trav_6_bwd: every
  * kernel it launches) its own value of a per-kernel-capable key. A fixed array keeps cg_config a
  * plain value type (copied, stored in arrays); a plan has at most about 20 instances of which a
- * handful differ from the global schedule in a few keys. */
-#define CFG_MAX_OVERRIDES 48
-#define CFG_INSTANCE_MAX 20   /* bytes of an instance name with its NUL (lower.c names are ~12) */
+ * handful differ from the global schedule in a few keys. The array is kept small because spaces
+ * enumerate configs by the hundred thousand (the full space: 640 bytes more per point). */
+#define CFG_MAX_OVERRIDES 32
+#define CFG_INSTANCE_MAX 16   /* bytes of an instance name with its NUL (lower.c's are at most ~13) */
 typedef struct cfg_override {
     char inst[CFG_INSTANCE_MAX];
     short key;     /* index in the key table */
