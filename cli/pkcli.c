@@ -69,8 +69,8 @@ static int space_size(const pk_args *a)
     hg_free(g);
     if (rc) return ro_fail("explore perkernel", &err);
     printf("space %s for %s %s at dims %d,%d heads %d (%s): %d uniform points in %d structures; "
-           "%.0f per-kernel points\n", a->space, a->p.model, a->p.task, a->p.dims[0], a->p.dims[1], a->p.heads,
-           a->p.dataset ? a->p.dataset : "nominal sizes", n.uniform, n.nstructures, n.points);
+           "%.0f per-kernel points (%.3g)\n", a->space, a->p.model, a->p.task, a->p.dims[0], a->p.dims[1], a->p.heads,
+           a->p.dataset ? a->p.dataset : "nominal sizes", n.uniform, n.nstructures, n.points, n.points);
     return 0;
 }
 
