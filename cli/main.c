@@ -15,6 +15,7 @@
 #include "cli/rpcli.h"
 #include "cli/ptcli.h"
 #include "cli/replaycli.h"
+#include "cli/pkcli.h"
 #include "common/opts.h"
 
 
@@ -48,6 +49,7 @@ static const command COMMANDS[] = {
     {"report", rp_cli_main, "draw the paper-style figures of the results store (gnuplot) with an index.md"},
     {"fit", cm_cli_fit, "fit the cost models on the results store; leave-one-dataset-out table"},
     {"replay", sr_cli_replay, "replay search strategies on a store's measurements (no GPU): found/oracle, P-score"},
+    {"perkernel", pk_cli_main, "the exact per-kernel optimum from a store's uniform sweeps; the per-kernel space's size"},
     {"pick", pick_main, "rank a dataset's configs with the cost model; measure the top K (--measure-top)"},
     {NULL, NULL, NULL},
 };

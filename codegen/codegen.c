@@ -1,5 +1,6 @@
 /* From a lowered program and one config to a launch plan: decides which variables live in
- * device memory, emits every instance's kernels in program order, and lists zero-fills. */
+ * device memory, emits every instance's kernels in program order (each with its per-kernel
+ * overrides applied), and lists zero-fills. */
 #include "codegen/codegen.h"
 #include "codegen/emit_gemm.h"
 #include "codegen/emit_loss.h"
@@ -160,10 +161,48 @@ static void add_helpers(kp_plan *plan)
     }
 }
 
+/* Every per-kernel override names an instance of this plan; the error lists the plan's instances. */
+static int check_override_instances(const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    for (int o = 0; o < cfg->noverrides; o++) {
+        const char *name = cfg->overrides[o].inst;
+        int found = 0;
+        for (int i = 0; i < lp->ninst && !found; i++) found = !strcmp(lp->inst[i].name, name);
+        if (found) continue;
+        rg_str known = {0};
+        for (int i = 0; i < lp->ninst; i++) rg_str_printf(&known, "%s%s", i ? ", " : "", lp->inst[i].name);
+        rg_errf(err, "config: the override %s.%s names no instance of this plan (its instances: %s)", name,
+                cfg_key_at(cfg->overrides[o].key)->name, known.s ? known.s : "none");
+        rg_str_free(&known);
+        return -1;
+    }
+    return 0;
+}
+
+/* Every override changes its instance's kernels: an override of a key that none of them reads
+ * (coarsen of a traversal) would be a second name, and hash, for the same kernels. */
+static int check_overrides_read(const lw_program *lp, const cg_config *cfg, const kp_plan *plan, rg_err *err)
+{
+    for (int o = 0; o < cfg->noverrides; o++) {
+        const cfg_key *k = cfg_key_at(cfg->overrides[o].key);
+        unsigned kinds = 0;
+        for (int i = 0; i < plan->nkernels; i++) {
+            const kp_kernel *kk = &plan->kernels[i];
+            if (kk->inst < 0 || strcmp(lp->inst[kk->inst].name, cfg->overrides[o].inst)) continue;
+            kinds |= kk->category == KC_GEMM ? CFG_ON_GEMM : kk->category == KC_TRAVERSAL ? CFG_ON_TRAV : 0;
+        }
+        if (kinds & cfg_key_kernels(k)) continue;
+        return rg_errf(err, "config: %s.%s changes nothing: %s is read by %s kernels and %s launches %s", cfg->overrides[o].inst,
+                       k->name, k->name, cfg_key_kernels(k) == CFG_ON_GEMM ? "GEMM" : cfg_key_kernels(k) == CFG_ON_TRAV ? "traversal" : "GEMM and traversal", cfg->overrides[o].inst,
+                       kinds == CFG_ON_GEMM ? "a GEMM" : kinds == CFG_ON_TRAV ? "traversal kernels" : "no kernel that reads a schedule key");
+    }
+    return 0;
+}
+
 int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
-    if (cfg_validate(cfg, err)) return -1;
+    if (cfg_validate(cfg, err) || check_override_instances(lp, cfg, err)) return -1;
     out->nvars = ir->nvars;
     out->materialized = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof(int));
     decide_materialization(ir, lp, cfg, out->materialized);
@@ -171,18 +210,21 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];
         int first = out->plan.nkernels;
+        cg_config one;   /* the global schedule with this instance's overrides */
+        cfg_for_instance(cfg, in->name, &one);
         switch (in->kind) {
-        case LW_GEMM: rc = eg_emit(ir, &in->u.gemm, cfg, in->name, in->backward, &out->plan, err); break;
+        case LW_GEMM: rc = eg_emit(ir, &in->u.gemm, &one, in->name, in->backward, &out->plan, err); break;
         case LW_TRAV:
-            rc = et_emit(ir, &in->u.trav, out->materialized, cfg, in->name, in->backward, &out->plan, err);
+            rc = et_emit(ir, &in->u.trav, out->materialized, &one, in->name, in->backward, &out->plan, err);
             break;
         case LW_FALLBACK:
-            rc = emit_fallback(ir, in->u.fallback_stmt, out->materialized, cfg, in->name, in->backward, &out->plan, err);
+            rc = emit_fallback(ir, in->u.fallback_stmt, out->materialized, &one, in->name, in->backward, &out->plan, err);
             break;
         }
         for (int k = first; k < out->plan.nkernels; k++) out->plan.kernels[k].inst = i;
     }
     if (!rc && lp->ninst > 0) rc = el_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
+    if (!rc) rc = check_overrides_read(lp, cfg, &out->plan, err);
     if (rc) {
         cg_variant_free(out);
         return -1;

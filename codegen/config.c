@@ -14,7 +14,12 @@ int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / (c->coars
 
 const char *cfg_precision(const cg_config *c)
 {
-    switch (c->mma) {
+    /* the codes run from the finest to the coarsest: a variant is as precise as its coarsest kernel */
+    cfg_mma mma = c->mma;
+    for (int i = 0; i < c->noverrides; i++)
+        if (!strcmp(cfg_key_at(c->overrides[i].key)->name, "mma") && c->overrides[i].code > (int)mma)
+            mma = (cfg_mma)c->overrides[i].code;
+    switch (mma) {
     case CFG_MMA_OFF: return "fp32";
     case CFG_MMA_TF32: return "tf32";
     case CFG_MMA_BF16: return "bf16";
@@ -56,19 +61,23 @@ static int cfg_rule_partial_agg(const cg_config *c, rg_err *err)
     static void set_##field(cg_config *c, int code) { c->field = (ctype)code; }
 #define CFG_FEATURE(...)
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
 
 enum {
 #define CFG_KEY(field, ...) KEY_##field,
 #define CFG_FEATURE(...)
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
 };
 
 static const cfg_key KEYS[CFG_NKEYS] = {
@@ -76,10 +85,12 @@ static const cfg_key KEYS[CFG_NKEYS] = {
     {name, alias, kind, values, dflt, printed, rule, space_default, space_full, get_##field, set_##field},
 #define CFG_FEATURE(...)
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
 };
 
 /* One value of one key, for features and simulation factors; a last entry with key -1 ends each list. */
@@ -93,21 +104,54 @@ static const key_value FEATURES[] = {
 #define CFG_KEY(...)
 #define CFG_FEATURE(field, value, name) {KEY_##field, value, name, 1, 1},
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
     {-1, NULL, NULL, 1, 1}};
 
 static const key_value SIMS[] = {
 #define CFG_KEY(...)
 #define CFG_FEATURE(...)
 #define CFG_SIM(field, value, gemm, trav) {KEY_##field, value, NULL, gemm, trav},
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
     {-1, NULL, NULL, 1, 1}};
+
+/* The per-kernel-capable keys and the kernel categories each changes. */
+static const struct {
+    int key;
+    unsigned kernels;
+} SCHEDULE[] = {
+#define CFG_KEY(...)
+#define CFG_FEATURE(...)
+#define CFG_SIM(...)
+#define CFG_SCHEDULE(field, kernels) {KEY_##field, kernels},
+#include CFG_KEYS_FILE
+#undef CFG_KEY
+#undef CFG_FEATURE
+#undef CFG_SIM
+#undef CFG_SCHEDULE
+    {-1, 0}};
+
+int cfg_key_index(const cfg_key *k)
+{
+    RG_ASSERT(k >= KEYS && k < KEYS + CFG_NKEYS);
+    return (int)(k - KEYS);
+}
+
+unsigned cfg_key_kernels(const cfg_key *k)
+{
+    for (int i = 0; SCHEDULE[i].key >= 0; i++)
+        if (SCHEDULE[i].key == cfg_key_index(k)) return SCHEDULE[i].kernels;
+    return 0;
+}
 
 const cfg_key *cfg_key_at(int i)
 {
@@ -238,6 +282,17 @@ static int unknown_key(const char *key, rg_err *err)
     return -1;
 }
 
+/* The code of val for key k (named `spelled` in the message, with its instance when an override). */
+static int parse_value(const cfg_key *k, const char *spelled, const char *val, int *code, rg_err *err)
+{
+    if (!value_code(k, val, code)) return 0;
+    rg_str s = {0};
+    say_values(k, &s);
+    rg_errf(err, "config: %s must be %s (got '%s')", spelled, s.s, val);
+    rg_str_free(&s);
+    return -1;
+}
+
 static int apply_key(cg_config *c, const char *key, const char *val, const char **given, rg_err *err)
 {
     const cfg_key *k = cfg_find_key(key);
@@ -248,21 +303,62 @@ static int apply_key(cg_config *c, const char *key, const char *val, const char 
         return rg_errf(err, "config: key '%s' given twice (once as '%s')", key, given[i]);
     }
     given[i] = key;
-    if (value_code(k, val, &code)) {
-        rg_str s = {0};
-        say_values(k, &s);
-        rg_errf(err, "config: %s must be %s (got '%s')", key, s.s, val);
-        rg_str_free(&s);
-        return -1;
-    }
+    if (parse_value(k, key, val, &code, err)) return -1;
     k->set(c, code);
     return 0;
+}
+
+/* "tile, coarsen, ...": the per-kernel-capable keys. */
+static void say_schedule_keys(rg_str *out)
+{
+    for (int i = 0; SCHEDULE[i].key >= 0; i++) rg_str_printf(out, "%s%s", i ? ", " : "", KEYS[SCHEDULE[i].key].name);
+}
+
+static int put_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err);
+
+/* INST.KEY=VAL. `seen` lists "\ninst.key\n" per override of this parse (given twice is an error,
+ * also under the key's other spelling). */
+static int apply_override(cg_config *c, const char *inst, const char *key, const char *val, rg_str *seen, rg_err *err)
+{
+    if (!cfg_instance_name_ok(inst))
+        return rg_errf(err, "config: '%s.%s': '%s' is not an instance name (letters, digits and '_', at most %d; "
+                            "explore ir --lowered lists a plan's instances)", inst, key, inst, CFG_INSTANCE_MAX - 1);
+    const cfg_key *k = cfg_find_key(key);
+    if (!k) return unknown_key(key, err);
+    if (!cfg_key_kernels(k)) {
+        rg_str keys = {0};
+        say_schedule_keys(&keys);
+        rg_errf(err, "config: %s.%s: %s is not per-kernel (it decides which kernels the plan has or what they "
+                     "store, codegen/config_keys.def says why); per-kernel keys: %s", inst, key, k->name, keys.s);
+        rg_str_free(&keys);
+        return -1;
+    }
+    char *id = rg_xasprintf("\n%s.%s\n", inst, k->name);
+    int twice = seen->s && strstr(seen->s, id);
+    rg_str_puts(seen, id + (seen->len ? 1 : 0));
+    free(id);
+    if (twice) return rg_errf(err, "config: %s.%s given twice", inst, k->name);
+    char *spelled = rg_xasprintf("%s.%s", inst, key);
+    int code, rc = parse_value(k, spelled, val, &code, err);
+    free(spelled);
+    return rc ? rc : put_override(c, inst, k, code, err);
+}
+
+/* Overrides equal to the global value change nothing: dropped, so a variant has one canonical form
+ * whichever order its KEY=VAL items came in. */
+static void drop_redundant_overrides(cg_config *c)
+{
+    int n = 0;
+    for (int i = 0; i < c->noverrides; i++)
+        if (KEYS[c->overrides[i].key].get(c) != c->overrides[i].code) c->overrides[n++] = c->overrides[i];
+    c->noverrides = n;
 }
 
 int cfg_parse(cg_config *c, const char *kv, rg_err *err)
 {
     char *copy = rg_xstrdup(kv), *save = NULL;
     const char *given[CFG_NKEYS] = {0};   /* how each key was spelled, once seen */
+    rg_str seen = {0};
     int rc = 0;
     for (char *item = strtok_r(copy, ",", &save); item && !rc; item = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(item, '=');
@@ -271,10 +367,72 @@ int cfg_parse(cg_config *c, const char *kv, rg_err *err)
             break;
         }
         *eq = 0;
-        rc = apply_key(c, item, eq + 1, given, err);
+        char *dot = strchr(item, '.');
+        if (dot) {
+            *dot = 0;
+            rc = apply_override(c, item, dot + 1, eq + 1, &seen, err);
+        } else {
+            rc = apply_key(c, item, eq + 1, given, err);
+        }
     }
+    rg_str_free(&seen);
     free(copy);
+    if (!rc) drop_redundant_overrides(c);
     return rc;
+}
+
+/* ---- Per-kernel overrides ---- */
+
+int cfg_instance_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n >= CFG_INSTANCE_MAX || !isalpha((unsigned char)name[0])) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_') return 0;
+    return 1;
+}
+
+static int override_cmp(const cfg_override *a, const char *inst, int key)
+{
+    int d = strcmp(a->inst, inst);
+    return d ? d : a->key - key;
+}
+
+/* Stores the override in its sorted place, also when it equals the global value: while a list is
+ * parsed the global value may still change ("gemm_2.tile=32,tile=64"). */
+static int put_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err)
+{
+    if (!cfg_instance_name_ok(inst)) return rg_errf(err, "config: '%s' is not an instance name", inst);
+    if (!cfg_key_kernels(k)) return rg_errf(err, "config: %s.%s: %s is not per-kernel", inst, k->name, k->name);
+    if (!code_allowed(k, code)) return rg_errf(err, "config: %s.%s: %d is not one of its values", inst, k->name, code);
+    int key = cfg_key_index(k), at = 0;
+    while (at < c->noverrides && override_cmp(&c->overrides[at], inst, key) < 0) at++;
+    int found = at < c->noverrides && override_cmp(&c->overrides[at], inst, key) == 0;
+    if (!found) {
+        if (c->noverrides == CFG_MAX_OVERRIDES)
+            return rg_errf(err, "config: more than %d per-kernel overrides (CFG_MAX_OVERRIDES in codegen/config.h)",
+                           CFG_MAX_OVERRIDES);
+        memmove(&c->overrides[at + 1], &c->overrides[at], (size_t)(c->noverrides++ - at) * sizeof *c->overrides);
+        snprintf(c->overrides[at].inst, sizeof c->overrides[at].inst, "%s", inst);
+        c->overrides[at].key = (short)key;
+    }
+    c->overrides[at].code = (short)code;
+    return 0;
+}
+
+int cfg_set_override(cg_config *c, const char *inst, const cfg_key *k, int code, rg_err *err)
+{
+    if (put_override(c, inst, k, code, err)) return -1;
+    drop_redundant_overrides(c);
+    return 0;
+}
+
+void cfg_for_instance(const cg_config *c, const char *inst, cg_config *out)
+{
+    *out = *c;
+    out->noverrides = 0;
+    for (int i = 0; i < c->noverrides; i++)
+        if (!strcmp(c->overrides[i].inst, inst)) KEYS[c->overrides[i].key].set(out, c->overrides[i].code);
 }
 
 /* A JSON string without escapes (config names and values never need them) into out. */
@@ -342,13 +500,35 @@ int cfg_parse_json(cg_config *c, const char *json, rg_err *err)
 
 /* ---- Printing ---- */
 
+/* Override i's value as text in buf; NULL when it equals the global value (never printed). */
+static const char *override_value(const cg_config *c, int i, char buf[CFG_VALUE_MAX])
+{
+    const cfg_override *o = &c->overrides[i];
+    const cfg_key *k = &KEYS[o->key];
+    if (k->get(c) == o->code) return NULL;
+    cg_config one = *c;
+    k->set(&one, o->code);
+    return cfg_value(k, &one, buf);
+}
+
 char *cfg_to_string(const cg_config *c)
 {
     rg_str s = {0};
     char v[CFG_VALUE_MAX];
     for (int i = 0; i < CFG_NKEYS; i++)
         if (cfg_printed(&KEYS[i], c)) rg_str_printf(&s, "%s%s=%s", s.len ? "," : "", KEYS[i].name, cfg_value(&KEYS[i], c, v));
+    for (int i = 0; i < c->noverrides; i++)
+        if (override_value(c, i, v))
+            rg_str_printf(&s, "%s%s.%s=%s", s.len ? "," : "", c->overrides[i].inst, KEYS[c->overrides[i].key].name, v);
     return s.s ? s.s : rg_xstrdup("");
+}
+
+/* "key": value in the JSON form of key k (booleans, numbers, names). */
+static void json_value(rgj_writer *w, const char *name, const cfg_key *k, int code, const char *text)
+{
+    if (k->kind == CFG_BOOL) rgj_key(w, name), rgj_bool(w, code);
+    else if (k->kind == CFG_INT) rgj_kv_int(w, name, code);
+    else rgj_kv_string(w, name, text);
 }
 
 char *cfg_to_json(const cg_config *c)
@@ -358,10 +538,15 @@ char *cfg_to_json(const cg_config *c)
     rgj_begin_object(&w);
     for (int i = 0; i < CFG_NKEYS; i++) {
         const cfg_key *k = &KEYS[i];
-        if (!cfg_printed(k, c)) continue;
-        if (k->kind == CFG_BOOL) rgj_key(&w, k->name), rgj_bool(&w, k->get(c));
-        else if (k->kind == CFG_INT) rgj_kv_int(&w, k->name, k->get(c));
-        else rgj_kv_string(&w, k->name, cfg_value(k, c, v));
+        if (cfg_printed(k, c)) json_value(&w, k->name, k, k->get(c), cfg_value(k, c, v));
+    }
+    /* overrides as "inst.key" members: the object stays flat, as cfg_parse_json reads it */
+    for (int i = 0; i < c->noverrides; i++) {
+        if (!override_value(c, i, v)) continue;
+        const cfg_key *k = &KEYS[c->overrides[i].key];
+        char name[CFG_INSTANCE_MAX + 40];
+        snprintf(name, sizeof name, "%s.%s", c->overrides[i].inst, k->name);
+        json_value(&w, name, k, c->overrides[i].code, v);
     }
     rgj_end_object(&w);
     return rgj_finish(&w);
@@ -377,6 +562,29 @@ uint64_t cfg_hash(const cg_config *c)
 
 /* ---- Validity, features, simulation ---- */
 
+/* Each override well formed, and each overridden instance's effective config valid by the rules. */
+static int validate_overrides(const cg_config *c, rg_err *err)
+{
+    if (c->noverrides < 0 || c->noverrides > CFG_MAX_OVERRIDES)
+        return rg_errf(err, "invalid: %d overrides (0 to %d)", c->noverrides, CFG_MAX_OVERRIDES);
+    for (int i = 0; i < c->noverrides; i++) {
+        const cfg_override *o = &c->overrides[i];
+        if (o->key < 0 || o->key >= CFG_NKEYS || !cfg_key_kernels(&KEYS[o->key]) || !cfg_instance_name_ok(o->inst) ||
+            !code_allowed(&KEYS[o->key], o->code))
+            return rg_errf(err, "invalid: override %d (%.*s, key %d, code %d) is not a per-kernel key's value", i,
+                           CFG_INSTANCE_MAX, o->inst, o->key, o->code);
+        if (i > 0 && !strcmp(o->inst, c->overrides[i - 1].inst)) continue;   /* instance checked already */
+        cg_config one;
+        cfg_for_instance(c, o->inst, &one);
+        for (int k = 0; k < CFG_NKEYS; k++)
+            if (KEYS[k].rule && KEYS[k].rule(&one, err)) {
+                rg_err_prefix(err, "%s", o->inst);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 int cfg_validate(const cg_config *c, rg_err *err)
 {
     /* a config set member by member may hold what no KEY=VAL could */
@@ -386,7 +594,7 @@ int cfg_validate(const cg_config *c, rg_err *err)
                            KEYS[i].get(c), values_of(&KEYS[i]));
     for (int i = 0; i < CFG_NKEYS; i++)
         if (KEYS[i].rule && KEYS[i].rule(c, err)) return -1;
-    return 0;
+    return validate_overrides(c, err);
 }
 
 const char *cfg_feature_name(int i)

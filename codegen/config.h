@@ -34,15 +34,35 @@ typedef enum cfg_order {
     CFG_ORDER_BFS      /* within each node type, breadth-first from the highest-degree node */
 } cfg_order;
 
-/* One member per key of codegen/config_keys.def, where each is described. */
+/* The kernel categories a per-kernel-capable key changes (CFG_SCHEDULE in config_keys.def). */
+enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
+
+/* Per-kernel overrides: INSTANCE.KEY=VAL gives one lowered instance (gemm_2, trav_6_bwd: every
+ * kernel it launches) its own value of a per-kernel-capable key. A fixed array keeps cg_config a
+ * plain value type (copied, stored in arrays); a plan has at most about 20 instances of which a
+ * handful differ from the global schedule in a few keys. The array is kept small because spaces
+ * enumerate configs by the hundred thousand (the full space: 640 bytes more per point). */
+#define CFG_MAX_OVERRIDES 32
+#define CFG_INSTANCE_MAX 16   /* bytes of an instance name with its NUL (lower.c's are at most ~13) */
+typedef struct cfg_override {
+    char inst[CFG_INSTANCE_MAX];
+    short key;     /* index in the key table */
+    short code;    /* the value as cfg_key.get returns it */
+} cfg_override;
+
+/* One member per key of codegen/config_keys.def, where each is described, then the overrides. */
 typedef struct cg_config {
 #define CFG_KEY(field, ctype, ...) ctype field;
 #define CFG_FEATURE(...)
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
+    int noverrides;
+    cfg_override overrides[CFG_MAX_OVERRIDES];   /* [noverrides], sorted by instance then key */
 } cg_config;
 
 /* Counts of the table's entries. */
@@ -51,40 +71,58 @@ enum {
 #define CFG_KEY(...) + 1
 #define CFG_FEATURE(...)
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
 };
 enum {
     CFG_NFEATURES = 0
 #define CFG_KEY(...)
 #define CFG_FEATURE(...) + 1
 #define CFG_SIM(...)
+#define CFG_SCHEDULE(...)
 #include CFG_KEYS_FILE
 #undef CFG_KEY
 #undef CFG_FEATURE
 #undef CFG_SIM
+#undef CFG_SCHEDULE
 };
 
 void cfg_default(cg_config *c);
-/* Applies "key=val,key=val" on top of *c. Unknown keys, a key given twice or bad values give an
- * error naming them. */
+/* Applies "key=val,key=val" on top of *c; "inst.key=val" sets an override (of a per-kernel-capable
+ * key; an override equal to the global value is dropped, so a variant has one form). Unknown keys,
+ * a key given twice, bad values, a structure key given per instance, or more than
+ * CFG_MAX_OVERRIDES overrides give an error naming them. */
 int cfg_parse(cg_config *c, const char *kv, rg_err *err);
 /* Applies a flat JSON object as cfg_to_json writes it (the store's form of a variant). */
 int cfg_parse_json(cg_config *c, const char *json, rg_err *err);
 /* Canonical text, stable across versions (keys in table order; keys added later only when not
- * at their default): caller frees. */
+ * at their default; then the overrides, by instance then key in table order): caller frees. A
+ * config without overrides prints exactly as before they existed, so stored hashes stay. */
 char *cfg_to_string(const cg_config *c);
 char *cfg_to_json(const cg_config *c);   /* the same keys as cfg_to_string */
 uint64_t cfg_hash(const cg_config *c);
-/* Rejects invalid combinations before anything is compiled, saying why. */
+/* Rejects invalid combinations before anything is compiled, saying why: of the global values, and of
+ * every overridden instance's effective config (named in the message). */
 int cfg_validate(const cg_config *c, rg_err *err);
+/* The config instance `inst` is built with: the global values with its overrides applied (none left). */
+void cfg_for_instance(const cg_config *c, const char *inst, cg_config *out);
+struct cfg_key;
+/* Sets (or replaces) inst's override of key k; one equal to the global value removes it. Fails when
+ * k is not per-kernel-capable, code is not one of its values, the name is not an instance name, or
+ * the array is full. */
+int cfg_set_override(cg_config *c, const char *inst, const struct cfg_key *k, int code, rg_err *err);
+/* Whether `name` has the form of a lowered instance's name (letters, digits, '_'; fits inst[]). */
+int cfg_instance_name_ok(const char *name);
 int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
 /* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
 int cfg_col_coarsen(const cg_config *c);
 /* The arithmetic precision of the variant's GEMM operands: "fp32", or "tf32" / "bf16" on
- * tensor cores (mma); what its validation tolerance and the store's precision column follow. */
+ * tensor cores (mma); what its validation tolerance and the store's precision column follow.
+ * With per-instance mma overrides, the coarsest of the global value and theirs. */
 const char *cfg_precision(const cg_config *c);
 
 /* ---- The key table, for the modules that list keys (spaces, cost model, report, simulation) ---- */
@@ -105,16 +143,20 @@ typedef struct cfg_key {
 } cfg_key;
 
 const cfg_key *cfg_key_at(int i);   /* 0 <= i < CFG_NKEYS, in table order */
+int cfg_key_index(const cfg_key *k);
+/* The kernel categories a key may be overridden for (CFG_ON_GEMM | CFG_ON_TRAV), 0 for a structure key. */
+unsigned cfg_key_kernels(const cfg_key *k);
 const cfg_key *cfg_find_key(const char *name);   /* by name or alias; NULL when unknown */
 /* The key's value in c as text, in buf. */
 const char *cfg_value(const cfg_key *k, const cg_config *c, char buf[CFG_VALUE_MAX]);
 /* Whether the canonical string and JSON carry the key (always, or when not at its default). */
 int cfg_printed(const cfg_key *k, const cg_config *c);
 
-/* Cost-model encoding: x[CFG_NFEATURES] one-hot bits, named as in the model file. */
+/* Cost-model encoding: x[CFG_NFEATURES] one-hot bits, named as in the model file (of the global
+ * values: overrides are not features). */
 const char *cfg_feature_name(int i);
 void cfg_features(const cg_config *c, double *x);
-/* The simulated backend's time factors of the keys that declare some (1 when none apply). */
+/* The simulated backend's time factors of the keys that declare some (1 when none apply; global values). */
 void cfg_sim_factors(const cg_config *c, double *gemm, double *trav);
 
 #endif

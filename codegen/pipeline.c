@@ -37,12 +37,28 @@ static int known_wrong_mapping(const pl_problem *p, const cg_config *cfg, rg_err
     return 1;
 }
 
+int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
+{
+    /* the global schedule (i = -1), then each overridden instance's, named in the reason */
+    for (int i = -1; i < cfg->noverrides; i++) {
+        const char *inst = i < 0 ? NULL : cfg->overrides[i].inst;
+        if (i > 0 && !strcmp(inst, cfg->overrides[i - 1].inst)) continue;
+        cg_config one;
+        if (inst) cfg_for_instance(cfg, inst, &one);
+        else one = *cfg;
+        if (et_mapping_applies(&one, &p->dims, err) && !known_wrong_mapping(p, &one, err)) continue;
+        if (inst) rg_err_prefix(err, "%s", inst);
+        return 0;
+    }
+    return 1;
+}
+
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
              lw_program **lp_out, rg_err *err)
 {
     *ir_out = NULL;
     *lp_out = NULL;
-    if (!et_mapping_applies(cfg, &p->dims, err) || known_wrong_mapping(p, cfg, err)) return PL_INAPPLICABLE;
+    if (!pl_schedule_applies(p, cfg, err)) return PL_INAPPLICABLE;
     rr_stats rs;
     int inapplicable = 0;
     if (g) rr_stats_from_graph(&rs, g, g->name);

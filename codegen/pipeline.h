@@ -22,6 +22,10 @@ ir_program *pl_reference_program(const pl_problem *p, rg_err *err);
  * softmax=single for a model without edge_softmax), or a traversal mapping that does not apply
  * to its feature sizes (et_mapping_applies): the point is invalid for this problem. */
 #define PL_INAPPLICABLE (-2)
+/* Whether cfg's traversal mapping applies to the problem (et_mapping_applies) and is not a point
+ * known to give wrong results: of the global schedule and of each overridden instance's (named in
+ * the reason); pl_build's first check (PL_INAPPLICABLE when it fails). */
+int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err);
 /* The program of one variant (passes chosen by cfg; reordering decided with the graph's
  * sizes, or nominal ones when g is NULL) and its lowering. On failure nothing is returned:
  * -1, or PL_INAPPLICABLE. `log` (may be NULL) receives the passes' reports. */

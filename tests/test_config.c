@@ -188,6 +188,117 @@ static void test_bad_values(void **state)
     expect_parse_error("tile", "expected KEY=VAL, got 'tile'");
 }
 
+/* Per-kernel overrides print after the global keys, sorted by instance then key (table order),
+ * whatever order they were given in; one equal to the global value is dropped; JSON round-trips. */
+static void test_override_canonical_forms(void **state)
+{
+    (void)state;
+    cg_config a, b, plain;
+    rg_err err;
+    cfg_default(&a);
+    cfg_default(&b);
+    cfg_default(&plain);
+    assert_int_equal(cfg_parse(&a, "tile=64,coarsen=4,gemm_2.tile=32,trav_6.lanes=16,gemm_2.lb=on", &err), 0);
+    assert_int_equal(cfg_parse(&b, "trav_6.lanes=16,gemm_2.launch_bounds=true,coarsen=4,gemm_2.tile=32,tile=64", &err), 0);
+    assert_int_equal(cfg_parse(&plain, "tile=64,coarsen=4", &err), 0);
+    assert_int_equal(cfg_validate(&a, &err), 0);
+    char *s = cfg_to_string(&a), *t = cfg_to_string(&b);
+    assert_string_equal(s, "compact=direct,reorder=on,tile=64,coarsen=4,lb=off,w=shmem,trav=edge,pagg=on,"
+                           "gemm_2.tile=32,gemm_2.lb=on,trav_6.lanes=16");
+    assert_string_equal(s, t);
+    assert_true(cfg_hash(&a) == cfg_hash(&b));
+    assert_true(cfg_hash(&a) != cfg_hash(&plain));
+    free(s), free(t);
+
+    /* JSON: flat "inst.key" members of the key's JSON type */
+    char *j = cfg_to_json(&a);
+    assert_non_null(strstr(j, ",\"pagg\":true,\"gemm_2.tile\":32,\"gemm_2.lb\":true,\"trav_6.lanes\":16}"));
+    cg_config back;
+    cfg_default(&back);
+    assert_int_equal(cfg_parse_json(&back, j, &err), 0);
+    assert_true(cfg_hash(&back) == cfg_hash(&a));
+    assert_int_equal(back.noverrides, 3);
+    free(j);
+
+    /* the instance's effective config */
+    cg_config one;
+    cfg_for_instance(&a, "gemm_2", &one);
+    assert_int_equal(one.tile, 32);
+    assert_int_equal(one.launch_bounds, 1);
+    assert_int_equal(one.lanes, 32);
+    assert_int_equal(one.noverrides, 0);
+    cfg_for_instance(&a, "trav_6", &one);
+    assert_int_equal(one.tile, 64);
+    assert_int_equal(one.lanes, 16);
+    cfg_for_instance(&a, "gemm_9", &one);
+    assert_true(cfg_hash(&one) == cfg_hash(&plain));
+
+    /* an override equal to the global value is no override, in either order */
+    static const char *const same[] = {"tile=64,coarsen=4,gemm_2.tile=64", "gemm_2.tile=64,tile=64,coarsen=4", NULL};
+    for (int i = 0; same[i]; i++) {
+        cg_config c;
+        cfg_default(&c);
+        assert_int_equal(cfg_parse(&c, same[i], &err), 0);
+        assert_int_equal(c.noverrides, 0);
+        assert_true(cfg_hash(&c) == cfg_hash(&plain));
+    }
+}
+
+/* A variant is as precise as its coarsest GEMM (the tolerance and the store's precision column). */
+static void test_override_precision(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kv, *precision;
+    } cases[] = {{"gemm_2.mma=bf16", "bf16"}, {"mma=tf32,gemm_2.mma=bf16", "bf16"}, {"mma=bf16,gemm_2.mma=tf32", "bf16"},
+                 {"gemm_2.mma=tf32,gemm_5.mma=off", "tf32"}, {"mma=tf32,gemm_2.mma=off", "tf32"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cg_config c;
+        rg_err err;
+        cfg_default(&c);
+        assert_int_equal(cfg_parse(&c, cases[i].kv, &err), 0);
+        if (strcmp(cfg_precision(&c), cases[i].precision))
+            fail_msg("%s: precision %s, not %s", cases[i].kv, cfg_precision(&c), cases[i].precision);
+    }
+}
+
+static void test_override_errors(void **state)
+{
+    (void)state;
+    expect_parse_error("gemm_2.compact=off", "config: gemm_2.compact: compact is not per-kernel");
+    expect_parse_error("trav_3.trav=node", "trav is not per-kernel (it decides which kernels the plan has or what they "
+                                           "store, codegen/config_keys.def says why); per-kernel keys: tile, coarsen, lb, "
+                                           "w, pagg, mma, vec, lanes, tblock");
+    expect_parse_error("trav_3.relabel=bfs", "relabel is not per-kernel");
+    expect_parse_error("gemm_2.tile=48", "config: gemm_2.tile must be 16, 32 or 64 (got '48')");
+    expect_parse_error("trav_3.tblock=64", "config: trav_3.tblock must be 128, 256 or 512 (got '64')");
+    expect_parse_error("gemm_2.tile=16,gemm_2.tile=32", "config: gemm_2.tile given twice");
+    expect_parse_error("gemm_2.lb=on,gemm_2.launch_bounds=off", "config: gemm_2.lb given twice");
+    expect_parse_error("gemm_2.tiel=16", "unknown key 'tiel' (did you mean 'tile'?");
+    expect_parse_error("gemm-2.tile=16", "'gemm-2' is not an instance name");
+    expect_parse_error("a_very_long_instance.tile=16", "'a_very_long_instance' is not an instance name");
+    expect_parse_error(".tile=16", "'' is not an instance name");
+    /* one tile of the global value per instance would pass; the array is bounded */
+    rg_str kv = {0};
+    for (int i = 1; i <= CFG_MAX_OVERRIDES + 1; i++) rg_str_printf(&kv, "%sgemm_%d.tile=16", i > 1 ? "," : "", i);
+    expect_parse_error(kv.s, "more than 32 per-kernel overrides");
+    rg_str_free(&kv);
+    /* each overridden instance's effective config obeys the rules, named */
+    cg_config c;
+    rg_err err;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "tile=64,gemm_2.w=reg", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "gemm_2: invalid: w=reg keeps a 64-wide W column"));
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "w=reg,tile=16,gemm_2.tile=64", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "gemm_2: invalid: w=reg"));
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "w=reg,tile=16,gemm_2.tile=64,gemm_2.w=shmem", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), 0);
+}
+
 /* Every point of the full space survives JSON and back; JSON that is not a flat config object is refused. */
 static void test_json_round_trip(void **state)
 {
@@ -314,6 +425,8 @@ int main(void)
         cmocka_unit_test(test_json_round_trip),       cmocka_unit_test(test_builtin_spaces),
         cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_feature_encoding),
         cmocka_unit_test(test_key_names),             cmocka_unit_test(test_mma_key),
+        cmocka_unit_test(test_override_canonical_forms), cmocka_unit_test(test_override_precision),
+        cmocka_unit_test(test_override_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,546 @@
+/* The exact optimum of per-kernel schedules from uniform-schedule measurements: per structure, each
+ * instance's best schedule, the combined config and its predicted time; and the per-kernel space's size. */
+#include "explorer/perkernel.h"
+#include "codegen/codegen.h"
+#include "explorer/space.h"
+#include "results/store.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ================================================================ keys and names ==== */
+
+/* The schedule keys a kernel category reads ("gemm", "traversal"; "other" reads none). */
+static unsigned category_kinds(const char *category)
+{
+    if (!strcmp(category, "gemm")) return CFG_ON_GEMM;
+    if (!strcmp(category, "traversal")) return CFG_ON_TRAV;
+    return 0;
+}
+
+/* The instance a kernel belongs to: its name without the phase suffix "_p<digits>" (emit_trav.c
+ * names a multi-phase traversal's kernels INST_p0, INST_p1, ...). */
+static void instance_of(const char *kernel, char out[64])
+{
+    snprintf(out, 64, "%s", kernel);
+    char *p = strrchr(out, '_');
+    if (p && p[1] == 'p' && p[2] && strspn(p + 2, "0123456789") == strlen(p + 2)) *p = 0;
+}
+
+/* Whether a and b agree on every schedule key that kernels of `kinds` read. */
+static int same_schedule(const cg_config *a, const cg_config *b, unsigned kinds)
+{
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        if ((cfg_key_kernels(k) & kinds) && k->get(a) != k->get(b)) return 0;
+    }
+    return 1;
+}
+
+/* "tile=32,coarsen=2,...": the values of the keys kernels of `kinds` read. */
+static void schedule_text(const cg_config *c, unsigned kinds, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 0; i < CFG_NKEYS && n < cap; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        char v[CFG_VALUE_MAX];
+        if (cfg_key_kernels(k) & kinds)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s=%s", n ? "," : "", k->name, cfg_value(k, c, v));
+    }
+}
+
+/* "compact=direct,reorder=on,trav=edge": the structure keys of c as the canonical string has them. */
+static char *structure_text(const cg_config *c)
+{
+    rg_str s = {0};
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        char v[CFG_VALUE_MAX];
+        if (!cfg_key_kernels(k) && cfg_printed(k, c)) rg_str_printf(&s, "%s%s=%s", s.len ? "," : "", k->name, cfg_value(k, c, v));
+    }
+    return s.s ? s.s : rg_xstrdup("");
+}
+
+static double median(double *x, int n)
+{
+    gsl_sort(x, 1, (size_t)n);
+    return gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
+}
+
+/* ================================================================ observations ==== */
+
+typedef struct pk_kernel {
+    char name[64];
+    unsigned kinds;
+    double ms;
+} pk_kernel;
+
+/* One uniform variant's stored measurement. */
+typedef struct pk_obs {
+    cg_config cfg;
+    double sum_ms, span_ms;   /* span NaN when none */
+    int nk;
+    pk_kernel *k;
+    int structure;
+} pk_obs;
+
+typedef struct obs_set {
+    int n, cap;
+    pk_obs *o;
+} obs_set;
+
+static void obs_free(obs_set *s)
+{
+    for (int i = 0; i < s->n; i++) free(s->o[i].k);
+    free(s->o);
+    memset(s, 0, sizeof *s);
+}
+
+/* The problem's ok generated measurements, newest per variant, of the (device, commit) that
+ * measured the most variants: kernels of one code version are compared, never old against new. */
+static const char *const OBS_SQL =
+    "WITH ok AS (SELECT m.id, m.device_key, m.git_commit, m.variant_id"
+    "            FROM measurements m JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
+    "            WHERE m.status = 'ok' AND m.system = 'generated' AND m.layer = '' AND v.model = ?1"
+    "              AND v.task = ?2 AND d.name = ?3 AND v.dim_in = ?4 AND v.dim_out = ?5 AND v.heads = ?6"
+    "              AND (?7 IS NULL OR m.device_key = ?7)),"
+    " chosen AS (SELECT device_key, git_commit FROM ok GROUP BY device_key, git_commit"
+    "            ORDER BY count(DISTINCT variant_id) DESC, max(id) DESC LIMIT 1)"
+    " SELECT m.id, v.config, m.median_ms,"
+    "        (SELECT value FROM metrics x WHERE x.measurement_id = m.id AND x.kernel = '' AND x.name = 'span_ms'),"
+    "        m.device_key, m.git_commit"
+    " FROM measurements m JOIN variants v ON v.id = m.variant_id"
+    " WHERE m.id IN (SELECT max(ok.id) FROM ok JOIN chosen USING (device_key, git_commit) GROUP BY ok.variant_id)"
+    " ORDER BY m.id";
+
+static const char *const KERNELS_SQL =
+    "SELECT kernel, category, median_ns FROM kernel_times WHERE measurement_id = ?1 ORDER BY id";
+
+static int db_err(sqlite3 *db, const char *path, rg_err *err) { return rg_errf(err, "%s: %s", path, sqlite3_errmsg(db)); }
+
+static int read_kernels(sqlite3 *db, sqlite3_stmt *st, int64_t mid, pk_obs *o)
+{
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, mid);
+    int rc, cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (o->nk == cap) o->k = rg_xrealloc(o->k, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *o->k);
+        pk_kernel *k = &o->k[o->nk++];
+        snprintf(k->name, sizeof k->name, "%s", (const char *)sqlite3_column_text(st, 0));
+        k->kinds = category_kinds((const char *)sqlite3_column_text(st, 1));
+        k->ms = sqlite3_column_double(st, 2) / 1e6;
+    }
+    (void)db;
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Adds the row's measurement unless its config has overrides (not a uniform schedule). */
+static int add_row(sqlite3 *db, sqlite3_stmt *row, sqlite3_stmt *kst, obs_set *s, pk_result *r)
+{
+    cg_config c;
+    cfg_default(&c);
+    if (cfg_parse_json(&c, (const char *)sqlite3_column_text(row, 1), NULL)) return 0;   /* another build's keys */
+    if (c.noverrides) {
+        r->nother++;
+        return 0;
+    }
+    snprintf(r->device, sizeof r->device, "%s", (const char *)sqlite3_column_text(row, 4));
+    snprintf(r->commit, sizeof r->commit, "%s", (const char *)sqlite3_column_text(row, 5));
+    if (s->n == s->cap) s->o = rg_xrealloc(s->o, (size_t)(s->cap = s->cap ? 2 * s->cap : 64) * sizeof *s->o);
+    pk_obs *o = &s->o[s->n++];
+    memset(o, 0, sizeof *o);
+    o->cfg = c;
+    o->sum_ms = sqlite3_column_double(row, 2);
+    o->span_ms = sqlite3_column_type(row, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(row, 3);
+    return read_kernels(db, kst, sqlite3_column_int64(row, 0), o);
+}
+
+static int read_store(const pk_query *q, obs_set *s, pk_result *r, rg_err *err)
+{
+    rs_store *reader = rs_open_read(q->db, err);
+    if (!reader) return -1;
+    sqlite3 *db = rs_detach(reader);
+    sqlite3_stmt *row = NULL, *kst = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, OBS_SQL, -1, &row, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, KERNELS_SQL, -1, &kst, NULL) != SQLITE_OK) {
+        db_err(db, q->db, err);
+        goto done;
+    }
+    sqlite3_bind_text(row, 1, q->model, -1, SQLITE_STATIC);
+    sqlite3_bind_text(row, 2, q->task, -1, SQLITE_STATIC);
+    sqlite3_bind_text(row, 3, q->dataset, -1, SQLITE_STATIC);
+    sqlite3_bind_int(row, 4, q->dim_in);
+    sqlite3_bind_int(row, 5, q->dim_out);
+    sqlite3_bind_int(row, 6, q->heads);
+    if (q->device) sqlite3_bind_text(row, 7, q->device, -1, SQLITE_STATIC);
+    else sqlite3_bind_null(row, 7);
+    int step;
+    while ((step = sqlite3_step(row)) == SQLITE_ROW)
+        if (add_row(db, row, kst, s, r)) break;
+    if (step != SQLITE_DONE) {
+        db_err(db, q->db, err);
+        goto done;
+    }
+    rc = 0;
+done:
+    sqlite3_finalize(row);
+    sqlite3_finalize(kst);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* ================================================================ one structure ==== */
+
+/* The instances of the structure's plan from one variant's kernels, in launch order. */
+static void find_instances(const pk_obs *o, pk_structure *st)
+{
+    st->inst = rg_xcalloc((size_t)(o->nk ? o->nk : 1), sizeof *st->inst);
+    for (int i = 0; i < o->nk; i++) {
+        char name[64];
+        instance_of(o->k[i].name, name);
+        int u = 0;
+        while (u < st->ninst && strcmp(st->inst[u].name, name)) u++;
+        if (u == st->ninst) snprintf(st->inst[st->ninst++].name, sizeof st->inst[u].name, "%s", name);
+        st->inst[u].kinds |= o->k[i].kinds;
+        st->inst[u].nkernels++;
+    }
+}
+
+/* Whether every variant launched the same kernels, in the same order, as the first. */
+static int same_kernels(const pk_obs *const *obs, int n, char *note, size_t cap)
+{
+    for (int j = 1; j < n; j++) {
+        int same = obs[j]->nk == obs[0]->nk;
+        for (int i = 0; same && i < obs[0]->nk; i++) same = !strcmp(obs[j]->k[i].name, obs[0]->k[i].name);
+        if (same) continue;
+        char *a = cfg_to_string(&obs[0]->cfg), *b = cfg_to_string(&obs[j]->cfg);
+        snprintf(note, cap, "not one plan: %.100s and %.100s launch different kernels", a, b);
+        free(a);
+        free(b);
+        return 0;
+    }
+    return 1;
+}
+
+/* Instance u's time in one variant: the sum of its kernels'. */
+static double inst_ms(const pk_obs *o, const char *inst)
+{
+    double t = 0;
+    char name[64];
+    for (int i = 0; i < o->nk; i++) {
+        instance_of(o->k[i].name, name);
+        if (!strcmp(name, inst)) t += o->k[i].ms;
+    }
+    return t;
+}
+
+/* The median time of instance u over the variants sharing the schedule of variant `like`. */
+static double schedule_ms(const pk_obs *const *obs, int n, const pk_inst *u, const cg_config *like, double *buf)
+{
+    int m = 0;
+    for (int j = 0; j < n; j++)
+        if (same_schedule(&obs[j]->cfg, like, u->kinds)) buf[m++] = inst_ms(obs[j], u->name);
+    RG_ASSERT(m > 0);
+    return median(buf, m);
+}
+
+/* Instance u's best schedule among those measured; ties keep the best uniform variant's. */
+static void choose(const pk_obs *const *obs, int n, pk_inst *u, const cg_config *uniform, double *buf)
+{
+    u->uniform_ms = schedule_ms(obs, n, u, uniform, buf);
+    u->best = *uniform;
+    u->best_ms = u->uniform_ms;
+    u->nchoices = 0;
+    for (int j = 0; j < n; j++) {
+        int seen = 0;
+        for (int i = 0; i < j && !seen; i++) seen = same_schedule(&obs[i]->cfg, &obs[j]->cfg, u->kinds);
+        if (seen) continue;
+        u->nchoices++;
+        double t = schedule_ms(obs, n, u, &obs[j]->cfg, buf);
+        if (t < u->best_ms) u->best_ms = t, u->best = obs[j]->cfg;
+    }
+}
+
+/* The uniform config with each instance's best schedule as overrides. */
+static int combine(pk_structure *st, rg_err *err)
+{
+    st->combined = st->uniform;
+    for (int u = 0; u < st->ninst; u++) {
+        const pk_inst *in = &st->inst[u];
+        if (!in->kinds) continue;
+        if (!cfg_instance_name_ok(in->name))
+            return rg_errf(err, "kernel instance '%s' is not an instance name this build reads", in->name);
+        for (int i = 0; i < CFG_NKEYS; i++) {
+            const cfg_key *k = cfg_key_at(i);
+            if ((cfg_key_kernels(k) & in->kinds) && cfg_set_override(&st->combined, in->name, k, k->get(&in->best), err))
+                return -1;
+        }
+    }
+    return cfg_validate(&st->combined, err);
+}
+
+static void solve_structure(const pk_obs *const *obs, int n, pk_structure *st)
+{
+    st->nvariants = n;
+    int b = 0;
+    for (int j = 1; j < n; j++)
+        if (obs[j]->sum_ms < obs[b]->sum_ms) b = j;
+    st->uniform = obs[b]->cfg;
+    st->uniform_ms = obs[b]->sum_ms;
+    st->uniform_span_ms = obs[b]->span_ms;
+    st->combined = st->uniform;
+    st->predicted_ms = st->model_uniform_ms = st->predicted_span_ms = NAN;
+    if (!same_kernels(obs, n, st->note, sizeof st->note)) {
+        st->skipped = 1;
+        return;
+    }
+    find_instances(obs[0], st);
+    double *buf = rg_xmalloc((size_t)n * sizeof *buf);
+    st->points = 1;
+    st->predicted_ms = st->model_uniform_ms = 0;
+    for (int u = 0; u < st->ninst; u++) {
+        pk_inst *in = &st->inst[u];
+        if (!in->kinds) {   /* reads no schedule key: the same kernel in every variant */
+            for (int j = 0; j < n; j++) buf[j] = inst_ms(obs[j], in->name);
+            in->best_ms = in->uniform_ms = median(buf, n);
+            in->nchoices = 1;
+            in->best = st->uniform;
+            st->fixed_ms += in->best_ms;
+        } else {
+            choose(obs, n, in, &st->uniform, buf);
+        }
+        st->points *= in->nchoices;
+        st->predicted_ms += in->best_ms;
+        st->model_uniform_ms += in->uniform_ms;
+    }
+    free(buf);
+    if (isfinite(st->uniform_span_ms)) st->predicted_span_ms = st->predicted_ms + (st->uniform_span_ms - st->uniform_ms);
+    rg_err e;
+    if (combine(st, &e)) {
+        snprintf(st->note, sizeof st->note, "no combined config: %.200s", e.msg);
+        st->skipped = 1;
+    }
+}
+
+/* ================================================================ the problem ==== */
+
+static void group_structures(obs_set *s, pk_result *r)
+{
+    char **names = NULL;
+    for (int i = 0; i < s->n; i++) {
+        char *name = structure_text(&s->o[i].cfg);
+        int q = 0;
+        while (q < r->nstructures && strcmp(names[q], name)) q++;
+        if (q == r->nstructures) {
+            names = rg_xrealloc(names, (size_t)(q + 1) * sizeof *names);
+            names[r->nstructures++] = name;
+        } else {
+            free(name);
+        }
+        s->o[i].structure = q;
+    }
+    r->s = rg_xcalloc((size_t)(r->nstructures ? r->nstructures : 1), sizeof *r->s);
+    for (int q = 0; q < r->nstructures; q++) r->s[q].name = names[q];
+    free(names);
+}
+
+int pk_solve_store(const pk_query *q, pk_result *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->best = -1;
+    obs_set s = {0};
+    if (read_store(q, &s, out, err)) {
+        obs_free(&s);
+        return -1;
+    }
+    if (s.n == 0) {
+        obs_free(&s);
+        return rg_errf(err, "%s has no ok uniform-schedule measurement of %s %s on %s at dims %d,%d heads %d%s%s", q->db,
+                       q->model, q->task, q->dataset, q->dim_in, q->dim_out, q->heads, q->device ? " on " : "",
+                       q->device ? q->device : "");
+    }
+    out->nvariants = s.n;
+    group_structures(&s, out);
+    const pk_obs **obs = rg_xmalloc((size_t)s.n * sizeof *obs);
+    for (int t = 0; t < out->nstructures; t++) {
+        int n = 0;
+        for (int i = 0; i < s.n; i++)
+            if (s.o[i].structure == t) obs[n++] = &s.o[i];
+        pk_structure *st = &out->s[t];
+        solve_structure(obs, n, st);
+        if (st->skipped) continue;
+        out->points += st->points;
+        if (out->best < 0 || st->predicted_ms < out->s[out->best].predicted_ms) out->best = t;
+    }
+    free(obs);
+    obs_free(&s);
+    return 0;
+}
+
+void pk_result_free(pk_result *r)
+{
+    for (int t = 0; t < r->nstructures; t++) {
+        free(r->s[t].name);
+        free(r->s[t].inst);
+    }
+    free(r->s);
+    memset(r, 0, sizeof *r);
+}
+
+/* ================================================================ printing ==== */
+
+static void print_ms(FILE *f, const char *label, double ms)
+{
+    if (isfinite(ms)) fprintf(f, "%s%.4f ms", label, ms);
+}
+
+static void print_structure(const pk_structure *st, FILE *f)
+{
+    fprintf(f, "\nstructure %s: %d uniform variants, %.0f per-kernel points\n", st->name, st->nvariants, st->points);
+    if (st->skipped) {
+        fprintf(f, "  skipped: %s\n", st->note);
+        return;
+    }
+    fprintf(f, "  %-16s %7s %7s %10s %10s  %s\n", "instance", "kernels", "choices", "best ms", "uniform ms", "best schedule");
+    for (int u = 0; u < st->ninst; u++) {
+        const pk_inst *in = &st->inst[u];
+        char sched[256];
+        schedule_text(&in->best, in->kinds, sched, sizeof sched);
+        int differs = in->kinds && !same_schedule(&in->best, &st->uniform, in->kinds);
+        fprintf(f, "  %-16s %7d %7d %10.4f %10.4f  %s%s\n", in->name, in->nkernels, in->nchoices, in->best_ms,
+                in->uniform_ms, in->kinds ? sched : "(no schedule key)", differs ? "  *" : "");
+    }
+    char *u = cfg_to_string(&st->uniform), *c = cfg_to_string(&st->combined);
+    fprintf(f, "  best uniform %s: ", u);
+    print_ms(f, "", st->uniform_ms);
+    print_ms(f, ", span ", st->uniform_span_ms);
+    print_ms(f, " (medians at its schedules: ", st->model_uniform_ms);
+    fprintf(f, ")\n  per-kernel predicted: ");
+    print_ms(f, "", st->predicted_ms);
+    print_ms(f, ", span ", st->predicted_span_ms);
+    fprintf(f, "; predicted / best uniform %.3f\n  combined: %s\n", st->predicted_ms / st->uniform_ms, c);
+    free(u);
+    free(c);
+}
+
+void pk_print(const pk_result *r, FILE *f)
+{
+    fprintf(f, "per-kernel optimum from %d uniform variants (%s, commit %.12s)", r->nvariants, r->device, r->commit);
+    if (r->nother) fprintf(f, "; %d per-kernel variants left out", r->nother);
+    fprintf(f, "\n(* marks an instance whose best schedule differs from the best uniform variant's; ms: medians over "
+               "the variants sharing that schedule)\n");
+    for (int t = 0; t < r->nstructures; t++) print_structure(&r->s[t], f);
+    fprintf(f, "\nper-kernel space measured: %d structures, %.0f points (%d uniform variants)\n", r->nstructures,
+            r->points, r->nvariants);
+    if (r->best < 0) {
+        fprintf(f, "no structure could be solved\n");
+        return;
+    }
+    const pk_structure *b = &r->s[r->best];
+    double best_uniform = INFINITY;
+    for (int t = 0; t < r->nstructures; t++)
+        if (r->s[t].uniform_ms < best_uniform) best_uniform = r->s[t].uniform_ms;
+    char *c = cfg_to_string(&b->combined);
+    fprintf(f, "best overall: %s\n  predicted %.4f ms against the best uniform variant's %.4f ms (%.3f)\n", c,
+            b->predicted_ms, best_uniform, b->predicted_ms / best_uniform);
+    free(c);
+}
+
+/* ================================================================ the space's size ==== */
+
+/* The kernel categories of each instance of the structure's plan, from one applicable point. */
+static int plan_kinds(const pl_problem *p, const cg_config *cfg, const hg_graph *g, unsigned **kinds, int *ninst,
+                      rg_err *err)
+{
+    ir_program *ir;
+    lw_program *lp;
+    int rc = pl_build(p, cfg, g, NULL, &ir, &lp, err);
+    if (rc) return rc;
+    cg_variant v;
+    rc = cg_build(ir, lp, cfg, &v, err);
+    if (!rc) {
+        *ninst = lp->ninst;
+        *kinds = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof **kinds);
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            if (kk->inst >= 0) (*kinds)[kk->inst] |= category_kinds(kp_category_name(kk->category));
+        }
+        cg_variant_free(&v);
+    }
+    lw_free(lp);
+    ir_free(ir);
+    return rc;
+}
+
+/* The number of distinct schedules of the keys `kinds` reads among points pts[idx[0..n)). */
+static int distinct_schedules(const sp_point *pts, const int *idx, int n, unsigned kinds)
+{
+    int count = 0;
+    for (int j = 0; j < n; j++) {
+        int seen = 0;
+        for (int i = 0; i < j && !seen; i++) seen = same_schedule(&pts[idx[i]].cfg, &pts[idx[j]].cfg, kinds);
+        count += !seen;
+    }
+    return count;
+}
+
+/* One structure's product: built once from its first point; the points are applicable ones. */
+static int structure_points(const pl_problem *p, const hg_graph *g, const sp_point *pts, const int *idx, int n,
+                            double *points, rg_err *err)
+{
+    unsigned *kinds;
+    int ninst, rc = plan_kinds(p, &pts[idx[0]].cfg, g, &kinds, &ninst, err);
+    if (rc == PL_INAPPLICABLE) return *points = 0, 0;   /* a pass that does not apply to the model */
+    if (rc) return -1;
+    *points = 1;
+    for (int u = 0; u < ninst; u++)
+        if (kinds[u]) *points *= distinct_schedules(pts, idx, n, kinds[u]);
+    free(kinds);
+    return 0;
+}
+
+int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_space_count *out, rg_err *err)
+{
+    memset(out, 0, sizeof *out);
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    if (sp_load(space, &sp, err) || sp_enumerate(&sp, &pts, &n, err)) return -1;
+    int *structure = rg_xmalloc((size_t)(n ? n : 1) * sizeof *structure), *idx = rg_xmalloc((size_t)(n ? n : 1) * sizeof *idx);
+    char **names = NULL;
+    int nst = 0, rc = 0;
+    for (int i = 0; i < n; i++) {   /* applicable points, by structure */
+        rg_err why;
+        structure[i] = -1;
+        if (!pts[i].valid || !pl_schedule_applies(p, &pts[i].cfg, &why)) continue;
+        char *name = structure_text(&pts[i].cfg);
+        int q = 0;
+        while (q < nst && strcmp(names[q], name)) q++;
+        if (q == nst) names = rg_xrealloc(names, (size_t)(nst + 1) * sizeof *names), names[nst++] = name;
+        else free(name);
+        structure[i] = q;
+    }
+    for (int q = 0; q < nst && !rc; q++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (structure[i] == q) idx[m++] = i;
+        double points;
+        rc = structure_points(p, g, pts, idx, m, &points, err);
+        if (rc || points == 0) continue;
+        out->nstructures++;
+        out->uniform += m;
+        out->points += points;
+    }
+    for (int q = 0; q < nst; q++) free(names[q]);
+    free(names);
+    free(structure);
+    free(idx);
+    free(pts);
+    return rc;
+}
