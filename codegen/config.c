@@ -14,12 +14,12 @@ int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / (c->coars
 
 const char *cfg_precision(const cg_config *c)
 {
-    switch (c->mma) {
-    case CFG_MMA_OFF: return "fp32";
-    case CFG_MMA_TF32: return "tf32";
-    case CFG_MMA_BF16: return "bf16";
-    }
-    RG_DIE("mma code %d", (int)c->mma);
+    /* store=bf16 adds "+bf16-store": every variant stored before the key keeps its name */
+    static const char *const names[3][2] = {{"fp32", "fp32+bf16-store"}, {"tf32", "tf32+bf16-store"},
+                                            {"bf16", "bf16+bf16-store"}};
+    if ((unsigned)c->mma > CFG_MMA_BF16 || (unsigned)c->store_bf16 > 1)
+        RG_DIE("mma code %d, store code %d", (int)c->mma, c->store_bf16);
+    return names[c->mma][c->store_bf16];
 }
 
 /* ---- Validity rules across keys, named by the table ---- */
