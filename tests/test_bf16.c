@@ -8,6 +8,7 @@
 #include "codegen/pipeline.h"
 #include "codegen/ref.h"
 #include "codegen/vartype.h"
+#include "explorer/space.h"
 #include "measure/validate.h"
 #include "runtime/exec.h"
 
@@ -373,6 +374,27 @@ static void test_floor_and_counts(void **state)
     hg_free(g);
 }
 
+/* docs/spaces/store.txt, the GPU validation space of store=bf16 (README), loads and crosses store
+ * f32 and bf16 with the rest, half of its valid points bfloat16. */
+static void test_gpu_space_file(void **state)
+{
+    (void)state;
+    sp_space sp;
+    sp_point *pts;
+    int n, bf16 = 0, valid = 0;
+    rg_err err;
+    if (sp_load("docs/spaces/store.txt", &sp, &err)) fail_msg("%s", err.msg);
+    assert_string_equal(sp.dims[sp.ndims - 1].key, "store");
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    for (int i = 0; i < n; i++) {
+        valid += pts[i].valid;
+        bf16 += pts[i].valid && pts[i].cfg.store_bf16;
+    }
+    assert_true(valid > 0);
+    assert_int_equal(2 * bf16, valid);
+    free(pts);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_emulated_run_within_tolerance),
         cmocka_unit_test(test_floor_and_counts),
         cmocka_unit_test(test_bf16_sources_compile),
+        cmocka_unit_test(test_gpu_space_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
