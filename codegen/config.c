@@ -14,17 +14,17 @@ int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / (c->coars
 
 const char *cfg_precision(const cg_config *c)
 {
-    /* the codes run from the finest to the coarsest: a variant is as precise as its coarsest kernel */
+    /* the mma codes run from the finest to the coarsest: a variant is as precise as its coarsest
+     * kernel; store=bf16 adds "+bf16-store", so every variant stored before the key keeps its name */
+    static const char *const names[3][2] = {{"fp32", "fp32+bf16-store"}, {"tf32", "tf32+bf16-store"},
+                                            {"bf16", "bf16+bf16-store"}};
     cfg_mma mma = c->mma;
     for (int i = 0; i < c->noverrides; i++)
         if (!strcmp(cfg_key_at(c->overrides[i].key)->name, "mma") && c->overrides[i].code > (int)mma)
             mma = (cfg_mma)c->overrides[i].code;
-    switch (mma) {
-    case CFG_MMA_OFF: return "fp32";
-    case CFG_MMA_TF32: return "tf32";
-    case CFG_MMA_BF16: return "bf16";
-    }
-    RG_DIE("mma code %d", (int)c->mma);
+    if ((unsigned)mma > CFG_MMA_BF16 || (unsigned)c->store_bf16 > 1)
+        RG_DIE("mma code %d, store code %d", (int)mma, c->store_bf16);
+    return names[mma][c->store_bf16];
 }
 
 /* ---- Validity rules across keys, named by the table ---- */

@@ -121,7 +121,8 @@ int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
 /* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
 int cfg_col_coarsen(const cg_config *c);
 /* The arithmetic precision of the variant's GEMM operands: "fp32", or "tf32" / "bf16" on
- * tensor cores (mma); what its validation tolerance and the store's precision column follow.
+ * tensor cores (mma), followed by "+bf16-store" under store=bf16 (features and messages stored
+ * in bfloat16); what its validation tolerance and the store's precision column follow.
  * With per-instance mma overrides, the coarsest of the global value and theirs. */
 const char *cfg_precision(const cg_config *c);
 

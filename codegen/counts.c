@@ -55,8 +55,11 @@ static double operand_bytes(const ir_program *ir, const cg_variant *v, const ir_
     if (op->var < 0 || !v->materialized[op->var]) return 0;
     const ir_var *x = &ir->vars[op->var];
     double r = (double)var_rows(x, g);
-    if (x->kind == IR_VAR_WEIGHT || x->kind == IR_VAR_SCALAR) return 4.0 * r * width(x);
-    return 4.0 * (rows < r ? rows : r) * width(x);
+    /* bfloat16 rows (store=bf16) at their 2 bytes; everything else at the 4 these counts have
+     * always used (float64 scalars included), so stored analytic bytes keep their meaning */
+    double elem = vt_is_bf16(x) ? 2.0 : 4.0;
+    if (x->kind == IR_VAR_WEIGHT || x->kind == IR_VAR_SCALAR) return elem * r * width(x);
+    return elem * (rows < r ? rows : r) * width(x);
 }
 
 void cg_counts_fill(const ir_program *ir, const cg_variant *v, const hg_graph *g, double *flops, double *bytes,

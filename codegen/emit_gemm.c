@@ -199,6 +199,35 @@ static void launch_bounds(rg_str *src, const cg_config *cfg, int threads)
         rg_str_printf(src, "__launch_bounds__(%d, %d) ", threads, threads >= 512 ? 2 : 4);
 }
 
+/* The float value of element `at` (an index expression) of operand `name` of variable v: an
+ * __ldg, converted from bfloat16 under store=bf16 (vt_load). */
+static const char *ldg(const ir_var *v, const char *name, const char *at, char *out, size_t n)
+{
+    char elem[200];
+    snprintf(elem, sizeof elem, "__ldg(%s + %s)", name, at);
+    return vt_load(v, elem, out, n);
+}
+
+/* Four consecutive elements at `at` of operand `name` (16-byte aligned for float32, 8 for
+ * bfloat16) as a float4. */
+static const char *ldg4(const ir_var *v, const char *name, const char *at, char *out, size_t n)
+{
+    if (vt_is_bf16(v)) snprintf(out, n, "ldg_bf16x4(%s + %s)", name, at);
+    else snprintf(out, n, "__ldg((const float4*)(%s + %s))", name, at);
+    return out;
+}
+
+/* The statement writing the float `v` into Y's element `*y`: an atomic add, an add or a plain
+ * store (rounded once to bfloat16 under store=bf16, whose variables are never accumulated). */
+static void emit_y_store(rg_str *src, const char *indent, const gemm_shape *sh, const lw_gemm *gm)
+{
+    RG_ASSERT(!vt_is_bf16(sh->y) || !(gm->y_atomic || sh->y_sums_heads || gm->accumulate));
+    char val[96];
+    if (gm->y_atomic || sh->y_sums_heads) rg_str_printf(src, "%satomicAdd(y, v);\n", indent);
+    else if (gm->accumulate) rg_str_printf(src, "%s*y += v;\n", indent);
+    else rg_str_printf(src, "%s*y = %s;\n", indent, vt_store(sh->y, "v", val, sizeof val));
+}
+
 /* What both GEMM forms resolve before emitting: the shapes, the index expressions of X, Y
  * and the per-row scalar, the weight slice, the row set and its segment ends. */
 typedef struct gemm_exprs {
@@ -226,7 +255,8 @@ static void emit_shared_read(rg_str *src, const char *indent, const char *dst, c
                              int n);
 
 /* Whether the product can use 16-byte loads: X rows, their head offsets and the W slice
- * keep float4 alignment along the direction each tile is read in (buffers are cudaMalloc'd). */
+ * keep float4 alignment along the direction each tile is read in (buffers are cudaMalloc'd);
+ * a bfloat16 X reads its four elements in 8 bytes. */
 static int product_vectorizes(const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg)
 {
     if (cfg->w_regs || vt_is_f64(sh->x)) return 0;
@@ -237,16 +267,18 @@ static int product_vectorizes(const gemm_shape *sh, const lw_gemm *gm, const cg_
 /* Main loop of the vectorized product: X and W tiles loaded with float4, rows padded by 4
  * floats (aligned, and rows start on other banks). A thread owns C consecutive rows, so
  * four k steps cost C float4 reads of X and four CW-wide reads of W for 4 C CW FMAs. */
-static void emit_product_vec_loop(rg_str *src, const lw_gemm *gm, int C, int CW)
+static void emit_product_vec_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, int C, int CW)
 {
-    rg_str_puts(src,
+    char x4[128];
+    rg_str_printf(src,
         "    __shared__ __align__(16) float Xs[TILE][TILE + 4];\n"
         "    __shared__ __align__(16) float Ws[TILE][TILE + 4];\n"
         "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
         "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
-        "            const int r = idx / (TILE / 4), kk = (idx % (TILE / 4)) * 4;\n"
-        "            *(float4*)&Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? __ldg((const float4*)(X + xbase[r] + k0 + kk))\n"
-        "                                                              : make_float4(0.f, 0.f, 0.f, 0.f);\n");
+        "            const int r = idx / (TILE / 4), kk = (idx %% (TILE / 4)) * 4;\n"
+        "            *(float4*)&Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? %s\n"
+        "                                                              : make_float4(0.f, 0.f, 0.f, 0.f);\n",
+        ldg4(sh->x, "X", "xbase[r] + k0 + kk", x4, sizeof x4));
     if (gm->transpose_w)
         /* W^T: a column of the tile is contiguous in memory, scattered into shared rows */
         rg_str_puts(src,
@@ -398,6 +430,20 @@ static void emit_mma_store(rg_str *src)
         "    __syncthreads();\n");
 }
 
+/* The staged fragment element of X at `at` when `cond` holds (else 0), scaled by `scale` (text
+ * such as "sv[rr] * ", or ""): rounded from float to the fragment's type, or under mma=bf16 a
+ * bfloat16 X (store=bf16) copied as it is when there is no scale to apply. */
+static void mma_stage_x(const ir_var *x, const mma_form *f, const char *cond, const char *scale, const char *at,
+                        char *out, size_t n)
+{
+    char v[200];
+    if (vt_is_bf16(x) && !strcmp(f->etype, "__nv_bfloat16") && !*scale) {
+        snprintf(out, n, "%s ? __ldg(X + %s) : __float2bfloat16(0.f)", cond, at);
+        return;
+    }
+    snprintf(out, n, "%s(%s ? %s%s : 0.f)", f->round, cond, scale, ldg(x, "X", at, v, sizeof v));
+}
+
 /* Y[S] (+)= s * X[G] x W[T] on tensor cores: a block owns TILE rows of one type segment and
  * TILE columns; K is staged KT at a time (zero-padded: K, N and the segment's end need not be
  * multiples of a fragment), and the float32 results go out through shared memory with the
@@ -454,19 +500,21 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
                                           "            const float w = (k0 + r < K && col0 + c < N) ? __ldg(Wt + (size_t)(col0 + c) * K + k0 + r) : 0.f;\n"
                                         : "const int r = idx / TILE, c = idx % TILE;\n"
                                           "            const float w = (k0 + r < K && col0 + c < N) ? __ldg(Wt + (size_t)(k0 + r) * N + col0 + c) : 0.f;\n";
+    char xs[256];
+    mma_stage_x(sh->x, f, "(xbase[r] >= 0 && k0 + kk < K)", "", "xbase[r] + k0 + kk", xs, sizeof xs);
     rg_str_printf(src,
         "    __syncthreads();\n"
         "    for (int k0 = 0; k0 < K; k0 += KT) {\n"
         "        for (int idx = tid; idx < TILE * KT; idx += NT) {\n"
         "            const int r = idx / KT, kk = idx %% KT;\n"
-        "            Xs[r][kk] = %s((xbase[r] >= 0 && k0 + kk < K) ? __ldg(X + xbase[r] + k0 + kk) : 0.f);\n"
+        "            Xs[r][kk] = %s;\n"
         "        }\n"
         "        for (int idx = tid; idx < KT * TILE; idx += NT) {\n"
         "            %s"
         "            Ws[r][c] = %s(w);\n"
         "        }\n"
         "        __syncthreads();\n",
-        f->round, wload, f->round);
+        xs, wload, f->round);
     emit_mma_step(src, f, "row_major", "&Xs[fr * 16][kk]", kt + f->pad, "&Ws[kk][fc * 16]", T + f->pad, "KT");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
@@ -480,9 +528,7 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
         "        const float v = Cs[r][c] * %s;\n"
         "        %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
         scal, vt_ctype(sh->y), ex->yrow, sh->ldy, sh->y_head_stride);
-    if (gm->y_atomic || sh->y_sums_heads) rg_str_puts(src, "        atomicAdd(y, v);\n");
-    else if (gm->accumulate) rg_str_puts(src, "        *y += v;\n");
-    else rg_str_puts(src, "        *y = v;\n");
+    emit_y_store(src, "        ", sh, gm);
     rg_str_puts(src, "    }\n}\n");
     k->flops = 2.0 * sh->K * sh->N * sh->heads;  /* per row; the executor multiplies by rows */
 }
@@ -554,14 +600,16 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
     emit_mma_smem(src, f, "Xs", T, T, "Ds", T, T, T);
     emit_mma_acc_init(src, f);
     emit_row_staging(src, ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
+    char xs[256], dv[200];
+    mma_stage_x(sh->x, f, "(xb[rr] >= 0 && k0 + cc < K)", "sv[rr] * ", "xb[rr] + k0 + cc", xs, sizeof xs);
     rg_str_printf(src,
         "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
         "            const int rr = idx / TILE, cc = idx %% TILE;\n"
-        "            Xs[rr][cc] = %s((xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * __ldg(X + xb[rr] + k0 + cc) : 0.f);\n"
-        "            Ds[rr][cc] = %s((yb[rr] >= 0 && n0 + cc < N) ? __ldg(Y + yb[rr] + n0 + cc) : 0.f);\n"
+        "            Xs[rr][cc] = %s;\n"
+        "            Ds[rr][cc] = %s((yb[rr] >= 0 && n0 + cc < N) ? %s : 0.f);\n"
         "        }\n"
         "        __syncthreads();\n",
-        f->round, f->round);
+        xs, f->round, ldg(sh->y, "Y", "yb[rr] + n0 + cc", dv, sizeof dv));
     emit_mma_step(src, f, "col_major", "&Xs[kk][fr * 16]", T + f->pad, "&Ds[kk][fc * 16]", T + f->pad, "TILE");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
@@ -577,7 +625,7 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
     k->flops = 2.0 * sh->K * sh->N * sh->heads;
 }
 
-static void emit_product_scalar_loop(rg_str *src, const lw_gemm *gm, const cg_config *cfg, int C);
+static void emit_product_scalar_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg, int C);
 
 static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
                         rg_err *err)
@@ -644,9 +692,9 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         xrow, sh.ldx, sh.x_head_stride, C, C);
     int vec = product_vectorizes(&sh, gm, cfg);
     if (vec) {
-        emit_product_vec_loop(src, gm, C, CW);
+        emit_product_vec_loop(src, &sh, gm, C, CW);
     } else {
-        emit_product_scalar_loop(src, gm, cfg, C);
+        emit_product_scalar_loop(src, &sh, gm, cfg, C);
     }
     /* the vectorized loop gives a thread consecutive rows, the scalar one rows TY apart */
     char rowof[48];
@@ -668,23 +716,23 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         "            const float v = acc[i][q] * %s;\n"
         "            %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
         scal, vt_ctype(sh.y), yrow, sh.ldy, sh.y_head_stride);
-    if (gm->y_atomic || sh.y_sums_heads) rg_str_puts(src, "            atomicAdd(y, v);\n");
-    else if (gm->accumulate) rg_str_puts(src, "            *y += v;\n");
-    else rg_str_puts(src, "            *y = v;\n");
+    emit_y_store(src, "            ", &sh, gm);
     rg_str_puts(src, "        }\n    }\n}\n");
     k->flops = 2.0 * sh.K * sh.N * sh.heads;  /* per row; the executor multiplies by rows */
     return 0;
 }
 
-static void emit_product_scalar_loop(rg_str *src, const lw_gemm *gm, const cg_config *cfg, int C)
+static void emit_product_scalar_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg, int C)
 {
+    char x[128];
     rg_str_puts(src, "    __shared__ float Xs[TILE][TILE + 1];\n");
     if (!cfg->w_regs) rg_str_puts(src, "    __shared__ float Ws[TILE][TILE + 1];\n");
     rg_str_printf(src,
         "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
         "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
         "            const int r = idx / TILE, kk = idx %% TILE;\n"
-        "            Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? __ldg(X + xbase[r] + k0 + kk) : 0.f;\n");
+        "            Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? %s : 0.f;\n",
+        ldg(sh->x, "X", "xbase[r] + k0 + kk", x, sizeof x));
     const char *welem = gm->transpose_w ? "Wt[(size_t)(c) * K + (r)]" : "Wt[(size_t)(r) * N + (c)]";
     if (!cfg->w_regs)
         rg_str_printf(src,
@@ -776,7 +824,8 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     emit_outer_params(src, k, &u, &sh, gm, rs, chunk);
     char scal[256] = "1.f";
     if (sh.s) scalar_expr(&sh, sidx, "0", scal, sizeof scal);
-    /* float4 loads where rows and head offsets keep 16-byte alignment (buffers are cudaMalloc'd) */
+    /* float4 loads where rows and head offsets keep 16-byte alignment (buffers are cudaMalloc'd;
+     * bfloat16 rows: four elements in 8 bytes) */
     int vec_x = !vt_is_f64(sh.x) && sh.K % 4 == 0 && sh.ldx % 4 == 0 && sh.x_head_stride % 4 == 0;
     int vec_y = !vt_is_f64(sh.y) && sh.N % 4 == 0 && sh.ldy % 4 == 0 && dy_head_stride % 4 == 0;
     rg_str_printf(src,
@@ -799,37 +848,42 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n",
         segend, ntiles, ntiles, C, C);
     emit_row_staging(src, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal);
+    char ld[200];
     if (vec_x)
-        rg_str_puts(src,
+        rg_str_printf(src,
             "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
-            "            const int rr = idx / (TILE / 4), cc = (idx % (TILE / 4)) * 4;\n"
+            "            const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
             "            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
             "            if (xb[rr] >= 0 && k0 + cc < K) {\n"
-            "                v = __ldg((const float4*)(X + xb[rr] + k0 + cc));\n"
+            "                v = %s;\n"
             "                const float s = sv[rr];\n"
             "                v.x *= s; v.y *= s; v.z *= s; v.w *= s;\n"
             "            }\n"
             "            *(float4*)&Xs[rr][cc] = v;\n"
-            "        }\n");
+            "        }\n",
+            ldg4(sh.x, "X", "xb[rr] + k0 + cc", ld, sizeof ld));
     else
-        rg_str_puts(src,
+        rg_str_printf(src,
             "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-            "            const int rr = idx / TILE, cc = idx % TILE;\n"
-            "            Xs[rr][cc] = (xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * (float)__ldg(X + xb[rr] + k0 + cc) : 0.f;\n"
-            "        }\n");
+            "            const int rr = idx / TILE, cc = idx %% TILE;\n"
+            "            Xs[rr][cc] = (xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * (float)%s : 0.f;\n"
+            "        }\n",
+            ldg(sh.x, "X", "xb[rr] + k0 + cc", ld, sizeof ld));
     if (vec_y)
-        rg_str_puts(src,
+        rg_str_printf(src,
             "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
-            "            const int rr = idx / (TILE / 4), cc = (idx % (TILE / 4)) * 4;\n"
-            "            *(float4*)&Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? __ldg((const float4*)(Y + yb[rr] + n0 + cc))\n"
+            "            const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
+            "            *(float4*)&Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? %s\n"
             "                                                             : make_float4(0.f, 0.f, 0.f, 0.f);\n"
-            "        }\n");
+            "        }\n",
+            ldg4(sh.y, "Y", "yb[rr] + n0 + cc", ld, sizeof ld));
     else
-        rg_str_puts(src,
+        rg_str_printf(src,
             "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-            "            const int rr = idx / TILE, cc = idx % TILE;\n"
-            "            Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? (float)__ldg(Y + yb[rr] + n0 + cc) : 0.f;\n"
-            "        }\n");
+            "            const int rr = idx / TILE, cc = idx %% TILE;\n"
+            "            Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? (float)%s : 0.f;\n"
+            "        }\n",
+            ldg(sh.y, "Y", "yb[rr] + n0 + cc", ld, sizeof ld));
     /* a thread owns C consecutive dW rows and CW consecutive columns, so each step over j
      * reads two short vectors from shared memory for C x CW fused multiply-adds */
     rg_str_printf(src,

@@ -21,6 +21,8 @@ static int nll_group(int classes)
 int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
 {
     const ir_var *x = &ir->vars[s->in[0].var];
+    /* X is the layer output, float32 under every store= (vt_bf16_exclusion) */
+    RG_ASSERT(!vt_is_f64(x) && !vt_is_bf16(x));
     int C = (int)ir_var_row_width(x);
     if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
     int G = nll_group(C), V = (C + G - 1) / G, per_block = NLL_WARPS * (32 / G);

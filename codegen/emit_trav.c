@@ -117,17 +117,34 @@ static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err
 }
 
 /* Whether an operand in device memory can be read V elements at a time in the element loop of
- * the current statement (vec_total, vec_dim): float32, the loop's own shape (element (h, d) is i), and
- * rows whose width keeps every access aligned to V floats (buffers are cudaMalloc'd). */
+ * the current statement (vec_total, vec_dim): float32 or bfloat16, the loop's own shape (element
+ * (h, d) is i), and rows whose width keeps every access aligned to V elements (buffers are
+ * cudaMalloc'd). */
 static int vec_operand(const kgen *g, const ir_var *v)
 {
-    return !vt_is_f64(v) && !strcmp(vt_ctype(v), "float") && vt_heads(v) * v->dim == g->vec_total &&
-           v->dim == g->vec_dim && ir_var_row_width(v) % g->V == 0;
+    return !vt_is_f64(v) && vt_heads(v) * v->dim == g->vec_total && v->dim == g->vec_dim &&
+           ir_var_row_width(v) % g->V == 0;
 }
 
-/* Reference to element (h, d) of an operand, as an lvalue or rvalue expression. */
-static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char *d, char *out, size_t n,
-                       rg_err *err)
+/* The declaration of vector load `id`: V consecutive elements of v's row at i0, as floats. */
+static void emit_vec_load(kgen *g, int id, int var, const ir_var *v, const char *row)
+{
+    static const char *const type[] = {[2] = "float2", [4] = "float4"};
+    static const char comp[4] = {'x', 'y', 'z', 'w'};
+    char at[160];
+    snprintf(at, sizeof at, "v%d[(size_t)(%s) * %lld + i0]", var, row, (long long)ir_var_row_width(v));
+    rg_str_printf(&g->vec_loads, "            float vl%d[%d];\n            { const %s q = ", id, g->V, type[g->V]);
+    /* bfloat16 rows: 4 or 8 bytes converted to floats (templates.c) */
+    if (vt_is_bf16(v)) rg_str_printf(&g->vec_loads, "ld_bf16x%d(&%s);", g->V, at);
+    else rg_str_printf(&g->vec_loads, "*(const %s*)&%s;", type[g->V], at);
+    for (int u = 0; u < g->V; u++) rg_str_printf(&g->vec_loads, " vl%d[%d] = q.%c;", id, u, comp[u]);
+    rg_str_puts(&g->vec_loads, " }\n");
+}
+
+/* Element (h, d) of an operand: an lvalue of its stored type (to write), or its value (to read:
+ * a bfloat16 element converted to float, vt_load). */
+static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *d, int lvalue, char *out, size_t n,
+                      rg_err *err)
 {
     if (op->acc == IR_ACC_CONST || op->var < 0) {
         snprintf(out, n, "((double)%.17g)", op->cval);
@@ -146,20 +163,25 @@ static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char 
     }
     if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
     g->var_used[op->var] = 1;
-    if (g->vec_on && vec_operand(g, v)) {
+    if (!lvalue && g->vec_on && vec_operand(g, v)) {
         /* V consecutive elements at i0 in one access; the element loop picks element u */
-        static const char *const type[] = {[2] = "float2", [4] = "float4"};
         int id = g->nvec++;
-        rg_str_printf(&g->vec_loads, "            float vl%d[%d];\n            { const %s q = *(const %s*)&v%d[(size_t)(%s) * %lld + i0];",
-                      id, g->V, type[g->V], type[g->V], op->var, row, (long long)ir_var_row_width(v));
-        static const char comp[4] = {'x', 'y', 'z', 'w'};
-        for (int u = 0; u < g->V; u++) rg_str_printf(&g->vec_loads, " vl%d[%d] = q.%c;", id, u, comp[u]);
-        rg_str_puts(&g->vec_loads, " }\n");
+        emit_vec_load(g, id, op->var, v, row);
         snprintf(out, n, "vl%d[u]", id);
         return 0;
     }
-    snprintf(out, n, "v%d[(size_t)(%s) * %lld + %s]", op->var, row, (long long)ir_var_row_width(v), el);
+    char at[320];
+    snprintf(at, sizeof at, "v%d[(size_t)(%s) * %lld + %s]", op->var, row, (long long)ir_var_row_width(v), el);
+    if (lvalue) snprintf(out, n, "%s", at);
+    else vt_load(v, at, out, n);
     return 0;
+}
+
+/* The value of element (h, d) of an operand. */
+static int operand_ref(kgen *g, const ir_operand *op, const char *h, const char *d, char *out, size_t n,
+                       rg_err *err)
+{
+    return operand_at(g, op, h, d, 0, out, n, err);
 }
 
 static dest dest_of(kgen *g, const ir_stmt *s, rg_err *err, int *bad)
@@ -208,10 +230,15 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
         rg_str_printf(&g->body, "            atomicAdd(&scr[%d + %s], (double)(%s));\n", g->wacc_off[s->out.var], el, value);
         return 0;
     }
-    if (operand_ref(g, &s->out, "h", "d", ref, sizeof ref, err)) return -1;
+    if (operand_at(g, &s->out, "h", "d", 1, ref, sizeof ref, err)) return -1;
+    int bf16 = vt_is_bf16(V(g, s->out.var)) && dk == DEST_PLAIN;
+    /* vt_bf16_exclusion keeps every accumulated variable out of bfloat16 */
+    RG_ASSERT(bf16 || !vt_is_bf16(V(g, s->out.var)) || dk == DEST_SCRATCH);
+    RG_ASSERT(!bf16 || !s->accumulate);
+    char rounded[600];
     if (dk == DEST_ATOMIC) rg_str_printf(&g->body, "            atomicAdd(&%s, %s);\n", ref, value);
     else if (s->accumulate || dk == DEST_ACC) rg_str_printf(&g->body, "            %s += %s;\n", ref, value);
-    else rg_str_printf(&g->body, "            %s = %s;\n", ref, value);
+    else rg_str_printf(&g->body, "            %s = %s;\n", ref, vt_store(V(g, s->out.var), value, rounded, sizeof rounded));
     return 0;
 }
 
@@ -408,6 +435,7 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
     g->var_used[s->in[0].var] = g->var_used[s->in[1].var] = 1;
     long long ldx = ir_var_row_width(x), wslice = (long long)vt_heads(w) * K * N;
     const char *welem = s->transpose_w ? "(size_t)nn * K_ + k" : "(size_t)k * N_ + nn";
+    char xk[64];
     rg_str_printf(&g->body,
                   "        for (int i = lane; i < %d; i += %d) {\n"
                   "            const int h = i / %d, d = i %% %d; (void)d;\n"
@@ -416,11 +444,11 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const auto* xr = v%d + (size_t)(%s) * %lld + %s;\n"
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
                   "            double r = 0.0;\n"
-                  "            for (int k = 0; k < K_; k++) r = fma((double)xr[k], (double)wr[%s], r);\n",
+                  "            for (int k = 0; k < K_; k++) r = fma((double)%s, (double)wr[%s], r);\n",
                   vt_heads(out) * out->dim, g->L, per_head ? out->dim : vt_heads(out) * out->dim,
                   per_head ? out->dim : vt_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
                   s->in[0].var, xrow, ldx, per_head && vt_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
-                  wslice, welem);
+                  wslice, vt_load(x, "xr[k]", xk, sizeof xk), welem);
     (void)N;
     if (emit_store(g, s, "r", err)) return -1;
     rg_str_puts(&g->body, "        }\n");
@@ -470,8 +498,11 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
         if (g->scr_off[s->in[0].var] >= 0 || g->scr_off[s->in[1].var] >= 0)
             return rg_errf(err, "row-wise weight gradient needs materialized inputs");
         g->var_used[s->in[0].var] = g->var_used[s->in[1].var] = 1;
-        snprintf(xr, sizeof xr, "v%d[(size_t)(%s) * %lld + k]", s->in[0].var, xrow, (long long)ir_var_row_width(x));
-        snprintf(dr, sizeof dr, "v%d[(size_t)(%s) * %lld + c]", s->in[1].var, drow, (long long)ir_var_row_width(dy));
+        char at[256];
+        snprintf(at, sizeof at, "v%d[(size_t)(%s) * %lld + k]", s->in[0].var, xrow, (long long)ir_var_row_width(x));
+        vt_load(x, at, xr, sizeof xr);
+        snprintf(at, sizeof at, "v%d[(size_t)(%s) * %lld + c]", s->in[1].var, drow, (long long)ir_var_row_width(dy));
+        vt_load(dy, at, dr, sizeof dr);
     } else {
         if (operand_ref(g, &s->in[0], "h", "k", xr, sizeof xr, err) ||
             operand_ref(g, &s->in[1], "h", "c", dr, sizeof dr, err))
@@ -609,6 +640,7 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
         if (!g->mat[v] && !reset) continue;
         rg_str_printf(b, "        for (int i = lane; i < %d; i += %d) {\n", w, g->L);
         if (g->mat[v]) {
+            RG_ASSERT(!vt_is_bf16(V(g, v)));   /* an accumulation target: float32 (vt_bf16_exclusion) */
             g->var_used[v] = g->var_written[v] = 1;
             char dst[128];
             snprintf(dst, sizeof dst, "v%d[(size_t)(%s) * %d + i]", v, node, w);

@@ -135,6 +135,8 @@ int ew_emit(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, r
     snprintf(store, sizeof store, shared_slice ? "atomicAdd(&o[ooff[hh] + (long)row * %ld + (long)col * %ld], acc)"
                                                : "o[ooff[hh] + (long)row * %ld + (long)col * %ld] %s acc",
              o0.rs, o0.cs, s->accumulate ? "+=" : "=");
+    /* weights and their gradients are never bfloat16 (vt_bf16_exclusion): the float casts below hold */
+    RG_ASSERT(!vt_is_bf16(pl.v[0]) && !vt_is_bf16(pl.v[1]) && !vt_is_bf16(pl.v[2]));
     const char *ta = vt_ctype(pl.v[0]), *tb = vt_ctype(pl.v[1]), *to = vt_ctype(pl.v[2]);
     const char *tacc = vt_is_f64(pl.v[0]) || vt_is_f64(pl.v[1]) || vt_is_f64(pl.v[2]) ? "double" : "float";
     /* a type's output elements are spread over grid.y blocks: there may be only a few types */

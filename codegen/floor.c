@@ -112,8 +112,16 @@ static const char *const REWRITES[] = {"compact=off,reorder=on", "compact=direct
 
 int fl_floor_layer(const pl_problem *p, const hg_graph *g, fl_floor *f, rg_err *err)
 {
+    return fl_floor_layer_store(p, g, 0, f, err);
+}
+
+int fl_floor_layer_store(const pl_problem *p, const hg_graph *g, int store_bf16, fl_floor *f, rg_err *err)
+{
     ir_program *ref = pl_reference_program(p, err);
     if (!ref) return -1;
+    /* the reference's variables at the widths store= gives them: its input features (the only
+     * bfloat16 variables among the roles the floor counts) at 2 bytes under bf16 */
+    vt_mark_storage(ref, store_bf16);
     fl_floor_fill(ref, g, f);
     ir_free(ref);
     for (size_t i = 0; i < sizeof REWRITES / sizeof *REWRITES; i++) {

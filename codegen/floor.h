@@ -24,6 +24,9 @@ void fl_floor_fill(const ir_program *ir, const hg_graph *g, fl_floor *f);
  * flops lowered to the cheapest of the arithmetic rewrites (compaction, reordering), so that it
  * belongs to the layer and never to one variant's plan. */
 int fl_floor_layer(const pl_problem *p, const hg_graph *g, fl_floor *f, rg_err *err);
+/* The same at the storage widths of store=bf16 (store_bf16 1: features read as bfloat16) or of
+ * float32 (0, fl_floor_layer): the floor of the variants that store their features that way. */
+int fl_floor_layer_store(const pl_problem *p, const hg_graph *g, int store_bf16, fl_floor *f, rg_err *err);
 /* Index bytes of a layer whose edge statements need the per-edge fields flagged (src, dst,
  * etype): all but one at 4 bytes per edge, the cheapest one replaced by a row-pointer array
  * (edges sorted by it). 0 when no field is needed. */

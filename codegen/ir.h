@@ -109,6 +109,7 @@ typedef struct ir_var {
     int zero_init;
     int grad_of;       /* -1, or the id of the variable this is the gradient of */
     int grad;          /* -1, or the id of this variable's gradient (set by autodiff) */
+    int bf16;          /* stored as bfloat16 in device memory (codegen/vartype.h, vt_mark_storage) */
 } ir_var;
 
 typedef enum ir_opkind {

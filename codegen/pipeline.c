@@ -3,6 +3,7 @@
 #include "codegen/pipeline.h"
 #include "codegen/emit_trav.h"
 #include "codegen/model.h"
+#include "codegen/vartype.h"
 
 #include <string.h>
 
@@ -74,6 +75,8 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
     };
     ir_program *ir = model_load_opts(p->model, &p->dims, &mo, err);
     if (!ir) return inapplicable ? PL_INAPPLICABLE : -1;
+    /* after every pass (and autodiff): eligibility reads the final program's writers */
+    vt_mark_storage(ir, cfg->store_bf16);
     lw_program *lp = lw_lower(ir, err);
     if (!lp) {
         ir_free(ir);

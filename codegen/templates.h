@@ -1,5 +1,5 @@
-/* Device-side template text shared by every generated kernel: the compact-row binary search,
- * the warp and row-group sums and the leaky ReLU helpers, put in front of each kernel that calls them. */
+/* Device-side template text shared by every generated kernel (the compact-row binary search, row-group
+ * sums, activations, bfloat16 vector loads), put in front of each kernel that calls it. */
 #ifndef TPL_TEMPLATES_H
 #define TPL_TEMPLATES_H
 

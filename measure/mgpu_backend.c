@@ -126,6 +126,11 @@ static int mgb_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
         rg_errf(&e, "relabel= is not applied by layers over several GPUs: their ranks run the graph as given");
         return xb_result_fail(r, RS_INVALID, &e);
     }
+    if (cfg->store_bf16) {
+        rg_errf(&e, "store=bf16 is not run by layers over several GPUs: their read-back (mg_values) returns elements "
+                    "as stored, and the validator reads float32 or float64 only");
+        return xb_result_fail(r, RS_INVALID, &e);
+    }
     ir_program *ir = NULL;
     lw_program *lp = NULL;
     if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);

@@ -87,10 +87,17 @@ static const struct {
     int bits;
 } PRECISIONS[] = {{"fp32", 23}, {"tf32", 10}, {"bf16", 7}};
 
+/* The storage part cfg_precision appends under store=bf16. */
+#define BF16_STORE "+bf16-store"
+
 int xv_mantissa_bits(const char *precision)
 {
+    /* the operands' name: what comes before a storage suffix */
+    size_t len = strcspn(precision, "+");
     for (size_t i = 0; i < sizeof PRECISIONS / sizeof PRECISIONS[0]; i++)
-        if (!strcmp(precision, PRECISIONS[i].name)) return PRECISIONS[i].bits;
+        if (strlen(PRECISIONS[i].name) == len && !strncmp(precision, PRECISIONS[i].name, len) &&
+            (!precision[len] || !strcmp(precision + len, BF16_STORE)))
+            return PRECISIONS[i].bits;
     RG_DIE("precision %s has no mantissa width here", precision);
 }
 
@@ -98,9 +105,17 @@ double xv_variant_tolerance(double requested, const pl_problem *p, const cg_conf
 {
     int train = pl_is_train(p->task);
     double tol = xv_tolerance(requested, train);
-    int bits = xv_mantissa_bits(cfg_precision(cfg));
-    if (requested > 0 || bits == 23) return tol;
-    double u = ldexp(1.0, -(bits + 1));
+    const char *precision = cfg_precision(cfg);
+    int bits = xv_mantissa_bits(precision), store = strstr(precision, BF16_STORE) != NULL;
+    if (requested > 0 || (bits == 23 && !store)) return tol;
+    /* per-operand rounding units: the GEMM operands' (mma), plus bfloat16 storage's
+     * when features and messages are stored rounded. Storage rounds each stored feature or
+     * message once, by at most u of its size, before a product or an aggregation reads it: the
+     * same bound per product term as rounding one operand, and c covers the two stored levels
+     * of a layer (input features into the typed linear, its messages into the aggregation or
+     * attention) in inference, twice that in training, whose backward products read the stored
+     * forward values again. The two roundings are independent, so their bounds add. */
+    double u = (bits < 23 ? ldexp(1.0, -(bits + 1)) : 0) + (store ? ldexp(1.0, -(xv_mantissa_bits("bf16") + 1)) : 0);
     int k = p->dims.in_dim > p->dims.out_dim ? p->dims.in_dim : p->dims.out_dim;
     return tol + (train ? 4 : 2) * u * sqrt((double)k);
 }

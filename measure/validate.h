@@ -22,7 +22,7 @@ void xv_poison_f32(float *x, int64_t n);
  * backward sums) and 1e-5 for inference. */
 double xv_tolerance(double requested, int train);
 /* Explicit mantissa bits of the operands of a precision cfg_precision names: fp32 23, tf32 10,
- * bf16 7. */
+ * bf16 7 (a "+bf16-store" suffix, bfloat16 storage, does not change the operands' bits). */
 int xv_mantissa_bits(const char *precision);
 /* The relative L2 error allowed for variant cfg of problem p: `requested` when > 0, else
  * xv_tolerance's float32 one plus, for GEMM operands rounded to p mantissa bits on tensor
@@ -33,7 +33,9 @@ int xv_mantissa_bits(const char *precision);
  * most 2u sum_k |x_k w_k|, which for terms of either sign is about sqrt(K) times |y|: 2u sqrt(K)
  * relative to the result. Training chains the backward products (X W^T and X^T dY) on top of
  * the forward ones: twice that. tf32 (u = 2^-11) at K = 64: 7.8e-3 inference, 1.6e-2 training;
- * bf16 (u = 2^-8): 6.3e-2 and 0.13. fp32 keeps xv_tolerance's. */
+ * bf16 (u = 2^-8): 6.3e-2 and 0.13. fp32 keeps xv_tolerance's. bfloat16 storage (store=bf16,
+ * "+bf16-store") adds its own u = 2^-8 to the operands' u (validate.c says why):
+ * fp32+bf16-store gets bf16's tolerance, bf16+bf16-store twice its added term. */
 double xv_variant_tolerance(double requested, const pl_problem *p, const cg_config *cfg);
 
 /* ---- the reference ---- */

@@ -308,7 +308,8 @@ int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
 typedef struct staged_input {
     const double *src;     /* the float64 values it was converted from */
     size_t bytes;
-    float *f32;            /* page-locked */
+    int elem;              /* bytes per element: 4 (float32) or 2 (bfloat16) */
+    void *copy;            /* page-locked */
 } staged_input;
 
 struct kx_staging {
@@ -323,7 +324,7 @@ kx_staging *kx_staging_new(void) { return rg_xcalloc(1, sizeof(kx_staging)); }
 void kx_staging_free(kx_staging *s)
 {
     if (!s) return;
-    for (int i = 0; i < s->nin; i++) krt_host_free(s->in[i].f32);
+    for (int i = 0; i < s->nin; i++) krt_host_free(s->in[i].copy);
     free(s->in);
     krt_host_free(s->dl);
     free(s);
@@ -334,20 +335,50 @@ static void to_f32(float *dst, const double *src, size_t n)
     for (size_t j = 0; j < n; j++) dst[j] = (float)src[j];
 }
 
-/* The float32 copy of src (bytes of float32), made on first use. */
-static const float *staged_f32(kx_staging *s, const double *src, size_t bytes, rg_err *err)
+uint16_t kx_bf16_from_double(double x)
+{
+    float f = (float)x;   /* to nearest */
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (isnan(f)) return (uint16_t)((u >> 16) | 0x40);   /* a quiet NaN stays NaN */
+    /* round to odd (toward zero, then a sticky last bit when inexact), so that the rounding to
+     * bfloat16 below is the one rounding of x: what __double2bfloat16 does on the device */
+    double d = f;
+    if ((x > 0 && d > x) || (x < 0 && d < x)) u--;
+    if (d != x) u |= 1;
+    u += 0x7fffu + ((u >> 16) & 1);   /* to nearest even at bit 16 */
+    return (uint16_t)(u >> 16);
+}
+
+float kx_bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static void to_bf16(uint16_t *dst, const double *src, size_t n)
+{
+    for (size_t j = 0; j < n; j++) dst[j] = kx_bf16_from_double(src[j]);
+}
+
+/* The copy of src in elements of `elem` bytes (float32 or bfloat16; `bytes` in all), made on
+ * first use. */
+static const void *staged_copy(kx_staging *s, const double *src, size_t bytes, int elem, rg_err *err)
 {
     for (int i = 0; i < s->nin; i++)
-        if (s->in[i].src == src && s->in[i].bytes == bytes) return s->in[i].f32;
-    float *f = krt_host_alloc(bytes, err);
-    if (!f) return NULL;
-    to_f32(f, src, bytes / sizeof(float));
+        if (s->in[i].src == src && s->in[i].bytes == bytes && s->in[i].elem == elem) return s->in[i].copy;
+    void *c = krt_host_alloc(bytes, err);
+    if (!c) return NULL;
+    if (elem == 2) to_bf16(c, src, bytes / 2);
+    else to_f32(c, src, bytes / sizeof(float));
     if (s->nin == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 8;
         s->in = rg_xrealloc(s->in, (size_t)s->cap * sizeof *s->in);
     }
-    s->in[s->nin++] = (staged_input){src, bytes, f};
-    return f;
+    s->in[s->nin++] = (staged_input){src, bytes, elem, c};
+    return c;
 }
 
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
@@ -359,8 +390,8 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
         if (!d) continue;
         size_t bytes = mp_bytes(b->mp, b->id[i]);
         if (host_values && host_values[i]) {
-            const void *src = vt_is_f64(&ir->vars[i]) ? (const void *)host_values[i]
-                                                          : (const void *)staged_f32(stage, host_values[i], bytes, err);
+            int elem = vt_bytes(&ir->vars[i]);
+            const void *src = elem == 8 ? (const void *)host_values[i] : staged_copy(stage, host_values[i], bytes, elem, err);
             if (!src || krt_upload(d, src, bytes, err)) return -1;
         } else if (krt_poison(d, bytes, err)) {
             return -1;
@@ -482,13 +513,16 @@ double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *k
         }
         return out;
     }
-    float *tmp = rg_xmalloc(bytes ? bytes : 1);
+    void *tmp = rg_xmalloc(bytes ? bytes : 1);
     if (krt_download(tmp, d, bytes, err)) {
         free(tmp);
         free(out);
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) out[i] = tmp[i];
+    if (elem == 2)
+        for (size_t i = 0; i < n; i++) out[i] = kx_bf16_to_float(((const uint16_t *)tmp)[i]);
+    else
+        for (size_t i = 0; i < n; i++) out[i] = ((const float *)tmp)[i];
     free(tmp);
     return out;
 }
@@ -499,15 +533,30 @@ const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buf
     void *d = resident_var(ir, b, var, err);
     if (!d) return NULL;
     size_t bytes = var_bytes(ir, var, kg->g);
-    if (bytes > s->dl_bytes) {
+    int stored = vt_bytes(&ir->vars[var]);
+    size_t n = bytes / (size_t)stored;
+    /* bfloat16 comes back as float32: room for twice its bytes */
+    size_t need = stored == 2 ? 2 * bytes : bytes;
+    if (need > s->dl_bytes) {
         krt_host_free(s->dl);
         s->dl_bytes = 0;
-        if (!(s->dl = krt_host_alloc(bytes, err))) return NULL;
-        s->dl_bytes = bytes;
+        if (!(s->dl = krt_host_alloc(need, err))) return NULL;
+        s->dl_bytes = need;
     }
     if (krt_download(s->dl, d, bytes, err)) return NULL;
-    *elem_bytes = vt_bytes(&ir->vars[var]);
-    *count = (int64_t)(bytes / (size_t)*elem_bytes);
+    if (stored == 2) {
+        /* widened in place from the last element down: float i covers bfloat16 elements 2i and
+         * 2i + 1, which are at or after i and so already read (memcpy: the bytes are both types) */
+        char *b = s->dl;
+        for (size_t i = n; i-- > 0;) {
+            uint16_t h;
+            memcpy(&h, b + 2 * i, sizeof h);
+            float f = kx_bf16_to_float(h);
+            memcpy(b + 4 * i, &f, sizeof f);
+        }
+    }
+    *elem_bytes = stored == 2 ? (int)sizeof(float) : stored;
+    *count = (int64_t)n;
     return s->dl;
 }
 

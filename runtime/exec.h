@@ -70,8 +70,8 @@ void kx_staging_free(kx_staging *s);
 
 /* Uploads the values of every input, graph-derived input, label and parameter (float64 on
  * the host, as the reference has them; NULL entries are skipped), poisons every other
- * buffer, then zero-fills the accumulation targets. float32 inputs come from (and are
- * added to) the staging's converted copies. */
+ * buffer, then zero-fills the accumulation targets. float32 and bfloat16 inputs come from
+ * (and are added to) the staging's converted copies. */
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
                kx_staging *stage, rg_err *err);
 /* Zero-fills the accumulation targets only (between timed repeats). */
@@ -84,12 +84,18 @@ int kx_launch_one(const cg_variant *v, const kx_compiled *c, const kx_buffers *b
                   rg_err *err);
 /* Bytes of a variable's device buffer on this graph. */
 size_t kx_var_bytes(const ir_program *ir, const kx_graph *kg, int var);
-/* Downloads a variable as float64 (caller frees). */
+/* Downloads a variable as float64 (caller frees; bfloat16 widened exactly). */
 double *kx_download(const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var, rg_err *err);
-/* Downloads a variable's elements as stored (float32, or float64 per vt_bytes) into
- * the staging's buffer, valid until its next download; *count and *elem_bytes describe it. */
+/* Downloads a variable's elements (float64 or float32 as stored per vt_bytes; bfloat16 widened
+ * exactly to float32, so validation and dumps see floats) into the staging's buffer, valid
+ * until its next download; *count and *elem_bytes describe what it holds. */
 const void *kx_download_staged(kx_staging *s, const ir_program *ir, const kx_buffers *b, const kx_graph *kg, int var,
                                int64_t *count, int *elem_bytes, rg_err *err);
+
+/* Host conversions of bfloat16 (store=bf16): from float64 with one rounding to nearest even,
+ * as the device's __double2bfloat16; to float, exactly. */
+uint16_t kx_bf16_from_double(double x);
+float kx_bf16_to_float(uint16_t h);
 
 /* ---- timing ---- */
 typedef struct kx_kernel_time {

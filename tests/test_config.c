@@ -309,7 +309,7 @@ static void test_json_round_trip(void **state)
     rg_err err;
     assert_int_equal(sp_load("full", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 2304 * 24 * 3);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3 */
+    assert_int_equal(n, 2304 * 24 * 3 * 2);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2 */
     for (int i = 0; i < n; i++) {
         char *j = cfg_to_json(&pts[i].cfg);
         cg_config back;
@@ -346,7 +346,7 @@ static void test_builtin_spaces(void **state)
         "relabel: orig bfs\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
-        "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\n"};
+        "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\n"};
     const char *names[2] = {"default", "full"};
     for (int i = 0; i < 2; i++) {
         sp_space sp;

@@ -19,8 +19,8 @@ static int cfg_rule_probe(const cg_config *c, rg_err *err)
 
 /* The library's built-in spaces (tests/test_config.c prints them) */
 #define DEFAULT_POINTS (576 * 2 * 2 * 2 * 3)     /* 432 with coarsen 8, x vec 1 4, lanes 16 32, relabel orig bfs, mma 3 */
-#define FULL_POINTS (2304 * 3 * 2 * 2 * 2 * 3)       /* 1728 with coarsen 8, x vec 1 2 4, lanes 16 32, tblock 256 512,
-                                                  * relabel orig bfs */
+#define FULL_POINTS (2304 * 3 * 2 * 2 * 2 * 3 * 2)   /* 1728 with coarsen 8, x vec 1 2 4, lanes 16 32, tblock 256 512,
+                                                    * relabel orig bfs, mma 3, store f32 bf16 */
 
 #define LEGACY_DEFAULT "compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=edge,pagg=on"
 
@@ -65,7 +65,7 @@ static void test_rejected_when_invalid(void **state)
     assert_string_equal(err.msg, "config: key 'probe' given twice");
     assert_int_equal(cfg_parse(&c, "prove=2", &err), -1);
     assert_non_null(strstr(err.msg, "did you mean 'probe'?"));
-    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, probe)"));
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, probe)"));
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "probe=4,tile=16", &err), 0);
     assert_int_equal(cfg_validate(&c, &err), -1);
