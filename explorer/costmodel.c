@@ -1775,6 +1775,21 @@ static int held_out_sets(const cm_set *s, holdout h, int *first)
     return n;
 }
 
+/* Sizes with a sweep of at least CM_MIN_SWEEP configs: a model fitted on spot checks of one or two
+ * configs per size has nothing to rank with. */
+static int swept_sizes(const cm_set *s)
+{
+    int *count = rg_xcalloc((size_t)(s->nproblems ? s->nproblems : 1), sizeof *count), n = 0;
+    for (int i = 0; i < s->nsamples; i++) count[s->samples[i].problem]++;
+    for (int q = 0; q < s->nproblems; q++) {
+        int seen = count[q] < CM_MIN_SWEEP;
+        for (int k = 0; k < q && !seen; k++) seen = count[k] >= CM_MIN_SWEEP && same_size(&s->problems[k], &s->problems[q]);
+        n += !seen;
+    }
+    free(count);
+    return n;
+}
+
 static int evaluate(const cm_set *s, holdout h, const cm_fit_options *o, cm_eval *out, rg_err *err)
 {
     cm_fit_options defaults;
@@ -1784,11 +1799,13 @@ static int evaluate(const cm_set *s, holdout h, const cm_fit_options *o, cm_eval
     }
     memset(out, 0, sizeof *out);
     int *first = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *first);
-    int nheld = held_out_sets(s, h, first);
-    if (nheld < 2) {
+    int nheld = held_out_sets(s, h, first), counted = h == HOLD_DATASET ? nheld : swept_sizes(s);
+    if (counted < 2) {
         free(first);
-        return rg_errf(err, "leave-one-%s-out needs measurements of at least 2 %s (found %d)",
-                       h == HOLD_DATASET ? "dataset" : "size", h == HOLD_DATASET ? "datasets" : "sizes (dims, heads)", nheld);
+        if (h == HOLD_DATASET)
+            return rg_errf(err, "leave-one-dataset-out needs measurements of at least 2 datasets (found %d)", counted);
+        return rg_errf(err, "leave-one-size-out needs sweeps (problems of at least %d configs) of at least 2 sizes "
+                            "(dims, heads) (found %d)", CM_MIN_SWEEP, counted);
     }
     out->sample_pred = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *out->sample_pred);
     for (int i = 0; i < s->nsamples; i++) out->sample_pred[i] = NAN;

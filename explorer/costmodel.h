@@ -211,7 +211,7 @@ int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err)
 /* Leave-one-size-out: for each size (dim_in, dim_out, heads), fits on the problems of every other
  * size (all datasets) and scores every problem of it; each row's static list is built from the other
  * sizes too (cm_static_list_any_size), so no time of the held-out size reaches its row. Needs
- * measurements of at least 2 sizes. */
+ * sweeps (problems of at least CM_MIN_SWEEP configs) of at least 2 sizes. */
 int cm_loso(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err);
 void cm_eval_free(cm_eval *e);
 /* The static list of one kind of problem (model, task, dims, heads): the configs measured on every

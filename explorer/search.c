@@ -779,7 +779,7 @@ static void stored_space(const sr_problem *p, sp_space *sp)
 int sr_oracle_exhaustive(const sr_problem *p, int *nvalid)
 {
     if (nvalid) *nvalid = -1;
-    if (p->n == 0) return 0;
+    if (p->n < SR_MIN_POINTS) return 0;   /* a spot check spans only itself: it is no sweep */
     sp_space sp;
     stored_space(p, &sp);
     sp_point *pts;

@@ -67,6 +67,7 @@ int sr_find(const sr_problem *p, const cg_config *cfg);
 /* 1 when the store measured (ok or failed) every valid point of p's space, so that its oracle is the
  * true optimum: the space being the one a sweep of the stored points enumerated, every combination
  * of the values each key takes among them (explorer/space.c's product, cfg_validate's pruning).
+ * A spot check (fewer than SR_MIN_POINTS points) spans little more than itself and never counts.
  * nvalid (may be NULL) receives that space's valid points (-1 when it is too large to enumerate). */
 int sr_oracle_exhaustive(const sr_problem *p, int *nvalid);
 /* "exhaustive", or "best of N measured" (N: p's measurable points), in buf. */
