@@ -457,6 +457,12 @@ static pt_source *open_sources(const char *const *stores, int n, rg_err *err)
 
 int pt_write(const char *const *stores, int nstores, FILE *out, rg_err *err)
 {
+    return pt_write_sections(stores, nstores, NULL, 0, out, err);
+}
+
+int pt_write_sections(const char *const *stores, int nstores, const pt_section *extra, int nextra, FILE *out,
+                      rg_err *err)
+{
     RG_ASSERT(nstores > 0);
     pt_source *src = open_sources(stores, nstores, err);
     if (!src) return -1;
@@ -467,6 +473,7 @@ int pt_write(const char *const *stores, int nstores, FILE *out, rg_err *err)
     write_header(mem, stores, nstores);
     int rc = 0;
     for (int i = 0; !rc && i < NQUERIES; i++) rc = print_query(mem, &QUERIES[i], src, nstores, err);
+    for (int i = 0; i < nextra; i++) fprintf(mem, "\n### %s\n\n%s\n%s", extra[i].title, extra[i].about, extra[i].text);
     write_queries(mem);
     fclose(mem);
     close_sources(src, nstores);
