@@ -403,7 +403,7 @@ static int print_query(FILE *out, const pt_query *q, pt_source *src, int nsrc, r
     return 0;
 }
 
-static void write_header(FILE *out, const char *const *stores, int nstores)
+static void write_header(FILE *out, const char *const *stores, int nstores, int nextra)
 {
     fprintf(out, "# Performance tables (generated)\n\n"
                  "<!-- Written by `make perf-tables` (`build/explore perf-tables`); do not edit: regenerate. -->\n\n"
@@ -413,8 +413,11 @@ static void write_header(FILE *out, const char *const *stores, int nstores)
                  "measured at. Nothing here is typed by hand: `make perf-tables` rewrites this file from the stores, "
                  "and `.ci/run` fails when the file differs from what the stores give. docs/perf-notes.md keeps the "
                  "history of each session (with the numbers as measured then); where the two differ, this file is the "
-                 "one of record.\n\n"
-                 "Times are in ms, medians over the timed repeats of a measurement. Stores:\n\n");
+                 "one of record.%s\n\n"
+                 "Times are in ms, medians over the timed repeats of a measurement. Stores:\n\n",
+            nextra ? " The last sections (after the query tables) are computed by the explorer from a store, each "
+                     "naming the command that prints the same numbers."
+                   : "");
     for (int i = 0; i < nstores; i++) fprintf(out, "- `%s`\n", stores[i]);
     fprintf(out, "\n## Tables\n");
 }
@@ -470,7 +473,7 @@ int pt_write_sections(const char *const *stores, int nstores, const pt_section *
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     RG_ASSERT(mem);
-    write_header(mem, stores, nstores);
+    write_header(mem, stores, nstores, nextra);
     int rc = 0;
     for (int i = 0; !rc && i < NQUERIES; i++) rc = print_query(mem, &QUERIES[i], src, nstores, err);
     for (int i = 0; i < nextra; i++) fprintf(mem, "\n### %s\n\n%s\n%s", extra[i].title, extra[i].about, extra[i].text);
