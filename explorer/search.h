@@ -68,7 +68,7 @@ int sr_find(const sr_problem *p, const cg_config *cfg);
  * true optimum: the space being the one a sweep of the stored points enumerated, every combination
  * of the values each key takes among them (explorer/space.c's product, cfg_validate's pruning).
  * A spot check (fewer than SR_MIN_POINTS points) spans little more than itself and never counts.
- * nvalid (may be NULL) receives that space's valid points (-1 when it is too large to enumerate). */
+ * nvalid (may be NULL) receives that space's valid points (-1: not enumerated, a spot check or too large). */
 int sr_oracle_exhaustive(const sr_problem *p, int *nvalid);
 /* "exhaustive", or "best of N measured" (N: p's measurable points), in buf. */
 const char *sr_oracle_label(const sr_problem *p, char *buf, size_t cap);
