@@ -98,7 +98,8 @@ PERF_STORES = $(shell git ls-files 'results/h100/*.db')
 .PHONY: perf-tables
 perf-tables: $(BUILD)/explore
 	@[ -n "$(PERF_STORES)" ] || { echo "make perf-tables: git lists no results/h100/*.db (not a git checkout?)" >&2; exit 2; }
-	$(BUILD)/explore perf-tables --out docs/perf-tables.md $(PERF_STORES)
+	$(BUILD)/explore perf-tables --replay results/h100/results.db --loso results/h100/session6-sizes.db \
+	    --out docs/perf-tables.md $(PERF_STORES)
 
 # Regenerates the committed fixture of tests/test_report.c (deterministic; commit the .db).
 .PHONY: report-fixture

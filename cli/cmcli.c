@@ -1,9 +1,11 @@
-/* `explore fit` (fit the cost models on the results store, print the leave-one-dataset-out table)
+/* `explore fit` (fit the cost models on the results store, print the leave-one-dataset-out and
+ * leave-one-size-out tables)
  * and `explore pick` (rank a dataset's configs by the model; optionally measure the top K). */
 #include "cli/cmcli.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
 #include "explorer/costmodel.h"
+#include "explorer/search.h"
 #include "results/yardstick.h"
 #include "cli/problem.h"
 
@@ -82,7 +84,39 @@ static int parse_fit(int argc, char **argv, fit_args *a)
     return rc ? ro_exit(rc) : -1;
 }
 
-static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
+/* How each problem's oracle is known (sr_oracle_label: "exhaustive" or "best of N measured"), from
+ * its ok configs and those whose every attempt failed in the store. */
+typedef struct oracle_kinds {
+    char (*label)[48];         /* [problems of the set] */
+    unsigned char *exhaustive;
+} oracle_kinds;
+
+static int oracle_kinds_load(const char *db, const cm_set *s, oracle_kinds *k, rg_err *err)
+{
+    k->label = rg_xcalloc((size_t)(s->nproblems ? s->nproblems : 1), sizeof *k->label);
+    k->exhaustive = rg_xcalloc((size_t)(s->nproblems ? s->nproblems : 1), 1);
+    sr_set set;
+    sr_from_cm_set(s, NULL, 1, &set);
+    int rc = sr_load_failed(db, &set, err);
+    for (int i = 0; !rc && i < set.n; i++) {
+        const sr_problem *p = &set.problems[i];
+        for (int q = 0; q < s->nproblems; q++)
+            if (!memcmp(&s->problems[q], &p->prob, sizeof p->prob)) {   /* p->prob is a copy of it */
+                sr_oracle_label(p, k->label[q], sizeof k->label[q]);
+                k->exhaustive[q] = !strcmp(k->label[q], "exhaustive");
+            }
+    }
+    sr_set_free(&set);
+    return rc;
+}
+
+static void oracle_kinds_free(oracle_kinds *k)
+{
+    free(k->label);
+    free(k->exhaustive);
+}
+
+static void print_row(const cm_set *s, const cm_eval_row *r, const oracle_kinds *ok, int verbose)
 {
     const cm_problem *p = &s->problems[r->problem];
     const cm_score *sc = &r->score;
@@ -97,10 +131,10 @@ static void print_row(const cm_set *s, const cm_eval_row *r, int verbose)
     }
     char static_gap[16] = "-";
     if (isfinite(r->static_topk_ms)) snprintf(static_gap, sizeof static_gap, "%.3f", r->static_topk_ms / sc->oracle_ms);
-    printf("%-22s %-9s %7d %10.4f %10.4f %10s %10.4f %6.3f %5s %10.4f %4d %6.3f %8s %8.3f %6s %8.3f\n", p->dataset, dims,
-           sc->n, sc->oracle_ms, r->predicted_ms, fixed, sc->picked_ms, sc->picked_ms / sc->oracle_ms,
-           sc->hit ? "yes" : "no", sc->topk_ms, sc->top_k, sc->topk_ms / sc->oracle_ms, static_gap,
-           r->random_topk_ms / sc->oracle_ms, fixed_gap, sc->spearman);
+    printf("%-22s %-9s %7d %10.4f %-20s %10.4f %10s %10.4f %6.3f %5s %10.4f %4d %6.3f %8s %8.3f %6s %8.3f\n", p->dataset,
+           dims, sc->n, sc->oracle_ms, ok->label[r->problem], r->predicted_ms, fixed, sc->picked_ms,
+           sc->picked_ms / sc->oracle_ms, sc->hit ? "yes" : "no", sc->topk_ms, sc->top_k, sc->topk_ms / sc->oracle_ms,
+           static_gap, r->random_topk_ms / sc->oracle_ms, fixed_gap, sc->spearman);
     if (!verbose) return;
     char *pc = cfg_to_string(&r->picked), *oc = cfg_to_string(&r->oracle);
     printf("    picked %s\n    oracle %s\n", pc, oc);
@@ -122,22 +156,182 @@ static void print_summary(const cm_eval_summary *g)
            g->static_topk_gap_geomean, g->random_topk_gap_geomean, g->fixed_gap_geomean, g->picked_vs_fixed, g->spearman_mean);
 }
 
-static void print_eval(const cm_set *s, const cm_eval *e, int verbose)
+/* How many of the evaluated problems (rows of at least CM_MIN_SWEEP configs) have an exhaustive oracle. */
+static void print_oracle_count(const cm_eval *e, const oracle_kinds *ok)
+{
+    int ex = 0, n = 0;
+    for (int r = 0; r < e->nrows; r++) {
+        if (e->rows[r].score.n < CM_MIN_SWEEP) continue;
+        n++;
+        ex += ok->exhaustive[e->rows[r].problem];
+    }
+    printf("oracles of the %d sweeps: %d exhaustive (the store measured every valid point of the space its points span), "
+           "%d best of the configs measured\n", n, ex, n - ex);
+}
+
+static void print_eval(const cm_set *s, const cm_eval *e, const oracle_kinds *ok, int verbose)
 {
     for (int g = 0; g < e->ngroups; g++) {
         const cm_eval_summary *sum = &e->groups[g];
         printf("\n%s %s, leave-one-dataset-out (fit on the other datasets, rank this one's measured configs):\n",
                sum->model, sum->task);
-        printf("%-22s %-9s %7s %10s %10s %10s %10s %6s %5s %10s %4s %6s %8s %8s %6s %8s\n", "dataset", "dims", "configs",
-               "oracle ms", "pred ms", "fixed ms", "picked ms", "gap", "top-1", "top-K ms", "K", "K gap", "static-K",
-               "random-K", "fixed", "spearman");
+        printf("%-22s %-9s %7s %10s %-20s %10s %10s %10s %6s %5s %10s %4s %6s %8s %8s %6s %8s\n", "dataset", "dims",
+               "configs", "oracle ms", "oracle", "pred ms", "fixed ms", "picked ms", "gap", "top-1", "top-K ms", "K", "K gap",
+               "static-K", "random-K", "fixed", "spearman");
         for (int r = 0; r < e->nrows; r++) {
             const cm_problem *p = &s->problems[e->rows[r].problem];
-            if (!strcmp(p->model, sum->model) && !strcmp(p->task, sum->task)) print_row(s, &e->rows[r], verbose);
+            if (!strcmp(p->model, sum->model) && !strcmp(p->task, sum->task)) print_row(s, &e->rows[r], ok, verbose);
         }
     }
     printf("\n");
     for (int g = 0; g < e->ngroups; g++) print_summary(&e->groups[g]);
+    print_oracle_count(e, ok);
+}
+
+/* ---- leave-one-size-out, per held-out size ---- */
+
+/* One held-out size of one model and task: geomeans over its problems (sweeps of at least
+ * CM_MIN_SWEEP configs) of the model's and the static list's top-1 and top-K over the oracle. */
+typedef struct size_row {
+    cm_problem kind;           /* model, task, dims, heads */
+    int problems, exhaustive, nfixed, nstatic_k;
+    double top1, fixed, topk, static_k, random_k, k, configs;   /* sums of logs; K and configs: sums */
+} size_row;
+
+/* By model, task, heads and dims. */
+static int cmp_size_rows(const void *a, const void *b)
+{
+    const cm_problem *x = &((const size_row *)a)->kind, *y = &((const size_row *)b)->kind;
+    int c = strcmp(x->model, y->model);
+    if (!c) c = strcmp(x->task, y->task);
+    if (!c) c = (x->heads > y->heads) - (x->heads < y->heads);
+    if (!c) c = (x->dim_in > y->dim_in) - (x->dim_in < y->dim_in);
+    if (!c) c = (x->dim_out > y->dim_out) - (x->dim_out < y->dim_out);
+    return c;
+}
+
+static int size_rows(const cm_set *s, const cm_eval *e, const oracle_kinds *ok, size_row **out)
+{
+    size_row *rows = NULL;
+    int n = 0;
+    for (int r = 0; r < e->nrows; r++) {
+        const cm_eval_row *row = &e->rows[r];
+        const cm_problem *p = &s->problems[row->problem];
+        if (row->score.n < CM_MIN_SWEEP) continue;
+        int i = 0;
+        while (i < n && (strcmp(rows[i].kind.model, p->model) || strcmp(rows[i].kind.task, p->task) ||
+                         rows[i].kind.dim_in != p->dim_in || rows[i].kind.dim_out != p->dim_out || rows[i].kind.heads != p->heads))
+            i++;
+        if (i == n) {
+            rows = rg_xrealloc(rows, (size_t)(n + 1) * sizeof *rows);
+            memset(&rows[n], 0, sizeof rows[n]);
+            rows[n++].kind = *p;
+        }
+        size_row *x = &rows[i];
+        double oracle = row->score.oracle_ms;
+        x->problems++;
+        x->exhaustive += ok->exhaustive[row->problem];
+        x->top1 += log(row->score.picked_ms / oracle);
+        x->topk += log(row->score.topk_ms / oracle);
+        x->random_k += log(row->random_topk_ms / oracle);
+        x->k += row->score.top_k;
+        x->configs += row->score.n;
+        if (isfinite(row->fixed_ms)) x->fixed += log(row->fixed_ms / oracle), x->nfixed++;
+        if (isfinite(row->static_topk_ms)) x->static_k += log(row->static_topk_ms / oracle), x->nstatic_k++;
+    }
+    qsort(rows, (size_t)n, sizeof *rows, cmp_size_rows);
+    *out = rows;
+    return n;
+}
+
+/* exp(sum / n) as text, "-" when nothing counted. */
+static const char *geo(double sum, int n, char *buf)
+{
+    if (n > 0) snprintf(buf, 16, "%.3f", exp(sum / n));
+    else snprintf(buf, 16, "-");
+    return buf;
+}
+
+/* The cells of one size row, in the order of SIZE_COLUMNS. */
+#define SIZE_NCELLS 11
+static const char *const SIZE_COLUMNS[SIZE_NCELLS] = {"model", "task", "dims", "problems", "oracles exhaustive",
+                                                      "model top-1", "static top-1", "model top-K", "static-K",
+                                                      "random-K", "K % of space"};
+
+static void size_cells(const size_row *x, char cells[SIZE_NCELLS][256])
+{
+    char dims[48];
+    dims_text(&x->kind, dims, sizeof dims);
+    snprintf(cells[0], 256, "%s", x->kind.model);
+    snprintf(cells[1], 256, "%s", x->kind.task);
+    snprintf(cells[2], 256, "%s", dims);
+    snprintf(cells[3], 256, "%d", x->problems);
+    snprintf(cells[4], 256, "%d / %d", x->exhaustive, x->problems);
+    geo(x->top1, x->problems, cells[5]);
+    geo(x->fixed, x->nfixed, cells[6]);
+    geo(x->topk, x->problems, cells[7]);
+    geo(x->static_k, x->nstatic_k, cells[8]);
+    geo(x->random_k, x->problems, cells[9]);
+    snprintf(cells[10], 256, "%.1f", 100 * x->k / x->configs);
+}
+
+static void print_loso(const cm_set *s, const cm_eval *e, const oracle_kinds *ok)
+{
+    size_row *rows;
+    int n = size_rows(s, e, ok, &rows);
+    printf("\nleave-one-size-out (fit on every other size (dims, heads) of the model and task, all datasets; the static\n"
+           "list from the other sizes too): per held-out size, geomean over its problems of each pick / oracle\n");
+    for (int c = 0; c < SIZE_NCELLS; c++) printf(c < 3 ? "%-9s " : "%13s ", SIZE_COLUMNS[c]);
+    printf("\n");
+    for (int i = 0; i < n; i++) {
+        char cells[SIZE_NCELLS][256];
+        size_cells(&rows[i], cells);
+        for (int c = 0; c < SIZE_NCELLS; c++) printf(c < 3 ? "%-9s " : "%13s ", cells[c]);
+        printf("\n");
+    }
+    printf("\n");
+    for (int g = 0; g < e->ngroups; g++) print_summary(&e->groups[g]);
+    print_oracle_count(e, ok);
+    free(rows);
+}
+
+int cm_cli_loso_markdown(const char *db, FILE *out, rg_err *err)
+{
+    cm_set s;
+    if (cm_set_load(db, NULL, &s, err)) return -1;
+    cm_eval e;
+    oracle_kinds ok;
+    int rc = cm_loso(&s, NULL, &e, err);
+    if (rc) {
+        cm_set_free(&s);
+        return -1;
+    }
+    if ((rc = oracle_kinds_load(db, &s, &ok, err)) == 0) {
+        size_row *rows;
+        int n = size_rows(&s, &e, &ok, &rows), ex = 0, total = 0;
+        for (int i = 0; i < n; i++) ex += rows[i].exhaustive, total += rows[i].problems;
+        fprintf(out, "\n#### %s\n\nStore `%s`, device %s: %d measurements of %d problems. The same numbers: "
+                     "`build/explore fit --db %s --out /tmp/costmodel.txt` (its leave-one-size-out table). Oracles: %d of "
+                     "the %d problems exhaustive (the store measured every valid point of the space its points span), the "
+                     "others the best of the configs measured.\n\n|",
+                db, db, s.device, s.nsamples, s.nproblems, db, ex, total);
+        for (int c = 0; c < SIZE_NCELLS; c++) fprintf(out, " %s |", SIZE_COLUMNS[c]);
+        fputs("\n|", out);
+        for (int c = 0; c < SIZE_NCELLS; c++) fputs("---|", out);
+        fputc('\n', out);
+        for (int i = 0; i < n; i++) {
+            char cells[SIZE_NCELLS][256];
+            size_cells(&rows[i], cells);
+            fputc('|', out);
+            for (int c = 0; c < SIZE_NCELLS; c++) fprintf(out, " %s |", cells[c]);
+            fputc('\n', out);
+        }
+        free(rows);
+        oracle_kinds_free(&ok);
+    }
+    cm_eval_free(&e);
+    cm_set_free(&s);
+    return rc;
 }
 
 /* Stores each evaluated sample's out-of-dataset prediction as its predicted_ms metric. The
@@ -181,6 +375,13 @@ int cm_cli_fit(int argc, char **argv)
     printf("\n");
     int rc = 0, store_failed = 0;
     double t0 = rg_now();
+    oracle_kinds ok = {0};
+    if (!a.no_eval && oracle_kinds_load(a.p.db, &s, &ok, &err)) {
+        fprintf(stderr, "explore fit: %s\n", err.msg);
+        oracle_kinds_free(&ok);
+        cm_set_free(&s);
+        return 1;
+    }
     if (!a.no_eval) {
         cm_eval e;
         if (cm_lodo(&s, &a.opt, &e, &err)) {
@@ -188,7 +389,7 @@ int cm_cli_fit(int argc, char **argv)
             fprintf(stderr, "explore fit: no evaluation: %s\n", err.msg);
             err.msg[0] = 0;
         } else {
-            print_eval(&s, &e, a.verbose);
+            print_eval(&s, &e, &ok, a.verbose);
             /* a store we cannot write (read-only copy) still gets its model written below */
             if (a.store_predictions && store_predictions(&a, &s, &e, &err)) {
                 fprintf(stderr, "explore fit: predictions not stored: %s\n", err.msg);
@@ -197,7 +398,15 @@ int cm_cli_fit(int argc, char **argv)
             }
             cm_eval_free(&e);
         }
+        if (cm_loso(&s, &a.opt, &e, &err)) {
+            printf("\nno leave-one-size-out evaluation: %s\n", err.msg);
+            err.msg[0] = 0;
+        } else {
+            print_loso(&s, &e, &ok);
+            cm_eval_free(&e);
+        }
     }
+    oracle_kinds_free(&ok);
     cm_model m;
     if (rc == 0 && cm_fit(&s, &a.opt, &m, &err) == 0) {
         if (cm_save(&m, a.out, &err) == 0) {

@@ -20,22 +20,27 @@ typedef struct replay_args {
 static const char USAGE[] =
     "usage: explore replay [--db STORE] [--strategy S[,S...]|all] [--budget N | --budget-frac F]\n"
     "                      [--seed K] [--runs R] [--model M] [--task T] [--device KEY]\n"
-    "                      [--cm lodo|none|FILE] [--out CSV] [--summary-out CSV] [--verbose]\n"
+    "                      [--cm lodo|loso|none|FILE] [--out CSV] [--summary-out CSV] [--verbose]\n"
     "Runs search strategies against the recorded measurements of a results store, without a GPU\n"
     "(the store is only read). The space of a problem (model, task, dataset, dims, heads, device)\n"
     "is its stored points: the ok ones of the commit that measured the most of them, and those\n"
     "whose every attempt failed; evaluating a failed point, or a config the store lacks, costs a\n"
     "unit of the budget and finds nothing. Problems of fewer than 10 points are left out.\n"
     "Strategies: random (the baseline), model (cost-model ranking), static (the static list: the\n"
-    "configs with the best geomean on the OTHER datasets, then random), anneal (model-guided\n"
-    "simulated annealing, one-key mutations), bo (Bayesian optimisation). Each runs R times with\n"
-    "seeds K, K+1, ...; the curve is the mean best found after each evaluation. Scores per problem:\n"
-    "found / oracle after 1, 2, 5 and 10% of the space, and P = (random(t) - found(t)) /\n"
-    "(random(t) - oracle) averaged over t = 1..budget (Willemsen et al., FGCS 2024), random(t)\n"
-    "being the exact expectation of the best of t uniform draws: 0 is random search, 1 finds the\n"
-    "oracle first. The summary is the geomean of found / oracle and the mean P over problems.\n"
-    "--cm lodo (default) predicts each dataset with models fitted on the other datasets; a model\n"
-    "file (explore fit's) fitted on the same store is in-sample.\n";
+    "configs with the best geomean on the OTHER datasets, or sizes with --cm loso, then random),\n"
+    "anneal (model-guided simulated annealing, one-key mutations), bo (Bayesian optimisation).\n"
+    "Each runs R times with seeds K, K+1, ...; the curve is the mean best found after each\n"
+    "evaluation. Scores per problem: found / oracle after 1, 2, 5 and 10% of the space, and\n"
+    "P = (random(t) - found(t)) / (random(t) - oracle) averaged over t = 1..budget (Willemsen et\n"
+    "al., FGCS 2024), random(t) being the exact expectation of the best of t uniform draws: 0 is\n"
+    "random search, 1 finds the oracle first. The summary is the geomean of found / oracle and\n"
+    "the mean P over problems, then the same per model and task.\n"
+    "--cm lodo (default) predicts each dataset with models fitted on the other datasets; --cm loso\n"
+    "predicts each size (dims, heads) with models fitted on the other sizes, and the static list\n"
+    "is then built from the other sizes too; a model file (explore fit's) fitted on the same store\n"
+    "is in-sample. Each problem's oracle is named: exhaustive when the store measured every valid\n"
+    "point of the space its points span (every combination of the values each key takes among\n"
+    "them), else the best of the points measured; the summary counts both kinds.\n";
 
 static int parse(int argc, char **argv, replay_args *a)
 {
@@ -59,7 +64,7 @@ static int parse(int argc, char **argv, replay_args *a)
     ro_add(&c, (ro_opt){.name = "runs", .arg = "R", .kind = RO_INT, .dst = &a->runs, .help = "seeds per strategy and problem (default 10)", .lo = 1, .hi = 100000});
     ro_add(&c, (ro_opt){.name = "device", .arg = "KEY", .kind = RO_STR, .dst = &a->device, .help = "device key, when the store holds several"});
     ro_add(&c, (ro_opt){.name = "cm", .arg = "M", .kind = RO_STR, .dst = &a->cm,
-                        .help = "predictions: lodo (default), none, or a cost model file"});
+                        .help = "predictions: lodo (default), loso, none, or a cost model file"});
     ro_add(&c, (ro_opt){.name = "out", .arg = "CSV", .kind = RO_STR, .dst = &a->out, .help = "the curves: one row per strategy, problem and evaluation"});
     ro_add(&c, (ro_opt){.name = "summary-out", .arg = "CSV", .kind = RO_STR, .dst = &a->summary_out,
                         .help = "per strategy, geomean found / oracle against the share of the space\nmeasured (plots/search_replay.gp draws it)"});
@@ -193,65 +198,251 @@ static void summary_add(summary *s, const double *fracs, double p)
     }
 }
 
-static void summary_print(const char *name, const summary *s)
+/* The geomeans per fraction and the mean P (NaN where no problem counts). */
+static void summary_values(const summary *s, double *f, double *p)
 {
-    double f[SR_NFRACS];
     for (int k = 0; k < SR_NFRACS; k++) f[k] = s->n_frac[k] ? exp(s->log_frac[k] / s->n_frac[k]) : NAN;
-    printf("%-18s %8d", name, s->problems);
-    print_fracs(f);
-    print_num(s->n_p ? s->p_sum / s->n_p : NAN, " %7.3f");
+    *p = s->n_p ? s->p_sum / s->n_p : NAN;
+}
+
+/* A replay's scores: per strategy (the last one random's exact expectation) over every problem and
+ * per (model, task), and how each problem's oracle is known. */
+typedef struct replay_scores {
+    int nst;                   /* strategies run; the summaries have nst + 1 columns */
+    summary *all;              /* [nst + 1] */
+    int ngroups;
+    cm_problem *group;         /* [ngroups]: model and task of each group */
+    summary *by_group;         /* [ngroups * (nst + 1)] */
+    int *group_exhaustive;     /* [ngroups] problems whose oracle is exhaustive */
+    unsigned char *exhaustive; /* [problems of the set] */
+    grid *curves;              /* [nst + 1] */
+} replay_scores;
+
+static int group_of(replay_scores *rs, const cm_problem *p)
+{
+    for (int g = 0; g < rs->ngroups; g++)
+        if (!strcmp(rs->group[g].model, p->model) && !strcmp(rs->group[g].task, p->task)) return g;
+    int g = rs->ngroups++;
+    rs->group = rg_xrealloc(rs->group, (size_t)rs->ngroups * sizeof *rs->group);
+    rs->group[g] = *p;
+    rs->by_group = rg_xrealloc(rs->by_group, (size_t)rs->ngroups * (size_t)(rs->nst + 1) * sizeof *rs->by_group);
+    memset(&rs->by_group[(size_t)g * (size_t)(rs->nst + 1)], 0, (size_t)(rs->nst + 1) * sizeof *rs->by_group);
+    rs->group_exhaustive = rg_xrealloc(rs->group_exhaustive, (size_t)rs->ngroups * sizeof *rs->group_exhaustive);
+    rs->group_exhaustive[g] = 0;
+    return g;
+}
+
+static void scores_free(replay_scores *rs)
+{
+    free(rs->all);
+    free(rs->group);
+    free(rs->by_group);
+    free(rs->group_exhaustive);
+    free(rs->exhaustive);
+    free(rs->curves);
+    memset(rs, 0, sizeof *rs);
+}
+
+static void print_problem_row(const sr_problem *p, const char *strategy, const double *fracs, double score)
+{
+    char dims[48], oracle[64];
+    dims_text(&p->prob, dims, sizeof dims);
+    printf("%-6s %-6s %-18s %-9s %6d %10.4f %-20s %-18s", p->prob.model, p->prob.task, p->prob.dataset, dims, p->n,
+           p->oracle_ms, sr_oracle_label(p, oracle, sizeof oracle), strategy);
+    print_fracs(fracs);
+    print_num(score, " %7.3f");
     printf("\n");
 }
 
-static void summary_header(const char *title)
+/* Runs every strategy on every problem of the set (verbose: a row per problem and strategy). */
+static void replay_run(const replay_args *a, const sr_set *set, const sr_strategy **st, int nst, FILE *csv,
+                       replay_scores *rs)
 {
-    printf("\n%s\n%-18s %8s %6s%% %6s%% %6s%% %6s%% %7s\n", title, "strategy", "problems", "1", "2", "5", "10", "P");
-}
-
-static int replay(const replay_args *a, const sr_set *set, const sr_strategy **st, int nst, FILE *csv, FILE *sumcsv)
-{
-    summary *sum = rg_xcalloc((size_t)nst + 1, sizeof *sum);   /* [nst]: random's exact expectation */
-    grid *curves = rg_xcalloc((size_t)nst + 1, sizeof *curves);
+    memset(rs, 0, sizeof *rs);
+    rs->nst = nst;
+    rs->all = rg_xcalloc((size_t)nst + 1, sizeof *rs->all);
+    rs->curves = rg_xcalloc((size_t)nst + 1, sizeof *rs->curves);
+    rs->exhaustive = rg_xcalloc((size_t)(set->n ? set->n : 1), 1);
     if (a->verbose)
-        printf("\n%-6s %-6s %-18s %-9s %6s %10s %-18s %6s%% %6s%% %6s%% %6s%% %7s\n", "model", "task", "dataset", "dims",
-               "points", "oracle ms", "strategy", "1", "2", "5", "10", "P");
+        printf("\n%-6s %-6s %-18s %-9s %6s %10s %-20s %-18s %6s%% %6s%% %6s%% %6s%% %7s\n", "model", "task", "dataset",
+               "dims", "points", "oracle ms", "oracle", "strategy", "1", "2", "5", "10", "P");
     for (int q = 0; q < set->n; q++) {
         const sr_problem *p = &set->problems[q];
-        int budget = budget_of(a, p);
-        char dims[48];
-        dims_text(&p->prob, dims, sizeof dims);
+        int budget = budget_of(a, p), g = group_of(rs, &p->prob);
+        summary *gs = &rs->by_group[(size_t)g * (size_t)(nst + 1)];
+        rs->exhaustive[q] = (unsigned char)sr_oracle_exhaustive(p, NULL);
+        rs->group_exhaustive[g] += rs->exhaustive[q];
         double rf[SR_NFRACS];
         random_fracs(p, budget, rf);
-        summary_add(&sum[nst], rf, 0);
+        summary_add(&rs->all[nst], rf, 0);
+        summary_add(&gs[nst], rf, 0);
         double *expected = rg_xmalloc((size_t)budget * sizeof *expected);
         for (int t = 1; t <= budget; t++) expected[t - 1] = sr_random_expected(p, t);
-        grid_add(&curves[nst], p, expected, budget);
+        grid_add(&rs->curves[nst], p, expected, budget);
         free(expected);
         for (int k = 0; k < nst; k++) {
             sr_result r;
             sr_replay(st[k], p, budget, (uint64_t)a->seed, a->runs, &r);
-            summary_add(&sum[k], r.at_frac, r.p_score);
-            grid_add(&curves[k], p, r.curve, budget);
-            if (a->verbose) {
-                printf("%-6s %-6s %-18s %-9s %6d %10.4f %-18s", p->prob.model, p->prob.task, p->prob.dataset, dims, p->n,
-                       p->oracle_ms, st[k]->name);
-                print_fracs(r.at_frac);
-                print_num(r.p_score, " %7.3f");
-                printf("\n");
-            }
+            summary_add(&rs->all[k], r.at_frac, r.p_score);
+            summary_add(&gs[k], r.at_frac, r.p_score);
+            grid_add(&rs->curves[k], p, r.curve, budget);
+            if (a->verbose) print_problem_row(p, st[k]->name, r.at_frac, r.p_score);
             if (csv) csv_rows(csv, set, p, st[k]->name, &r);
             sr_result_free(&r);
         }
     }
-    summary_header("summary: geomean over problems of best found / oracle after 1/2/5/10% of each space; mean P over the budget");
-    for (int k = 0; k < nst; k++) summary_print(st[k]->name, &sum[k]);
-    summary_print("random (expected)", &sum[nst]);
+}
+
+static int count_exhaustive(const replay_scores *rs, int nproblems)
+{
+    int n = 0;
+    for (int q = 0; q < nproblems; q++) n += rs->exhaustive[q];
+    return n;
+}
+
+static void summary_print(const char *name, const summary *s)
+{
+    double f[SR_NFRACS], p;
+    summary_values(s, f, &p);
+    printf("%-18s %8d", name, s->problems);
+    print_fracs(f);
+    print_num(p, " %7.3f");
+    printf("\n");
+}
+
+static void summary_header(const char *title, const char *first)
+{
+    printf("\n%s\n%-18s %8s %6s%% %6s%% %6s%% %6s%% %7s\n", title, first, "problems", "1", "2", "5", "10", "P");
+}
+
+static const char ORACLE_NOTE[] =
+    "exhaustive: the store measured every valid point of the space its points span (every combination "
+    "of the values each key takes among them); else the oracle is the best of the points measured";
+
+static void replay_print(const sr_set *set, const sr_strategy **st, const replay_scores *rs)
+{
+    int nst = rs->nst, ex = count_exhaustive(rs, set->n);
+    printf("\noracles: %d problem%s exhaustive, %d best of the points measured (%s)\n", ex, ex == 1 ? "" : "s",
+           set->n - ex, ORACLE_NOTE);
+    summary_header("summary: geomean over problems of best found / oracle after 1/2/5/10% of each space; mean P over the budget",
+                   "strategy");
+    for (int k = 0; k < nst; k++) summary_print(st[k]->name, &rs->all[k]);
+    summary_print("random (expected)", &rs->all[nst]);
+    for (int g = 0; g < rs->ngroups; g++) {
+        char title[600];
+        const summary *gs = &rs->by_group[(size_t)g * (size_t)(nst + 1)];
+        snprintf(title, sizeof title, "%s %s: %d problems, %d with an exhaustive oracle", rs->group[g].model,
+                 rs->group[g].task, gs[nst].problems, rs->group_exhaustive[g]);
+        summary_header(title, "strategy");
+        for (int k = 0; k < nst; k++) summary_print(st[k]->name, &gs[k]);
+        summary_print("random (expected)", &gs[nst]);
+    }
+}
+
+static int replay(const replay_args *a, const sr_set *set, const sr_strategy **st, int nst, FILE *csv, FILE *sumcsv)
+{
+    replay_scores rs;
+    replay_run(a, set, st, nst, csv, &rs);
+    replay_print(set, st, &rs);
     if (sumcsv) {
         fputs("series,strategy,percent_of_space,found_over_oracle\n", sumcsv);
-        for (int k = 0; k <= nst; k++) grid_write(sumcsv, &curves[k], k, k < nst ? st[k]->name : "random-expected", set->n);
+        for (int k = 0; k <= nst; k++) grid_write(sumcsv, &rs.curves[k], k, k < nst ? st[k]->name : "random-expected", set->n);
     }
-    free(sum);
-    free(curves);
+    scores_free(&rs);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- markdown (perf-tables) ---- */
+
+static void md_num(FILE *out, double v, const char *fmt)
+{
+    if (isfinite(v)) fprintf(out, fmt, v);
+    else fputs(" - |", out);
+}
+
+static void md_summary_row(FILE *out, const char *lead, const char *name, const summary *s)
+{
+    double f[SR_NFRACS], p;
+    summary_values(s, f, &p);
+    fprintf(out, "|%s %s | %d |", lead, name, s->problems);
+    for (int k = 0; k < SR_NFRACS; k++) md_num(out, f[k], " %.3f |");
+    md_num(out, p, " %.3f |");
+    fputc('\n', out);
+}
+
+static void md_header(FILE *out, const char *lead_cols, int nlead)
+{
+    fprintf(out, "|%s strategy | problems | 1%% | 2%% | 5%% | 10%% | P |\n|", lead_cols);
+    for (int k = 0; k < nlead + 7; k++) fputs("---|", out);
+    fputc('\n', out);
+}
+
+static void md_problems(FILE *out, const sr_set *set)
+{
+    fprintf(out, "\nEach problem's oracle:\n\n| model | task | dataset | dims | points | oracle ms | oracle |\n"
+                 "|---|---|---|---|---|---|---|\n");
+    for (int q = 0; q < set->n; q++) {
+        const sr_problem *p = &set->problems[q];
+        char dims[48], oracle[64];
+        dims_text(&p->prob, dims, sizeof dims);
+        fprintf(out, "| %s | %s | %s | %s | %d | %.4f | %s |\n", p->prob.model, p->prob.task, p->prob.dataset, dims, p->n,
+                p->oracle_ms, sr_oracle_label(p, oracle, sizeof oracle));
+    }
+}
+
+static void md_write(FILE *out, const replay_args *a, const sr_set *set, const sr_strategy **st, const replay_scores *rs)
+{
+    int nst = rs->nst, ex = count_exhaustive(rs, set->n);
+    fprintf(out, "\n#### %s\n\n", a->p.db);
+    fprintf(out, "Store `%s`, device %s: %d problems of at least %d stored points; budget %g of each space; seeds "
+                 "%d..%d; predictions: %s. The same numbers: `build/explore replay --db %s --strategy all --budget-frac %g "
+                 "--seed %d --runs %d --cm %s`.\n\n",
+            a->p.db, set->device, set->n, SR_MIN_POINTS, a->budget_frac, a->seed, a->seed + a->runs - 1,
+            set->model_source, a->p.db, a->budget_frac, a->seed, a->runs, a->cm);
+    fprintf(out, "Oracles: %d problem%s exhaustive, %d best of the points measured (%s).\n\n", ex, ex == 1 ? "" : "s",
+            set->n - ex, ORACLE_NOTE);
+    md_header(out, "", 0);
+    for (int k = 0; k < nst; k++) md_summary_row(out, "", st[k]->name, &rs->all[k]);
+    md_summary_row(out, "", "random (expected)", &rs->all[nst]);
+    fprintf(out, "\nBy model and task (oracles: exhaustive / problems):\n\n");
+    md_header(out, " model | task | oracles |", 3);
+    for (int g = 0; g < rs->ngroups; g++) {
+        const summary *gs = &rs->by_group[(size_t)g * (size_t)(nst + 1)];
+        char lead[600];
+        snprintf(lead, sizeof lead, " %s | %s | %d / %d |", rs->group[g].model, rs->group[g].task, rs->group_exhaustive[g],
+                 gs[nst].problems);
+        for (int k = 0; k < nst; k++) md_summary_row(out, lead, st[k]->name, &gs[k]);
+        md_summary_row(out, lead, "random (expected)", &gs[nst]);
+    }
+    md_problems(out, set);
+}
+
+int sr_cli_replay_markdown(const char *db, FILE *out, rg_err *err)
+{
+    replay_args a;
+    memset(&a, 0, sizeof a);
+    cp_init(&a.p);
+    a.p.db = db;
+    a.p.task = NULL;
+    a.cm = SR_CM_LODO;
+    a.budget_frac = 0.10;
+    a.seed = 1;
+    a.runs = 10;
+    int nst = sr_nstrategies();
+    const sr_strategy **st = rg_xmalloc((size_t)nst * sizeof *st);
+    for (int k = 0; k < nst; k++) st[k] = sr_strategy_at(k);
+    sr_set set;
+    sr_load_options o = {.cm = a.cm};
+    if (sr_load(db, &o, &set, err)) {
+        free(st);
+        return -1;
+    }
+    replay_scores rs;
+    replay_run(&a, &set, st, nst, NULL, &rs);
+    md_write(out, &a, &set, st, &rs);
+    scores_free(&rs);
+    sr_set_free(&set);
+    free(st);
     return 0;
 }
 

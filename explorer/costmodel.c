@@ -1509,13 +1509,19 @@ static int key_index(const uint64_t *keys, int n, uint64_t h)
     return -1;
 }
 
-int cm_static_list(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n)
+/* The static list over the training problems of kind's model and task: of its dims and heads too
+ * (any_size 0), or of every size (any_size 1: leave-one-size-out, where the kind's size is held out). */
+static int static_list(const cm_set *s, const int *train_problem, const cm_problem *kind, int any_size, cg_config **out,
+                       int *n)
 {
     *out = NULL;
     *n = 0;
     int *qs = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *qs), nq = 0;
-    for (int q = 0; q < s->nproblems; q++)
-        if (train_problem[q] && same_kind(&s->problems[q], kind)) qs[nq++] = q;
+    for (int q = 0; q < s->nproblems; q++) {
+        const cm_problem *p = &s->problems[q];
+        int kind_ok = any_size ? !strcmp(p->model, kind->model) && !strcmp(p->task, kind->task) : same_kind(p, kind);
+        if (train_problem[q] && kind_ok) qs[nq++] = q;
+    }
     /* the candidates: every config measured on a training problem of this kind */
     uint64_t *keys = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *keys);
     cg_config *cfgs = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *cfgs);
@@ -1551,6 +1557,16 @@ int cm_static_list(const cm_set *s, const int *train_problem, const cm_problem *
     return ns > 0 ? 0 : -1;
 }
 
+int cm_static_list(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n)
+{
+    return static_list(s, train_problem, kind, 0, out, n);
+}
+
+int cm_static_list_any_size(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n)
+{
+    return static_list(s, train_problem, kind, 1, out, n);
+}
+
 int cm_best_fixed(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config *out)
 {
     cg_config *list;
@@ -1575,9 +1591,10 @@ static int top_k_of(const cm_fit_options *o, int n)
     return k < 1 ? 1 : k;
 }
 
-/* Scores problem q with a section fitted without its dataset; each of its samples' predictions
- * goes to sample_pred. */
-static void score_problem(const cm_set *s, int q, const cm_section *sec, const int *train_problem,
+/* Scores problem q with a section fitted without it (its dataset or its size); each of its samples'
+ * predictions goes to sample_pred. The static list comes from the training problems of q's size
+ * (any_size 0) or, when q's size is held out, of every other size (any_size 1). */
+static void score_problem(const cm_set *s, int q, const cm_section *sec, const int *train_problem, int any_size,
                           const cm_fit_options *o, cm_eval_row *row, double *sample_pred)
 {
     int n = 0;
@@ -1606,7 +1623,7 @@ static void score_problem(const cm_set *s, int q, const cm_section *sec, const i
     row->fixed_ms = row->static_topk_ms = NAN;
     cg_config *list;
     int nlist;
-    row->have_fixed = cm_static_list(s, train_problem, &s->problems[q], &list, &nlist) == 0;
+    row->have_fixed = static_list(s, train_problem, &s->problems[q], any_size, &list, &nlist) == 0;
     if (row->have_fixed) {
         row->fixed = list[0];
         row->fixed_ms = time_of(s, q, &row->fixed);
@@ -1631,14 +1648,30 @@ static void add_row(cm_eval *e, const cm_eval_row *row)
     e->rows[e->nrows++] = *row;
 }
 
-/* Fits on everything but dataset d and scores each of its problems, group by group. */
-static int lodo_dataset(const cm_set *s, const char *d, const cm_fit_options *o, cm_eval *e, rg_err *err)
+/* What an evaluation holds out with a problem: its dataset or its size (dims and heads). */
+typedef enum { HOLD_DATASET, HOLD_SIZE } holdout;
+
+static int same_size(const cm_problem *a, const cm_problem *b)
 {
+    return a->dim_in == b->dim_in && a->dim_out == b->dim_out && a->heads == b->heads;
+}
+
+static int held_with(holdout h, const cm_problem *held, const cm_problem *p)
+{
+    return h == HOLD_DATASET ? !strcmp(held->dataset, p->dataset) : same_size(held, p);
+}
+
+/* Fits on everything but what is held out with problem h0 (its dataset or its size) and scores
+ * each held-out problem, group by group: no time of a held-out problem reaches its fit or its
+ * static list. */
+static int eval_held_out(const cm_set *s, int h0, holdout h, const cm_fit_options *o, cm_eval *e, rg_err *err)
+{
+    const cm_problem *held = &s->problems[h0];
     int *base = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *base);
     int *train_problem = rg_xmalloc((size_t)s->nproblems * sizeof *train_problem);
     int *done = rg_xcalloc((size_t)s->nproblems, sizeof *done), rc = 0;
-    for (int i = 0; i < s->nsamples; i++) base[i] = strcmp(s->problems[s->samples[i].problem].dataset, d) != 0;
-    for (int q = 0; q < s->nproblems; q++) train_problem[q] = strcmp(s->problems[q].dataset, d) != 0;
+    for (int i = 0; i < s->nsamples; i++) base[i] = !held_with(h, held, &s->problems[s->samples[i].problem]);
+    for (int q = 0; q < s->nproblems; q++) train_problem[q] = !held_with(h, held, &s->problems[q]);
     for (int q = 0; q < s->nproblems && !rc; q++) {
         const cm_problem *p = &s->problems[q];
         if (train_problem[q] || done[q]) continue;
@@ -1646,12 +1679,12 @@ static int lodo_dataset(const cm_set *s, const char *d, const cm_fit_options *o,
         int *use = group_mask(s, base, p->model, p->task, &n);
         cm_section sec;
         if (n && (rc = fit_section(s, use, o, p->model, p->task, &sec, err)) == 0) {
-            /* every problem of this dataset in the group (other dims or heads) */
+            /* every held-out problem in the group (other dims or heads, or other datasets) */
             for (int k = q; k < s->nproblems; k++) {
                 const cm_problem *pk = &s->problems[k];
                 if (train_problem[k] || strcmp(pk->model, p->model) || strcmp(pk->task, p->task)) continue;
                 cm_eval_row row;
-                score_problem(s, k, &sec, train_problem, o, &row, e->sample_pred);
+                score_problem(s, k, &sec, train_problem, h == HOLD_SIZE, o, &row, e->sample_pred);
                 add_row(e, &row);
                 done[k] = 1;
             }
@@ -1729,7 +1762,35 @@ static void summarize(const cm_set *s, cm_eval *e)
     }
 }
 
-int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err)
+/* The problems that stand for their dataset (HOLD_DATASET) or size (HOLD_SIZE): the first of each,
+ * in order of appearance; returns how many. */
+static int held_out_sets(const cm_set *s, holdout h, int *first)
+{
+    int n = 0;
+    for (int q = 0; q < s->nproblems; q++) {
+        int seen = 0;
+        for (int k = 0; k < n && !seen; k++) seen = held_with(h, &s->problems[first[k]], &s->problems[q]);
+        if (!seen) first[n++] = q;
+    }
+    return n;
+}
+
+/* Sizes with a sweep of at least CM_MIN_SWEEP configs: a model fitted on spot checks of one or two
+ * configs per size has nothing to rank with. */
+static int swept_sizes(const cm_set *s)
+{
+    int *count = rg_xcalloc((size_t)(s->nproblems ? s->nproblems : 1), sizeof *count), n = 0;
+    for (int i = 0; i < s->nsamples; i++) count[s->samples[i].problem]++;
+    for (int q = 0; q < s->nproblems; q++) {
+        int seen = count[q] < CM_MIN_SWEEP;
+        for (int k = 0; k < q && !seen; k++) seen = count[k] >= CM_MIN_SWEEP && same_size(&s->problems[k], &s->problems[q]);
+        n += !seen;
+    }
+    free(count);
+    return n;
+}
+
+static int evaluate(const cm_set *s, holdout h, const cm_fit_options *o, cm_eval *out, rg_err *err)
 {
     cm_fit_options defaults;
     if (!o) {
@@ -1737,31 +1798,36 @@ int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err)
         o = &defaults;
     }
     memset(out, 0, sizeof *out);
-    int *all = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *all), nd;
-    for (int i = 0; i < s->nsamples; i++) all[i] = 1;
-    char *names = dataset_list(s, all, &nd);
-    free(all);
-    if (nd < 2) {
-        rg_errf(err, "leave-one-dataset-out needs measurements of at least 2 datasets (found %d: %s)", nd, names);
-        free(names);
-        return -1;
+    int *first = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *first);
+    int nheld = held_out_sets(s, h, first), counted = h == HOLD_DATASET ? nheld : swept_sizes(s);
+    if (counted < 2) {
+        free(first);
+        if (h == HOLD_DATASET)
+            return rg_errf(err, "leave-one-dataset-out needs measurements of at least 2 datasets (found %d)", counted);
+        return rg_errf(err, "leave-one-size-out needs sweeps (problems of at least %d configs) of at least 2 sizes "
+                            "(dims, heads) (found %d)", CM_MIN_SWEEP, counted);
     }
-    free(names);
     out->sample_pred = rg_xmalloc((size_t)(s->nsamples ? s->nsamples : 1) * sizeof *out->sample_pred);
     for (int i = 0; i < s->nsamples; i++) out->sample_pred[i] = NAN;
     int rc = 0;
-    for (int q = 0; q < s->nproblems && !rc; q++) {
-        int first = 1;   /* each dataset once, in order of first appearance */
-        for (int k = 0; k < q; k++)
-            if (!strcmp(s->problems[k].dataset, s->problems[q].dataset)) first = 0;
-        if (first) rc = lodo_dataset(s, s->problems[q].dataset, o, out, err);
-    }
+    for (int k = 0; k < nheld && !rc; k++) rc = eval_held_out(s, first[k], h, o, out, err);
+    free(first);
     if (rc) {
         cm_eval_free(out);
         return -1;
     }
     summarize(s, out);
     return 0;
+}
+
+int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err)
+{
+    return evaluate(s, HOLD_DATASET, o, out, err);
+}
+
+int cm_loso(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err)
+{
+    return evaluate(s, HOLD_SIZE, o, out, err);
 }
 
 void cm_eval_free(cm_eval *e)

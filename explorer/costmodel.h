@@ -208,6 +208,11 @@ typedef struct cm_eval {
 
 /* Leave-one-dataset-out: for each dataset, fits on the others and scores every problem of it. */
 int cm_lodo(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err);
+/* Leave-one-size-out: for each size (dim_in, dim_out, heads), fits on the problems of every other
+ * size (all datasets) and scores every problem of it; each row's static list is built from the other
+ * sizes too (cm_static_list_any_size), so no time of the held-out size reaches its row. Needs
+ * sweeps (problems of at least CM_MIN_SWEEP configs) of at least 2 sizes. */
+int cm_loso(const cm_set *s, const cm_fit_options *o, cm_eval *out, rg_err *err);
 void cm_eval_free(cm_eval *e);
 /* The static list of one kind of problem (model, task, dims, heads): the configs measured on every
  * training problem of that kind (train_problem[q] != 0), best geomean of time / oracle first
@@ -216,6 +221,9 @@ void cm_eval_free(cm_eval *e);
  * the list never uses its times. 0 with *out (caller frees) and *n >= 1, or -1 when no config was
  * measured on every training problem. */
 int cm_static_list(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n);
+/* The same over the training problems of kind's model and task at every size (dims and heads): the
+ * static list of a leave-one-size-out evaluation, whose training problems are of other sizes. */
+int cm_static_list_any_size(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config **out, int *n);
 /* The best fixed strategy: the first config of the static list. 0 and *out, or -1. */
 int cm_best_fixed(const cm_set *s, const int *train_problem, const cm_problem *kind, cg_config *out);
 

@@ -83,16 +83,24 @@ void sr_add_failed(sr_set *s, int q, const cg_config *cfg)
     problem_index(p);
 }
 
-/* The static list of problem q: its kind on every other dataset (leave-one-dataset-out). */
-static void static_list_of(const cm_set *s, int q, sr_problem *p)
+/* The static list of problem q: its kind on every other dataset (leave-one-dataset-out), or its
+ * model and task at every other size (by_size: leave-one-size-out). */
+static void static_list_of(const cm_set *s, int q, int by_size, sr_problem *p)
 {
-    int *train = rg_xmalloc((size_t)s->nproblems * sizeof *train);
-    for (int k = 0; k < s->nproblems; k++) train[k] = strcmp(s->problems[k].dataset, s->problems[q].dataset) != 0;
-    if (cm_static_list(s, train, &s->problems[q], &p->static_list, &p->nstatic)) p->nstatic = 0;
+    const cm_problem *h = &s->problems[q];
+    int *train = rg_xmalloc((size_t)s->nproblems * sizeof *train), rc;
+    for (int k = 0; k < s->nproblems; k++) {
+        const cm_problem *x = &s->problems[k];
+        train[k] = by_size ? x->dim_in != h->dim_in || x->dim_out != h->dim_out || x->heads != h->heads
+                           : strcmp(x->dataset, h->dataset) != 0;
+    }
+    if (by_size) rc = cm_static_list_any_size(s, train, h, &p->static_list, &p->nstatic);
+    else rc = cm_static_list(s, train, h, &p->static_list, &p->nstatic);
+    if (rc) p->nstatic = 0;
     free(train);
 }
 
-void sr_from_cm_set(const cm_set *s, const double *pred, int min_points, sr_set *out)
+static void from_cm_set(const cm_set *s, const double *pred, int min_points, int by_size, sr_set *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->device, sizeof out->device, "%s", s->device);
@@ -108,7 +116,7 @@ void sr_from_cm_set(const cm_set *s, const double *pred, int min_points, sr_set 
             if (s->samples[i].problem == q)
                 add_point(p, &s->samples[i].cfg, s->samples[i].time_ms, pred ? pred[i] : NAN);
         problem_index(p);
-        static_list_of(s, q, p);
+        static_list_of(s, q, by_size, p);
     }
     free(count);
 }
@@ -128,6 +136,11 @@ void sr_problem_free(sr_problem *p)
     free(p->sorted_ms);
     free(p->static_list);
     memset(p, 0, sizeof *p);
+}
+
+void sr_from_cm_set(const cm_set *s, const double *pred, int min_points, sr_set *out)
+{
+    from_cm_set(s, pred, min_points, 0, out);
 }
 
 void sr_set_free(sr_set *s)
@@ -164,7 +177,7 @@ static int find_problem(const sr_set *s, const char *model, const char *task, co
     return -1;
 }
 
-static int add_failed_points(const char *db_path, sr_set *s, rg_err *err)
+int sr_load_failed(const char *db_path, sr_set *s, rg_err *err)
 {
     rs_store *reader = rs_open_read(db_path, err);
     if (!reader) return -1;
@@ -237,23 +250,24 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
     double *pred = rg_xmalloc((size_t)s.nsamples * sizeof *pred);
     for (int i = 0; i < s.nsamples; i++) pred[i] = NAN;
     char note[1024] = "none";
-    int rc = 0;
-    if (!strcmp(cm, SR_CM_LODO)) {
+    int rc = 0, by_size = !strcmp(cm, SR_CM_LOSO);
+    if (!strcmp(cm, SR_CM_LODO) || by_size) {
+        const char *how = by_size ? "leave-one-size-out" : "leave-one-dataset-out";
         cm_eval e;
-        if ((rc = cm_lodo(&s, NULL, &e, err)) == 0) {
+        if ((rc = (by_size ? cm_loso : cm_lodo)(&s, NULL, &e, err)) == 0) {
             memcpy(pred, e.sample_pred, (size_t)s.nsamples * sizeof *pred);
             cm_eval_free(&e);
-            snprintf(note, sizeof note, "cost models fitted leave-one-dataset-out on %.900s", db);
+            snprintf(note, sizeof note, "cost models fitted %s on %.900s", how, db);
         } else {
-            rg_err_prefix(err, "no leave-one-dataset-out model (--cm none searches without one)");
+            rg_err_prefix(err, "no %s model (--cm none searches without one)", how);
         }
     } else if (strcmp(cm, SR_CM_NONE)) {
         rc = file_predictions(&s, cm, pred, note, sizeof note, err);
     }
     if (rc == 0) {
-        sr_from_cm_set(&s, pred, SR_MIN_POINTS, out);
+        from_cm_set(&s, pred, SR_MIN_POINTS, by_size, out);
         snprintf(out->model_source, sizeof out->model_source, "%s", note);
-        rc = add_failed_points(db, out, err);
+        rc = sr_load_failed(db, out, err);
         if (rc == 0 && out->n == 0)
             rc = rg_errf(err, "%s: no problem with at least %d stored configs on '%s'", db, SR_MIN_POINTS, s.device);
     }
@@ -772,4 +786,58 @@ void sr_result_free(sr_result *r)
 {
     free(r->curve);
     memset(r, 0, sizeof *r);
+}
+
+/* ================================================================ the oracle ==== */
+
+/* The space the stored points span: each key with the values it takes among them (the smallest
+ * space whose sweep stored these points), as explorer/space.c enumerates it. */
+static void stored_space(const sr_problem *p, sp_space *sp)
+{
+    key_values kv[CFG_NKEYS];
+    space_values(p, kv);
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->name, sizeof sp->name, "stored points");
+    RG_ASSERT(CFG_NKEYS <= SP_MAX_DIMS);
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        const cfg_key *key = cfg_key_at(k);
+        sp_dim *d = &sp->dims[sp->ndims++];
+        snprintf(d->key, sizeof d->key, "%s", key->name);
+        RG_ASSERT(kv[k].n <= SP_MAX_VALS);   /* no key has more allowed values */
+        for (int j = 0; j < kv[k].n; j++) {
+            cg_config c = p->points[0].cfg;
+            char buf[CFG_VALUE_MAX];
+            key->set(&c, kv[k].code[j]);
+            snprintf(d->vals[d->nvals++], sizeof d->vals[0], "%s", cfg_value(key, &c, buf));
+        }
+    }
+}
+
+int sr_oracle_exhaustive(const sr_problem *p, int *nvalid)
+{
+    if (nvalid) *nvalid = -1;
+    if (p->n < SR_MIN_POINTS) return 0;   /* a spot check spans only itself: it is no sweep */
+    sp_space sp;
+    stored_space(p, &sp);
+    sp_point *pts;
+    int n, covered = 1, valid = 0;
+    /* a span past what space.c enumerates is far more than any store holds */
+    if (sp_enumerate(&sp, &pts, &n, NULL)) return 0;
+    for (int i = 0; i < n; i++) {
+        if (!pts[i].valid) continue;
+        valid++;
+        if (sr_find(p, &pts[i].cfg) < 0) covered = 0;
+    }
+    free(pts);
+    if (nvalid) *nvalid = valid;
+    return covered;
+}
+
+const char *sr_oracle_label(const sr_problem *p, char *buf, size_t cap)
+{
+    int measured = 0;
+    for (int i = 0; i < p->n; i++) measured += measurable(p->points[i].time_ms);
+    if (sr_oracle_exhaustive(p, NULL)) snprintf(buf, cap, "exhaustive");
+    else snprintf(buf, cap, "best of %d measured", measured);
+    return buf;
 }

@@ -36,19 +36,24 @@ typedef struct sr_set {
 } sr_set;
 
 #define SR_CM_LODO "lodo"      /* predictions of models fitted without the problem's dataset */
+#define SR_CM_LOSO "loso"      /* predictions of models fitted without the problem's size (dims, heads) */
 #define SR_CM_NONE "none"      /* no predictions: model-guided strategies lose their prior */
 #define SR_MIN_POINTS 10       /* problems with fewer stored points (spot checks) are not searched */
 
 typedef struct sr_load_options {
     const char *model, *task, *device;   /* filters; NULL: any (several devices need one chosen) */
-    const char *cm;            /* SR_CM_LODO (NULL), SR_CM_NONE or a model file (explore fit's) */
+    const char *cm;            /* SR_CM_LODO (NULL), SR_CM_LOSO, SR_CM_NONE or a model file (explore fit's) */
 } sr_load_options;
 
 /* Reads the problems of a store (only read: rs_open_read) with at least SR_MIN_POINTS points:
  * the ok measurements the cost model reads (cm_set_load: per problem the commit that measured the
  * most configs), plus the configs whose every attempt failed, as unmeasurable points; predictions
- * as o->cm says; each problem's static list from the other datasets (leave-one-dataset-out). */
+ * as o->cm says; each problem's static list from the other datasets (leave-one-dataset-out), or
+ * with SR_CM_LOSO from the other sizes of its model and task (leave-one-size-out). */
 int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err);
+/* Adds to the set's problems the configs whose every attempt in the store failed (unmeasurable
+ * points; what sr_load adds to the cm_set's measurements). */
+int sr_load_failed(const char *db, sr_set *s, rg_err *err);
 /* A set from a cm_set already in memory (tests): every problem with at least min_points samples,
  * predictions pred[i] per sample (NULL: none), no unmeasurable points. */
 void sr_from_cm_set(const cm_set *s, const double *pred, int min_points, sr_set *out);
@@ -61,6 +66,16 @@ void sr_problem_init(sr_problem *p, const cm_problem *prob, const cg_config *cfg
 void sr_problem_free(sr_problem *p);
 /* The point of p with this config, or -1 when the store lacks it. */
 int sr_find(const sr_problem *p, const cg_config *cfg);
+
+/* ---- The oracle ---- */
+/* 1 when the store measured (ok or failed) every valid point of p's space, so that its oracle is the
+ * true optimum: the space being the one a sweep of the stored points enumerated, every combination
+ * of the values each key takes among them (explorer/space.c's product, cfg_validate's pruning).
+ * A spot check (fewer than SR_MIN_POINTS points) spans little more than itself and never counts.
+ * nvalid (may be NULL) receives that space's valid points (-1: not enumerated, a spot check or too large). */
+int sr_oracle_exhaustive(const sr_problem *p, int *nvalid);
+/* "exhaustive", or "best of N measured" (N: p's measurable points), in buf. */
+const char *sr_oracle_label(const sr_problem *p, char *buf, size_t cap);
 
 /* ---- Strategies ---- */
 typedef struct sr_run sr_run;

@@ -20,7 +20,9 @@
 
 /* Per problem (device, model, task, dataset, dims, heads) and system/layer: the best attempt
  * (the fastest ok one; when none is ok, the newest), and for each baseline the best generated
- * variant of the same problem beside it. Times compared: spans where the generated row has one
+ * variant of the same problem beside it. Rows with a span rank before rows without one, and by
+ * the span: a comparison of whole layers picks the variant whose whole layer is fastest (the
+ * fastest kernel sum can have the slower span: its zero-fills, or gaps between its launches). Times compared: spans where the generated row has one
  * (a baseline without one gives its wall time, or its kernel sum for the cuBLAS layers), else
  * kernel sums against the baseline's stored time. */
 #define PAIRS_CTE \
@@ -30,7 +32,7 @@
     "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id),\n" \
     "ranked as (\n" \
     "  select r.*, row_number() over (partition by device_key, system, layer, model, task, dataset, dim_in, dim_out, heads\n" \
-    "                                 order by status <> 'ok', median_ms, id desc) as rk\n" \
+    "                                 order by status <> 'ok', span is null, coalesce(span, median_ms), id desc) as rk\n" \
     "  from r),\n" \
     "g as (select * from ranked where system = 'generated' and status = 'ok' and rk = 1),\n" \
     "b as (select * from ranked where system <> 'generated' and rk = 1),\n" \
@@ -403,7 +405,7 @@ static int print_query(FILE *out, const pt_query *q, pt_source *src, int nsrc, r
     return 0;
 }
 
-static void write_header(FILE *out, const char *const *stores, int nstores)
+static void write_header(FILE *out, const char *const *stores, int nstores, int nextra)
 {
     fprintf(out, "# Performance tables (generated)\n\n"
                  "<!-- Written by `make perf-tables` (`build/explore perf-tables`); do not edit: regenerate. -->\n\n"
@@ -413,8 +415,11 @@ static void write_header(FILE *out, const char *const *stores, int nstores)
                  "measured at. Nothing here is typed by hand: `make perf-tables` rewrites this file from the stores, "
                  "and `.ci/run` fails when the file differs from what the stores give. docs/perf-notes.md keeps the "
                  "history of each session (with the numbers as measured then); where the two differ, this file is the "
-                 "one of record.\n\n"
-                 "Times are in ms, medians over the timed repeats of a measurement. Stores:\n\n");
+                 "one of record.%s\n\n"
+                 "Times are in ms, medians over the timed repeats of a measurement. Stores:\n\n",
+            nextra ? " The last sections (after the query tables) are computed by the explorer from a store, each "
+                     "naming the command that prints the same numbers."
+                   : "");
     for (int i = 0; i < nstores; i++) fprintf(out, "- `%s`\n", stores[i]);
     fprintf(out, "\n## Tables\n");
 }
@@ -457,6 +462,12 @@ static pt_source *open_sources(const char *const *stores, int n, rg_err *err)
 
 int pt_write(const char *const *stores, int nstores, FILE *out, rg_err *err)
 {
+    return pt_write_sections(stores, nstores, NULL, 0, out, err);
+}
+
+int pt_write_sections(const char *const *stores, int nstores, const pt_section *extra, int nextra, FILE *out,
+                      rg_err *err)
+{
     RG_ASSERT(nstores > 0);
     pt_source *src = open_sources(stores, nstores, err);
     if (!src) return -1;
@@ -464,9 +475,10 @@ int pt_write(const char *const *stores, int nstores, FILE *out, rg_err *err)
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     RG_ASSERT(mem);
-    write_header(mem, stores, nstores);
+    write_header(mem, stores, nstores, nextra);
     int rc = 0;
     for (int i = 0; !rc && i < NQUERIES; i++) rc = print_query(mem, &QUERIES[i], src, nstores, err);
+    for (int i = 0; i < nextra; i++) fprintf(mem, "\n### %s\n\n%s\n%s", extra[i].title, extra[i].about, extra[i].text);
     write_queries(mem);
     fclose(mem);
     close_sources(src, nstores);

@@ -14,6 +14,15 @@
  * written to out before every store has been read. */
 int pt_write(const char *const *stores, int nstores, FILE *out, rg_err *err);
 
+/* A section computed by the caller rather than by a query (the search replay and the
+ * leave-one-size-out fit, which need the explorer): a title, a paragraph and markdown text. */
+typedef struct pt_section {
+    const char *title, *about, *text;
+} pt_section;
+/* pt_write with the sections after the query tables, in the order given. */
+int pt_write_sections(const char *const *stores, int nstores, const pt_section *extra, int nextra, FILE *out,
+                      rg_err *err);
+
 /* The SQL of the table NAME (what `explore perf-tables --query NAME` prints), or NULL. */
 const char *pt_query_sql(const char *name);
 /* The tables' names, space-separated (for messages and the help). */

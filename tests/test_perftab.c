@@ -139,6 +139,34 @@ static void test_deterministic(void **state)
     tu_rm_tree(dirs[0]), tu_rm_tree(dirs[1]);
 }
 
+/* A caller's section comes after the query tables and before the queries; without any, the text
+ * is pt_write's. */
+static void test_sections(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = rg_xasprintf("%s/store.db", dir);
+    make_store(db);
+    const char *stores[] = {db};
+    pt_section sec = {"A computed section", "What it shows.", "\n| x |\n|---|\n| 1 |\n"};
+    char *text = NULL, *none = NULL;
+    size_t len = 0;
+    rg_err err;
+    FILE *mem = open_memstream(&text, &len);
+    if (pt_write_sections(stores, 1, &sec, 1, mem, &err)) fail_msg("%s", err.msg);
+    fclose(mem);
+    mem = open_memstream(&none, &len);
+    if (pt_write_sections(stores, 1, NULL, 0, mem, &err)) fail_msg("%s", err.msg);
+    fclose(mem);
+    char *plain = tables_of(stores, 1);
+    assert_string_equal(none, plain);
+    const char *at = strstr(text, "\n### A computed section\n\nWhat it shows.\n\n| x |\n|---|\n| 1 |\n");
+    assert_non_null(at);
+    assert_true(at > strstr(text, "### Generated code against each baseline, per problem"));
+    assert_true(at < strstr(text, "\n## Queries\n"));
+    free(text), free(none), free(plain), free(db);
+    tu_rm_tree(dir);
+}
+
 static void test_numbers(void **state)
 {
     (void)state;
@@ -195,6 +223,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_sections),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_errors),
     };
