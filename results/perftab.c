@@ -18,23 +18,32 @@
 #define METRIC(id, name) \
     "(select value from metrics x where x.measurement_id = " id " and coalesce(x.kernel, '') = '' and x.name = '" name "')"
 
+/* A variant's precision as cfg_precision names it, from its stored config (GEMM operands by mma,
+ * "+bf16-store" under store=bf16): the best table keeps one row per precision, never mixing them. */
+#define PRECISION(cfg) \
+    "(iif(coalesce(json_extract(" cfg ", '$.mma'), 'off') = 'off', 'fp32', json_extract(" cfg ", '$.mma'))" \
+    " || iif(json_extract(" cfg ", '$.store') = 'bf16', '+bf16-store', ''))"
+
 /* Per problem (device, model, task, dataset, dims, heads) and system/layer: the best attempt
  * (the fastest ok one; when none is ok, the newest), and for each baseline the best generated
  * variant of the same problem beside it. Rows with a span rank before rows without one, and by
  * the span: a comparison of whole layers picks the variant whose whole layer is fastest (the
- * fastest kernel sum can have the slower span: its zero-fills, or gaps between its launches). Times compared: spans where the generated row has one
- * (a baseline without one gives its wall time, or its kernel sum for the cuBLAS layers), else
- * kernel sums against the baseline's stored time. */
+ * fastest kernel sum can have the slower span: its zero-fills, or gaps between its launches).
+ * Only float32 variants stand against the baselines, which all compute in float32. Times
+ * compared: spans where the generated row has one (a baseline without one gives its wall time,
+ * or its kernel sum for the cuBLAS layers), else kernel sums against the baseline's stored time. */
 #define PAIRS_CTE \
     "with r as (\n" \
     "  select m.id, m.device_key, m.system, m.layer, m.status, m.median_ms, m.git_commit, v.model, v.task,\n" \
-    "         d.name as dataset, v.dim_in, v.dim_out, v.heads, " METRIC("m.id", "span_ms") " as span\n" \
+    "         d.name as dataset, v.dim_in, v.dim_out, v.heads, " METRIC("m.id", "span_ms") " as span,\n" \
+    "         " PRECISION("v.config") " as precision\n" \
     "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id),\n" \
     "ranked as (\n" \
-    "  select r.*, row_number() over (partition by device_key, system, layer, model, task, dataset, dim_in, dim_out, heads\n" \
+    "  select r.*, row_number() over (partition by device_key, system, layer, model, task, dataset, dim_in, dim_out, heads,\n" \
+    "                                              precision\n" \
     "                                 order by status <> 'ok', span is null, coalesce(span, median_ms), id desc) as rk\n" \
     "  from r),\n" \
-    "g as (select * from ranked where system = 'generated' and status = 'ok' and rk = 1),\n" \
+    "g as (select * from ranked where system = 'generated' and status = 'ok' and rk = 1 and precision = 'fp32'),\n" \
     "b as (select * from ranked where system <> 'generated' and rk = 1),\n" \
     "pairs as (\n" \
     "  select b.model, b.task, b.dataset, b.dim_in, b.dim_out, b.heads, b.device_key, b.system, b.layer, b.status,\n" \
@@ -65,10 +74,12 @@ static const char SQL_COUNTS[] =
 static const char SQL_BEST[] =
     "with ok as (\n"
     "  select m.id, m.device_key, m.git_commit, m.median_ms, v.hash, v.model, v.task, d.name as dataset,\n"
-    "         v.dim_in, v.dim_out, v.heads, row_number() over p as rk, count(*) over p as n_ok\n"
+    "         v.dim_in, v.dim_out, v.heads, " PRECISION("v.config") " as precision,\n"
+    "         row_number() over p as rk, count(*) over p as n_ok\n"
     "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
     "  where m.system = 'generated' and m.status = 'ok'\n"
-    "  window p as (partition by m.device_key, v.model, v.task, d.name, v.dim_in, v.dim_out, v.heads\n"
+    "  window p as (partition by m.device_key, v.model, v.task, d.name, v.dim_in, v.dim_out, v.heads,\n"
+    "               " PRECISION("v.config") "\n"
     "               order by m.median_ms, m.id rows between unbounded preceding and unbounded following)),\n"
     "best as (\n"
     "  select b.*, " METRIC("b.id", "span_ms") " as span,\n"
@@ -83,12 +94,12 @@ static const char SQL_BEST[] =
     "  select *, 1000 * max(fb / bw, ff / pk) as floor_ms,\n"
     "         iif(fb <= l2, 1000 * max(fb / l2bw, ff / pk), null) as l2_floor_ms\n"
     "  from best)\n"
-    "select model, task, dataset, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\", n_ok as \"ok rows\",\n"
+    "select model, task, dataset, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\", precision, n_ok as \"ok rows\",\n"
     "       printf('%.4f', median_ms) as \"kernel sum ms\", " MS("span", "span ms") ",\n"
     "       " MS("floor_ms", "DRAM floor ms") ", " MS("l2_floor_ms", "L2 floor ms") ",\n"
     "       iif(floor_ms is null, '-', printf('%.1f', coalesce(span, median_ms) / floor_ms)) as \"x DRAM floor\",\n"
     "       hash as variant, substr(git_commit, 1, 7) as \"commit\", device_key as _device, git_commit as _commits\n"
-    "from fl order by device_key, model, task, dataset, dim_in, dim_out, heads;\n";
+    "from fl order by device_key, model, task, dataset, dim_in, dim_out, heads, precision;\n";
 
 static const char SQL_GEOMEAN[] = PAIRS_CTE
     "select model, task, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\",\n"
@@ -121,7 +132,8 @@ static const pt_query QUERIES[] = {
      "commits.",
      SQL_COUNTS, 0},
     {"best", "Best generated variant per problem, against the floor",
-     "Per problem the fastest ok generated measurement (kernel sum, the median over timed repeats) of every commit the "
+     "Per problem and precision (fp32, tf32 or bf16 GEMM operands, `+bf16-store`: features and messages stored in "
+     "bfloat16; each has its own validation tolerance, README Numerics) the fastest ok generated measurement (kernel sum, the median over timed repeats) of every commit the "
      "store holds; `ok rows` counts the ok generated measurements of the problem. The floor is the layer's DRAM-cold "
      "floor `max(floor_bytes / ceil_copy_Bps, floor_flops / ceil_fp32_flops)` from the metrics stored with that "
      "measurement (docs/floor.md; the same selection as docs/floor.sql), the L2 floor only where the floor's bytes fit "
