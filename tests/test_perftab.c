@@ -15,6 +15,7 @@
 typedef struct fixture {
     rs_store *s;
     int64_t run;
+    const char *store;   /* the next variants' store key (NULL: float32 storage) */
 } fixture;
 
 static void put(fixture *fx, const char *system, const char *layer, const char *model, const char *task,
@@ -27,6 +28,7 @@ static void put(fixture *fx, const char *system, const char *layer, const char *
     rgj_kv_string(&w, "model", model);
     rgj_kv_string(&w, "task", task);
     rgj_kv_int(&w, "tag", tag);
+    if (fx->store) rgj_kv_string(&w, "store", fx->store);
     rgj_end_object(&w);
     char *json = rgj_finish(&w);
     rs_variant v = {.config_json = json, .model = model, .task = task, .dim_in = 64, .dim_out = 64, .heads = 1};
@@ -56,7 +58,7 @@ static int64_t begin(fixture *fx, const char *commit)
 static void make_store(const char *path)
 {
     rg_err err;
-    fixture fx = {rs_open(path, &err), 0};
+    fixture fx = {rs_open(path, &err), 0, NULL};
     assert_non_null(fx.s);
     assert_true(begin(&fx, "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") > 0);
     put(&fx, "generated", "", "rgat", "infer", "aifb", 1, RS_OK, 2.0, NULL, 0);
@@ -80,6 +82,10 @@ static void make_store(const char *path)
     put(&fx, "generated", "", "rgat", "infer", "aifb", 6, RS_WRONG_ANSWER, NAN, NULL, 0);
     put(&fx, "torch-compile", "equal", "rgat", "infer", "aifb", 7, RS_OK, 4.0, NULL, 0);
     put(&fx, "torch-compile", "equal", "rgat", "infer", "aifb", 8, RS_OK, 5.0, NULL, 0);
+    /* a faster bf16-storage variant: its own row in the best table, never against a baseline */
+    fx.store = "bf16";
+    put(&fx, "generated", "", "rgat", "infer", "aifb", 9, RS_OK, 0.5,
+        (rs_metric[]){{.name = "span_ms", .unit = "ms", .value = 0.6}}, 1);
     rs_close(fx.s);
 }
 
@@ -176,10 +182,14 @@ static void test_numbers(void **state)
     const char *stores[] = {path};
     char *t = tables_of(stores, 1);
     /* best: the 1.0 ms variant of the second commit, its span over a 0.02 ms floor */
-    assert_true(line_has(t, "| rgat | infer | aifb | 64,64/1 | 2 | 1.0000 | 1.2500 | 0.0200 | 0.0200 | 62.5 |", "2222222"));
+    assert_true(line_has(t, "| rgat | infer | aifb | 64,64/1 | fp32 | 2 | 1.0000 | 1.2500 | 0.0200 | 0.0200 | 62.5 |",
+                         "2222222"));
+    /* one row per precision */
+    assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | fp32+bf16-store | 1 | 0.5000 | 0.6000 | - | - | - |"));
     /* a problem without floor metrics */
-    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | 1 | 0.5000 | - | - | - | - |"));
-    /* baselines: spans where the generated row has one (cuBLAS span 3.5 / 1.25), else wall over span */
+    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | fp32 | 1 | 0.5000 | - | - | - | - |"));
+    /* baselines: spans where the generated row has one (cuBLAS span 3.5 / 1.25), else wall over span;
+     * only float32 variants stand against them (not the 0.6 ms bf16-storage one) */
     assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | cublas-seg RGAT | 3.0000 | 3.5000 | 2.80x | span / span |"));
     assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | pyg RGATConv | 8.0000 | - | 6.40x | wall / span |"));
     assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | torch-compile equal | 4.0000 | - | 3.20x | wall / span |"));
@@ -188,7 +198,7 @@ static void test_numbers(void **state)
     assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | 0.5000 | - | pyg FastRGCNConv | OOM | - | - | - |"));
     /* the geomean of one dataset is its ratio; counts with the failed attempt */
     assert_non_null(line_of(t, "| rgat | infer | 64,64/1 | torch-compile equal | wall / span | 1 | 3.20x |"));
-    assert_non_null(line_of(t, "| generated | infer | 4 | 3 | 2 | 2 | 2 |"));
+    assert_non_null(line_of(t, "| generated | infer | 5 | 4 | 2 | 2 | 2 |"));
     /* commits oldest first, the imported rows named; the PyG classes' extra work noted */
     assert_non_null(strstr(t, "oldest first: `1111111`, `2222222`; rows imported without a commit."));
     assert_non_null(strstr(t, "- `pyg RGATConv`: PyG 2.8 RGATConv: attention vectors shared across relations"));
