@@ -212,7 +212,6 @@ class Grouped:
         gidx[pad] = 0
         self.gather, self.out = to_index(gidx), to_index(pos[inv.reshape(-1)])
         self.chunk_group = to_index(chunk_group)
-        self.rows, self.unique = len(row), len(ukey)
 
     def matmul(self, ops, x, W):
         """y[i] = x[row[i]] @ W[group[i]] for x [N, k] and W [G, k, n]."""
@@ -442,13 +441,13 @@ def dump_results(d, like):
     return want
 
 
-def check_near_kinks(torch, device, g, dump, run, kinks, first_error):
+def check_near_kinks(torch, device, g, dump, run, got, kinks, first_error):
     """After a float32 check failed: the reference with some near-kink LeakyReLU branches taken the
     other way (every non-empty subset of the candidates), as measure/validate.c does for our
-    kernels. Returns a note when one alternative matches; raises first_error otherwise."""
+    kernels. got: the float32 run's results(). Returns a note when one alternative matches; raises
+    first_error otherwise."""
     if not kinks:
         raise first_error
-    got = run.results()
     for mask in range(1, 1 << len(kinks)):
         flipped = [kinks[i] for i in range(len(kinks)) if mask >> i & 1]
         flip = torch.zeros(g.num_edges * dump.heads, dtype=torch.bool, device=device)
@@ -517,10 +516,11 @@ def measure(torch, device, env_row, g, dump, mode, args):
         if args.check64:
             row["check64_error"] = check_exact(torch, device, g, dump, args)
         run = TorchRun(torch, g, dump, device, mode == "compile")
+        got = run.results()
         try:
-            run.check()
+            run.check(got=got)
         except ValueError as exc:
-            row["check_note"] = check_near_kinks(torch, device, g, dump, run, getattr(args, "kinks", []), exc)
+            row["check_note"] = check_near_kinks(torch, device, g, dump, run, got, getattr(args, "kinks", []), exc)
         row["check32_error"] = "%.3e" % run.max_error
         step = run.infer if dump.task == "infer" else run.train_step
         times = time_runs(torch, step, args.warmup, args.repeats, cuda)

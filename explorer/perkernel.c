@@ -66,6 +66,20 @@ static char *structure_text(const cg_config *c)
     return s.s ? s.s : rg_xstrdup("");
 }
 
+/* The index of c's structure in names[0..*n), appended when new (the caller frees the names). */
+static int structure_index(char ***names, int *n, const cg_config *c)
+{
+    char *name = structure_text(c);
+    for (int q = 0; q < *n; q++)
+        if (!strcmp((*names)[q], name)) {
+            free(name);
+            return q;
+        }
+    *names = rg_xrealloc(*names, (size_t)(*n + 1) * sizeof **names);
+    (*names)[*n] = name;
+    return (*n)++;
+}
+
 static double median(double *x, int n)
 {
     gsl_sort(x, 1, (size_t)n);
@@ -123,7 +137,7 @@ static const char *const KERNELS_SQL =
 
 static int db_err(sqlite3 *db, const char *path, rg_err *err) { return rg_errf(err, "%s: %s", path, sqlite3_errmsg(db)); }
 
-static int read_kernels(sqlite3 *db, sqlite3_stmt *st, int64_t mid, pk_obs *o)
+static int read_kernels(sqlite3_stmt *st, int64_t mid, pk_obs *o)
 {
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, mid);
@@ -135,12 +149,11 @@ static int read_kernels(sqlite3 *db, sqlite3_stmt *st, int64_t mid, pk_obs *o)
         k->kinds = category_kinds((const char *)sqlite3_column_text(st, 1));
         k->ms = sqlite3_column_double(st, 2) / 1e6;
     }
-    (void)db;
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
 /* Adds the row's measurement unless its config has overrides (not a uniform schedule). */
-static int add_row(sqlite3 *db, sqlite3_stmt *row, sqlite3_stmt *kst, obs_set *s, pk_result *r)
+static int add_row(sqlite3_stmt *row, sqlite3_stmt *kst, obs_set *s, pk_result *r)
 {
     cg_config c;
     cfg_default(&c);
@@ -157,7 +170,7 @@ static int add_row(sqlite3 *db, sqlite3_stmt *row, sqlite3_stmt *kst, obs_set *s
     o->cfg = c;
     o->sum_ms = sqlite3_column_double(row, 2);
     o->span_ms = sqlite3_column_type(row, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(row, 3);
-    return read_kernels(db, kst, sqlite3_column_int64(row, 0), o);
+    return read_kernels(kst, sqlite3_column_int64(row, 0), o);
 }
 
 static int read_store(const pk_query *q, obs_set *s, pk_result *r, rg_err *err)
@@ -182,7 +195,7 @@ static int read_store(const pk_query *q, obs_set *s, pk_result *r, rg_err *err)
     else sqlite3_bind_null(row, 7);
     int step;
     while ((step = sqlite3_step(row)) == SQLITE_ROW)
-        if (add_row(db, row, kst, s, r)) break;
+        if (add_row(row, kst, s, r)) break;
     if (step != SQLITE_DONE) {
         db_err(db, q->db, err);
         goto done;
@@ -333,18 +346,7 @@ static void solve_structure(const pk_obs *const *obs, int n, pk_structure *st)
 static void group_structures(obs_set *s, pk_result *r)
 {
     char **names = NULL;
-    for (int i = 0; i < s->n; i++) {
-        char *name = structure_text(&s->o[i].cfg);
-        int q = 0;
-        while (q < r->nstructures && strcmp(names[q], name)) q++;
-        if (q == r->nstructures) {
-            names = rg_xrealloc(names, (size_t)(q + 1) * sizeof *names);
-            names[r->nstructures++] = name;
-        } else {
-            free(name);
-        }
-        s->o[i].structure = q;
-    }
+    for (int i = 0; i < s->n; i++) s->o[i].structure = structure_index(&names, &r->nstructures, &s->o[i].cfg);
     r->s = rg_xcalloc((size_t)(r->nstructures ? r->nstructures : 1), sizeof *r->s);
     for (int q = 0; q < r->nstructures; q++) r->s[q].name = names[q];
     free(names);
@@ -518,13 +520,8 @@ int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_
     for (int i = 0; i < n; i++) {   /* applicable points, by structure */
         rg_err why;
         structure[i] = -1;
-        if (!pts[i].valid || !pl_schedule_applies(p, &pts[i].cfg, &why)) continue;
-        char *name = structure_text(&pts[i].cfg);
-        int q = 0;
-        while (q < nst && strcmp(names[q], name)) q++;
-        if (q == nst) names = rg_xrealloc(names, (size_t)(nst + 1) * sizeof *names), names[nst++] = name;
-        else free(name);
-        structure[i] = q;
+        if (pts[i].valid && pl_schedule_applies(p, &pts[i].cfg, &why))
+            structure[i] = structure_index(&names, &nst, &pts[i].cfg);
     }
     for (int q = 0; q < nst && !rc; q++) {
         int m = 0;
