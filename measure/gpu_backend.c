@@ -42,8 +42,8 @@ typedef struct gpu_ctx {
     cfg_order order;       /* cur's */
     graph_state parked[NORDERS];   /* the others built so far, by ordering: variants come in any order */
     hg_stats stats;
-    fl_floor floor;        /* the layer's floor on this problem */
-    int have_floor;
+    fl_floor floor[2];     /* the layer's floor on this problem, by store= (0 f32, 1 bf16) */
+    int have_floor[2];
     void *flush_buf;       /* twice the L2, written before timed runs under --flush-l2 */
     size_t flush_bytes;
 } gpu_ctx;
@@ -111,7 +111,8 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     hg_stats_compute(c->cur.g, &c->stats);
     if (stats) *stats = c->stats;
     rg_err ferr;
-    c->have_floor = fl_floor_layer(&c->pl, c->cur.g, &c->floor, &ferr) == 0;   /* the same under every ordering */
+    /* the same under every ordering; a bf16-store variant is held to the floor at its own widths */
+    for (int bf = 0; bf < 2; bf++) c->have_floor[bf] = fl_floor_layer_store(&c->pl, c->cur.g, bf, &c->floor[bf], &ferr) == 0;
     if (kx_graph_upload(c->cur.g, &c->cur.kg, err)) return -1;
     c->cur.graph_uploaded = 1;
     c->cur.stage = kx_staging_new();
@@ -128,13 +129,14 @@ static int gpu_prepare_reference(xb_backend *b, rg_err *err)
 
 /* The run's span, whether it started cold, the layer's floor and the device's measured
  * ceilings: measurement metrics (docs/floor.md names them). */
-static void span_floor_ceilings(const gpu_ctx *c, const kx_timing *t, xb_result *r)
+static void span_floor_ceilings(const gpu_ctx *c, const cg_config *cfg, const kx_timing *t, xb_result *r)
 {
     xb_add_metric(r, "span_ms", "ms", t->span_ms);
     xb_add_metric(r, "flush_l2", "", t->flushed_l2);
-    if (c->have_floor) {
-        xb_add_metric(r, "floor_bytes", "byte", c->floor.bytes);
-        xb_add_metric(r, "floor_flops", "flop", c->floor.flops);
+    int bf = cfg->store_bf16 != 0;
+    if (c->have_floor[bf]) {
+        xb_add_metric(r, "floor_bytes", "byte", c->floor[bf].bytes);
+        xb_add_metric(r, "floor_flops", "flop", c->floor[bf].flops);
     }
     rg_err e;
     const kceil *k = kceil_get(&e);
@@ -341,7 +343,7 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         goto done_buffers;
     }
     fill_timing(r, &t);
-    span_floor_ceilings(c, &t, r);
+    span_floor_ceilings(c, cfg, &t, r);
     kx_timing_free(&t);
     r->time_s = rg_now() - t0;
     if (opt->metrics) collect_metrics(c, &var, &comp, &bufs, r);

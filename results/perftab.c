@@ -87,8 +87,12 @@ static const char SQL_BEST[] =
     "         " METRIC("b.id", "floor_flops") " as ff,\n"
     "         " METRIC("b.id", "ceil_copy_Bps") " as bw,\n"
     "         " METRIC("b.id", "ceil_l2_Bps") " as l2bw,\n"
-    "         " METRIC("b.id", "ceil_fp32_flops") " as pk,\n"
-    "         " METRIC("b.id", "l2_bytes") " as l2\n"
+    "         coalesce(iif(b.precision like 'tf32%', " METRIC("b.id", "ceil_tf32_flops") ",\n"
+    "                      iif(b.precision like 'bf16%', " METRIC("b.id", "ceil_bf16_flops") ", null)),\n"
+    "                  " METRIC("b.id", "ceil_fp32_flops") ") as pk,\n"
+    "         " METRIC("b.id", "l2_bytes") " as l2,\n"
+    "         (select sum(value) from metrics x where x.measurement_id = b.id and coalesce(x.kernel, '') <> ''\n"
+    "            and x.name in ('dram__bytes_read.sum', 'dram__bytes_write.sum')) as dram\n"
     "  from ok b where b.rk = 1),\n"
     "fl as (\n"
     "  select *, 1000 * max(fb / bw, ff / pk) as floor_ms,\n"
@@ -98,6 +102,8 @@ static const char SQL_BEST[] =
     "       printf('%.4f', median_ms) as \"kernel sum ms\", " MS("span", "span ms") ",\n"
     "       " MS("floor_ms", "DRAM floor ms") ", " MS("l2_floor_ms", "L2 floor ms") ",\n"
     "       iif(floor_ms is null, '-', printf('%.1f', coalesce(span, median_ms) / floor_ms)) as \"x DRAM floor\",\n"
+    "       iif(dram is null, '-', printf('%.3f', dram / 1e9)) as \"DRAM GB\",\n"
+    "       iif(dram is null or bw is null, '-', printf('%.1f%%', 100 * dram / (median_ms / 1000) / bw)) as \"DRAM BW\",\n"
     "       hash as variant, substr(git_commit, 1, 7) as \"commit\", device_key as _device, git_commit as _commits\n"
     "from fl order by device_key, model, task, dataset, dim_in, dim_out, heads, precision;\n";
 
@@ -137,8 +143,12 @@ static const pt_query QUERIES[] = {
      "store holds; `ok rows` counts the ok generated measurements of the problem. The floor is the layer's DRAM-cold "
      "floor `max(floor_bytes / ceil_copy_Bps, floor_flops / ceil_fp32_flops)` from the metrics stored with that "
      "measurement (docs/floor.md; the same selection as docs/floor.sql), the L2 floor only where the floor's bytes fit "
-     "in the L2; `x DRAM floor` divides the span (the kernel sum where no span is stored) by it. `-`: the measurement "
-     "predates these metrics.",
+     "in the L2; `x DRAM floor` divides the span (the kernel sum where no span is stored) by it; the flop ceiling is the "
+     "precision's (`ceil_tf32_flops`, `ceil_bf16_flops` for tf32 and bf16 GEMM operands), the bytes are at the "
+     "variant's storage widths. `DRAM GB` and `DRAM BW` (measured with `--metrics` only): the bytes the kernels "
+     "moved to and from DRAM (CUPTI `dram__bytes_read.sum + dram__bytes_write.sum` over every kernel) and that over "
+     "the kernel sum, as a share of the measured copy ceiling. `-`: the measurement predates these metrics or was "
+     "taken without `--metrics`.",
      SQL_BEST, 0},
     {"geomean", "Generated code against each baseline: geometric mean over the datasets",
      "The per-problem ratios of the next table, summarized per model, task, dims and baseline (> 1: the generated code "

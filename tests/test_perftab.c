@@ -71,12 +71,17 @@ static void make_store(const char *path)
     put(&fx, "pyg", "FastRGCNConv", "rgcn", "infer", "aifb", 4, RS_OOM, NAN, NULL, 0);
     assert_true(begin(&fx, "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") > 0);
     /* the best rgat variant now (1.0 ms, span 1.25), with its floor: bytes 3e6 at 3e12 B/s = 1 us,
-     * flops 1e9 at 5e13 flop/s = 20 us, so the floor is 0.02 ms and the span 62.5x it */
+     * flops 1e9 at 5e13 flop/s = 20 us, so the floor is 0.02 ms and the span 62.5x it; its kernels
+     * moved 1.5 + 0.75 GB to and from DRAM (--metrics): 2.25 GB in 1.0 ms is 75% of 3e12 B/s */
     const rs_metric floor[] = {
         {.name = "span_ms", .unit = "ms", .value = 1.25}, {.name = "floor_bytes", .unit = "B", .value = 3e6},
         {.name = "floor_flops", .unit = "flop", .value = 1e9}, {.name = "ceil_copy_Bps", .unit = "B/s", .value = 3e12},
         {.name = "ceil_l2_Bps", .unit = "B/s", .value = 2e13}, {.name = "ceil_fp32_flops", .unit = "flop/s", .value = 5e13},
         {.name = "l2_bytes", .unit = "B", .value = 50e6},
+        {.kernel = "gemm_1", .name = "dram__bytes_read.sum", .unit = "byte", .value = 1e9},
+        {.kernel = "trav_2", .name = "dram__bytes_read.sum", .unit = "byte", .value = 0.5e9},
+        {.kernel = "trav_2", .name = "dram__bytes_write.sum", .unit = "byte", .value = 0.75e9},
+        {.kernel = "trav_2", .name = "sm__throughput.avg.pct_of_peak_sustained_elapsed", .unit = "%", .value = 40},
     };
     put(&fx, "generated", "", "rgat", "infer", "aifb", 5, RS_OK, 1.0, floor, sizeof floor / sizeof floor[0]);
     put(&fx, "generated", "", "rgat", "infer", "aifb", 6, RS_WRONG_ANSWER, NAN, NULL, 0);
@@ -182,12 +187,12 @@ static void test_numbers(void **state)
     const char *stores[] = {path};
     char *t = tables_of(stores, 1);
     /* best: the 1.0 ms variant of the second commit, its span over a 0.02 ms floor */
-    assert_true(line_has(t, "| rgat | infer | aifb | 64,64/1 | fp32 | 2 | 1.0000 | 1.2500 | 0.0200 | 0.0200 | 62.5 |",
-                         "2222222"));
+    assert_true(line_has(t, "| rgat | infer | aifb | 64,64/1 | fp32 | 2 | 1.0000 | 1.2500 | 0.0200 | 0.0200 | 62.5 |"
+                            " 2.250 | 75.0% |", "2222222"));
     /* one row per precision */
     assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | fp32+bf16-store | 1 | 0.5000 | 0.6000 | - | - | - |"));
     /* a problem without floor metrics */
-    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | fp32 | 1 | 0.5000 | - | - | - | - |"));
+    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | fp32 | 1 | 0.5000 | - | - | - | - | - | - |"));
     /* baselines: spans where the generated row has one (cuBLAS span 3.5 / 1.25), else wall over span;
      * only float32 variants stand against them (not the 0.6 ms bf16-storage one) */
     assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | cublas-seg RGAT | 3.0000 | 3.5000 | 2.80x | span / span |"));
