@@ -646,6 +646,27 @@ static double median_span_ms(const kprof_records *rec, int per_run, int repeats)
     return m;
 }
 
+/* RGNN_SPAN_TRACE=FILE appends every record of a timed window (kind, name, start and end in ns from
+ * the window's first record, stream) to FILE: the evidence for a span far above its kernel sum
+ * (launch gaps, a slow zero-fill, another context's work between the run's kernels). */
+static void trace_records(const cg_variant *v, const kprof_records *rec, int per_run, int repeats)
+{
+    const char *path = getenv("RGNN_SPAN_TRACE");
+    if (!path || !*path || !rec->n) return;
+    FILE *f = fopen(path, "a");
+    if (!f) return;
+    static const char *const KIND[] = {"kernel", "memset", "memcpy", "run"};
+    fprintf(f, "# %s: %d kernels per run, %d runs, %zu records, method %s\n", v->plan.kernels[0].name, per_run,
+            repeats, rec->n, kprof_method_name(rec->method));
+    uint64_t t0 = rec->v[0].start_ns;
+    for (size_t i = 0; i < rec->n; i++) {
+        const kprof_record *x = &rec->v[i];
+        fprintf(f, "%s %s %llu %llu %u\n", (unsigned)x->kind < 4 ? KIND[x->kind] : "?", x->name,
+                (unsigned long long)(x->start_ns - t0), (unsigned long long)(x->end_ns - t0), x->stream_id);
+    }
+    fclose(f);
+}
+
 int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg, int warmup,
             int repeats, void *flush_buf, size_t flush_bytes, kx_timing *out, rg_err *err)
 {
@@ -677,6 +698,7 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     out->method = kprof_method_name(rec.method);
     out->flushed_l2 = flush_bytes > 0;
     out->span_ms = median_span_ms(&rec, per_run, repeats);
+    trace_records(v, &rec, per_run, repeats);
     kprof_keep(&rec, KPROF_KERNEL);   /* the kernel sums below index kernels only */
     summarize_runs(&rec, per_run, repeats, out);
     per_kernel_times(v, &rec, order, per_run, repeats, out);
