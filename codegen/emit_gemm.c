@@ -444,6 +444,71 @@ static void mma_stage_x(const ir_var *x, const mma_form *f, const char *cond, co
     snprintf(out, n, "%s(%s ? %s%s : 0.f)", f->round, cond, scale, ldg(x, "X", at, v, sizeof v));
 }
 
+/* The text storing float4 `v` as four staged elements at `dst` (a shared element whose offset
+ * keeps 4-element alignment): rounded to the fragment's type, bfloat16 pairs or one float4. */
+static void mma_store4(const mma_form *f, const char *dst, const char *v, char *out, size_t n)
+{
+    if (!strcmp(f->etype, "__nv_bfloat16"))
+        snprintf(out, n,
+                 "{ __nv_bfloat162* p_ = (__nv_bfloat162*)&%s; p_[0] = __floats2bfloat162_rn(%s.x, %s.y); "
+                 "p_[1] = __floats2bfloat162_rn(%s.z, %s.w); }",
+                 dst, v, v, v, v);
+    else
+        snprintf(out, n, "*(float4*)&%s = make_float4(%s(%s.x), %s(%s.y), %s(%s.z), %s(%s.w));", dst, f->round, v,
+                 f->round, v, f->round, v, f->round, v);
+}
+
+/* Staging of one K step of the product on tensor cores with 16-byte loads (product_vectorizes):
+ * each thread loads SB float4s of X and of W into registers, then rounds and stores them, so SB
+ * loads of each operand are in flight at once instead of one scalar load at a time (the scalar
+ * staging held the tensor-core kernels under the float32 ones, docs/perf-notes.md session 8). */
+static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const mma_form *f)
+{
+    char x4[128], xst[400], wst[400];
+    ldg4(sh->x, "X", "xbase[r] + k0 + kk", x4, sizeof x4);
+    mma_store4(f, "Xs[r][kk]", "xv[j]", xst, sizeof xst);
+    mma_store4(f, "Ws[r][c]", "wv[j]", wst, sizeof wst);
+    rg_str_printf(src,
+        "        #pragma unroll\n"
+        "        for (int b = 0; b < VIT; b += SB) {\n"
+        "            float4 xv[SB], wv[SB];\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < SB; j++) {\n"
+        "                const int idx = tid + (b + j) * NT;\n"
+        "                const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4;\n"
+        "                xv[j] = (b + j < VIT && idx < NV && xbase[r] >= 0 && k0 + kk < K) ? %s\n"
+        "                                                                             : make_float4(0.f, 0.f, 0.f, 0.f);\n",
+        x4);
+    if (gm->transpose_w)
+        rg_str_puts(src,
+            "                const int wc = idx / (KT / 4), wr = (idx % (KT / 4)) * 4;\n"
+            "                wv[j] = (b + j < VIT && idx < NV && col0 + wc < N && k0 + wr < K)\n"
+            "                            ? __ldg((const float4*)(Wt + (size_t)(col0 + wc) * K + k0 + wr)) : make_float4(0.f, 0.f, 0.f, 0.f);\n");
+    else
+        rg_str_puts(src,
+            "                const int wr = idx / (TILE / 4), wc = (idx % (TILE / 4)) * 4;\n"
+            "                wv[j] = (b + j < VIT && idx < NV && k0 + wr < K && col0 + wc < N)\n"
+            "                            ? __ldg((const float4*)(Wt + (size_t)(k0 + wr) * N + col0 + wc)) : make_float4(0.f, 0.f, 0.f, 0.f);\n");
+    rg_str_printf(src,
+        "            }\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < SB; j++) {\n"
+        "                const int idx = tid + (b + j) * NT;\n"
+        "                if (b + j >= VIT || idx >= NV) continue;\n"
+        "                { const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4; %s }\n",
+        xst);
+    if (gm->transpose_w)
+        rg_str_printf(src,
+            "                { const int c = idx / (KT / 4), r = (idx %% (KT / 4)) * 4;\n"
+            "                  Ws[r][c] = %s(wv[j].x); Ws[r + 1][c] = %s(wv[j].y); Ws[r + 2][c] = %s(wv[j].z); Ws[r + 3][c] = %s(wv[j].w); }\n",
+            f->round, f->round, f->round, f->round);
+    else
+        rg_str_printf(src, "                { const int r = idx / (TILE / 4), c = (idx %% (TILE / 4)) * 4; %s }\n", wst);
+    rg_str_puts(src,
+        "            }\n"
+        "        }\n");
+}
+
 /* Y[S] (+)= s * X[G] x W[T] on tensor cores: a block owns TILE rows of one type segment and
  * TILE columns; K is staged KT at a time (zero-padded: K, N and the segment's end need not be
  * multiples of a fragment), and the float32 results go out through shared memory with the
@@ -502,19 +567,24 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
                                           "            const float w = (k0 + r < K && col0 + c < N) ? __ldg(Wt + (size_t)(k0 + r) * N + col0 + c) : 0.f;\n";
     char xs[256];
     mma_stage_x(sh->x, f, "(xbase[r] >= 0 && k0 + kk < K)", "", "xbase[r] + k0 + kk", xs, sizeof xs);
-    rg_str_printf(src,
-        "    __syncthreads();\n"
-        "    for (int k0 = 0; k0 < K; k0 += KT) {\n"
-        "        for (int idx = tid; idx < TILE * KT; idx += NT) {\n"
-        "            const int r = idx / KT, kk = idx %% KT;\n"
-        "            Xs[r][kk] = %s;\n"
-        "        }\n"
-        "        for (int idx = tid; idx < KT * TILE; idx += NT) {\n"
-        "            %s"
-        "            Ws[r][c] = %s(w);\n"
-        "        }\n"
-        "        __syncthreads();\n",
-        xs, wload, f->round);
+    rg_str_puts(src, "    __syncthreads();\n    for (int k0 = 0; k0 < K; k0 += KT) {\n");
+    if (product_vectorizes(sh, gm, cfg)) {
+        /* NV float4s of each operand per step, VIT per thread, SB of them in flight */
+        rg_str_puts(src, "#define NV (TILE * KT / 4)\n#define VIT ((NV + NT - 1) / NT)\n#define SB (VIT < 4 ? VIT : 4)\n");
+        emit_mma_stage_vec(src, sh, gm, f);
+    } else {
+        rg_str_printf(src,
+            "        for (int idx = tid; idx < TILE * KT; idx += NT) {\n"
+            "            const int r = idx / KT, kk = idx %% KT;\n"
+            "            Xs[r][kk] = %s;\n"
+            "        }\n"
+            "        for (int idx = tid; idx < KT * TILE; idx += NT) {\n"
+            "            %s"
+            "            Ws[r][c] = %s(w);\n"
+            "        }\n",
+            xs, wload, f->round);
+    }
+    rg_str_puts(src, "        __syncthreads();\n");
     emit_mma_step(src, f, "row_major", "&Xs[fr * 16][kk]", kt + f->pad, "&Ws[kk][fc * 16]", T + f->pad, "KT");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
