@@ -25,6 +25,9 @@ typedef struct kx_graph {
 int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err);
 void kx_graph_free(kx_graph *kg);
 int64_t kx_size(const hg_graph *g, int kp_size_id);
+/* Host copy of a traversal-ordered array (KG_IN_SRC .. KG_IN_COMPACT): X[in_eid[q]] for q in
+ * [0, num_edges). Caller frees. */
+int32_t *kx_in_order_array(const hg_graph *g, kp_graph_array a);
 /* Host-side tile table of a row set (for tests and the CPU-side checks). Caller frees. */
 int kx_tile_table(const hg_graph *g, int rowset, int rows_per_tile, int **type, int **row0);
 
