@@ -102,6 +102,7 @@ int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
         rg_err_prefix(err, "uploading graph %s", g->name);
         return -1;
     }
+    out->base_bytes = out->bytes;
     return 0;
 }
 
@@ -276,6 +277,25 @@ static size_t var_bytes(const ir_program *ir, int v, const hg_graph *g)
     return (size_t)rows * (size_t)ir_var_row_width(x) * (size_t)vt_bytes(x);
 }
 
+size_t kx_plan_graph_bytes(const kx_graph *kg, const kp_plan *plan)
+{
+    size_t bytes = kg->base_bytes;
+    int in_order[KG__COUNT] = {0};
+    int *tile_seen = rg_xcalloc((size_t)(kg->ntiles ? kg->ntiles : 1), sizeof(int));
+    for (int i = 0; i < plan->nkernels; i++)
+        for (int j = 0; j < plan->kernels[i].nparams; j++) {
+            const kp_param *p = &plan->kernels[i].params[j];
+            if (p->kind == KP_GRAPH && kp_graph_array_in_order((kp_graph_array)p->id) && !in_order[p->id]++)
+                bytes += (size_t)kg->g->num_edges * sizeof(int32_t);
+            if (p->kind != KP_TILE_TYPE) continue;
+            const kx_tiles *t = find_tiles(kg, p->id, (int)p->ival);
+            RG_ASSERT(t);
+            if (!tile_seen[t - kg->tiles]++) bytes += 2 * (size_t)(t->ntiles ? t->ntiles : 1) * sizeof(int);
+        }
+    free(tile_seen);
+    return bytes;
+}
+
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
                    kx_buffers *out, rg_err *err)
 {
@@ -291,14 +311,14 @@ mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg
                 return MP_FAIL;
         }
     }
-    out->graph_bytes = kg->bytes;
-    if (mem_limit && kg->bytes >= mem_limit) {
+    size_t graph_bytes = out->graph_bytes = kx_plan_graph_bytes(kg, &v->plan);
+    if (mem_limit && graph_bytes >= mem_limit) {
         char a[32], b[32];
         rg_errf(err, "out of memory: the graph structures alone need %s, over the limit of %s",
-                mp_format_bytes(kg->bytes, a), mp_format_bytes(mem_limit, b));
+                mp_format_bytes(graph_bytes, a), mp_format_bytes(mem_limit, b));
         return MP_OOM;
     }
-    out->mp = mp_new(mp_cuda_allocator(), mem_limit ? mem_limit - kg->bytes : 0);
+    out->mp = mp_new(mp_cuda_allocator(), mem_limit ? mem_limit - graph_bytes : 0);
     out->nvars = ir->nvars;
     out->id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
     for (int i = 0; i < ir->nvars; i++) {
@@ -308,7 +328,7 @@ mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg
         if (out->id[i] < 0) return MP_FAIL;
     }
     mp_status st = mp_alloc_all(out->mp, err);
-    if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", kg->bytes / 1e6);
+    if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", graph_bytes / 1e6);
     return st;
 }
 

@@ -142,12 +142,39 @@ static void test_dst_sorted_kernels_read_ordered_arrays(void **state)
     kp_plan_free(&travs);
 }
 
+/* A plan's graph bytes count the arrays uploaded up front, and of the lazily added ones (ordered
+ * arrays, tile tables) only those it binds, each once: not those an earlier plan added. */
+static void test_plan_graph_bytes_count_only_what_it_binds(void **state)
+{
+    (void)state;
+    hg_graph g = {.name = "g", .num_edges = 1000};
+    kx_tiles tiles[2] = {{.rowset = KR_EDGES, .rows_per_tile = 32, .ntiles = 40},
+                         {.rowset = KR_NODES_ALL, .rows_per_tile = 64, .ntiles = 0}};
+    /* an upload on which earlier plans added both tile tables and in_src, in_dst, in_compact */
+    kx_graph kg = {.g = &g, .base_bytes = 5000, .ntiles = 2, .tiles = tiles};
+    kg.bytes = kg.base_bytes + 3 * 4000 + 2 * 40 * 4 + 2 * 1 * 4;
+    kp_plan plan = {0};
+    assert_int_equal(kx_plan_graph_bytes(&kg, &plan), 5000);
+    kp_kernel *a = kp_add_kernel(&plan);
+    kp_add_param(a, KP_GRAPH, KG_IN_SRC, 0, "in_src");
+    kp_add_param(a, KP_GRAPH, KG_SRC, 0, "src");
+    kp_add_param(a, KP_TILE_TYPE, KR_EDGES, 32, "tile_type");
+    kp_add_param(a, KP_TILE_ROW0, KR_EDGES, 32, "tile_row0");
+    kp_kernel *b = kp_add_kernel(&plan);
+    kp_add_param(b, KP_GRAPH, KG_IN_SRC, 0, "in_src");
+    kp_add_param(b, KP_GRAPH, KG_IN_DST, 0, "in_dst");
+    kp_add_param(b, KP_TILE_TYPE, KR_EDGES, 32, "tile_type");
+    assert_int_equal(kx_plan_graph_bytes(&kg, &plan), 5000 + 2 * 4000 + 2 * 40 * 4);
+    kp_plan_free(&plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_in_order_arrays_small),
         cmocka_unit_test(test_in_order_arrays_real),
         cmocka_unit_test(test_dst_sorted_kernels_read_ordered_arrays),
+        cmocka_unit_test(test_plan_graph_bytes_count_only_what_it_binds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
