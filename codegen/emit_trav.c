@@ -39,6 +39,7 @@ typedef struct kgen {
     int *wacc_off;                /* per weight: accumulator of the current edge type's slice, or -1 */
     int scr_size;
     int needs_cr;
+    int needs_e;                  /* a statement reads an edge variable at row e (edge id) */
     /* thread mapping (cfg lanes, tblock, vec): a row group of L lanes per row, rpb groups per
      * block; V elements per lane access where a row allows it */
     int L, rpb, V;
@@ -95,6 +96,7 @@ static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err
             g->needs_cr = 1;
             snprintf(out, n, "cr");
         } else {
+            g->needs_e = 1;
             snprintf(out, n, "e");
         }
         return 0;
@@ -723,7 +725,9 @@ static void emit_bcast(const kgen *g, rg_str *b, const char *var)
 /* A row group walks positions [q_begin_var, q_end_var) of an edge order (edge ids, or the
  * dst-sorted in_eid), L at a time: each lane fetches one edge's ids in parallel, then the
  * group runs the statements for each edge in turn, ids broadcast by shuffles. This takes
- * the chain of dependent index loads off every edge's critical path. */
+ * the chain of dependent index loads off every edge's critical path. In the dst-sorted order
+ * the ids come from the arrays in that order (in_src[q] = src[in_eid[q]], ...), read
+ * sequentially; the edge id itself only where a statement reads an edge variable. */
 static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
                            const char *per_edge_prefix, const char *body)
 {
@@ -734,29 +738,40 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
                   "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n"
                   "        if (ql < %s) {\n",
                   qb_var, qe_var, g->L, qe_var);
-    if (dst_order) rg_str_printf(b, "            e_l = %s[ql];\n", arr(g, KG_IN_EID));
-    else rg_str_puts(b, "            e_l = ql;\n");
-    rg_str_printf(b, "            sn_l = %s[e_l]; t_l = %s[e_l];\n", arr(g, KG_SRC), arr(g, KG_ETYPE));
-    if (!fixed_dn) rg_str_printf(b, "            dn_l = %s[e_l];\n", arr(g, KG_DST));
+    /* the edge arrays of this order and the index they are read at */
+    kp_graph_array a_src = KG_SRC, a_etype = KG_ETYPE, a_dst = KG_DST, a_compact = KG_EDGE_COMPACT;
+    const char *at = "e_l";
+    if (dst_order) {
+        a_src = KG_IN_SRC, a_etype = KG_IN_ETYPE, a_dst = KG_IN_DST, a_compact = KG_IN_COMPACT;
+        at = "ql";
+        if (g->needs_e) rg_str_printf(b, "            e_l = %s[ql];\n", arr(g, KG_IN_EID));
+    } else {
+        rg_str_puts(b, "            e_l = ql;\n");
+    }
+    rg_str_printf(b, "            sn_l = %s[%s]; t_l = %s[%s];\n", arr(g, a_src), at, arr(g, a_etype), at);
+    if (!fixed_dn) rg_str_printf(b, "            dn_l = %s[%s];\n", arr(g, a_dst), at);
     if (g->needs_cr) {
         if (g->cfg->compact == CFG_COMPACT_BSEARCH)
             rg_str_printf(b, "            cr_l = compact_find(%s, %s, t_l, sn_l);\n", arr(g, KG_UNIQUE_SRC),
                           arr(g, KG_UNIQUE_ETYPE_PTR));
         else
-            rg_str_printf(b, "            cr_l = %s[e_l];\n", arr(g, KG_EDGE_COMPACT));
+            rg_str_printf(b, "            cr_l = %s[%s];\n", arr(g, a_compact), at);
     }
     rg_str_printf(b,
                   "        }\n"
                   "        const int cnt = min(%d, %s - qb);\n"
-                  "        for (int j = 0; j < cnt; j++) {\n"
-                  "            const int e = ",
+                  "        for (int j = 0; j < cnt; j++) {\n",
                   g->L, qe_var);
-    emit_bcast(g, b, "e_l");
-    rg_str_puts(b, ", sn = ");
+    if (g->needs_e) {   /* e_l holds no edge id in the dst-sorted order otherwise */
+        rg_str_puts(b, "            const int e = ");
+        emit_bcast(g, b, "e_l");
+        rg_str_puts(b, "; (void)e;\n");
+    }
+    rg_str_puts(b, "            const int sn = ");
     emit_bcast(g, b, "sn_l");
-    rg_str_puts(b, ";\n            const int t = ");
+    rg_str_puts(b, ", t = ");
     emit_bcast(g, b, "t_l");
-    rg_str_puts(b, "; (void)e; (void)sn; (void)t;\n");
+    rg_str_puts(b, "; (void)sn; (void)t;\n");
     if (fixed_dn) {
         rg_str_printf(b, "            const int dn = %s; (void)dn;\n", fixed_dn);
     } else {

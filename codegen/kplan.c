@@ -42,10 +42,13 @@ const char *kp_graph_array_name(kp_graph_array a)
     static const char *names[KG__COUNT] = {
         "src", "dst", "etype", "etype_ptr", "in_ptr", "in_eid", "out_ptr", "out_eid",
         "unique_src", "unique_etype_ptr", "edge_compact", "ntype_ptr",
-        "etype_src_ntype", "etype_dst_ntype", "node_ntype", "unique_etype"};
+        "etype_src_ntype", "etype_dst_ntype", "node_ntype", "unique_etype",
+        "in_src", "in_etype", "in_dst", "in_compact"};
     RG_ASSERT(a >= 0 && a < KG__COUNT);
     return names[a];
 }
+
+int kp_graph_array_in_order(kp_graph_array a) { return a >= KG_IN_SRC && a <= KG_IN_COMPACT; }
 
 const char *kp_category_name(kp_category c)
 {

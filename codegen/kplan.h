@@ -7,11 +7,16 @@
 #include <stdio.h>
 #include "common/util.h"
 
-/* Graph arrays a kernel may read (uploaded once per dataset). */
+/* Graph arrays a kernel may read (uploaded once per dataset). The KG_IN_* arrays after
+ * KG_UNIQUE_ETYPE are the edge arrays in the order of the dst-sorted CSR (in_src[q] =
+ * src[in_eid[q]], ...): a kernel walking that order reads them sequentially instead of
+ * gathering one 32-byte sector per 4-byte id. They are built and uploaded only when a plan
+ * uses them (kx_alloc). */
 typedef enum kp_graph_array {
     KG_SRC, KG_DST, KG_ETYPE, KG_ETYPE_PTR, KG_IN_PTR, KG_IN_EID, KG_OUT_PTR, KG_OUT_EID,
     KG_UNIQUE_SRC, KG_UNIQUE_ETYPE_PTR, KG_EDGE_COMPACT, KG_NTYPE_PTR,
     KG_ETYPE_SRC_NTYPE, KG_ETYPE_DST_NTYPE, KG_NODE_NTYPE, KG_UNIQUE_ETYPE,
+    KG_IN_SRC, KG_IN_ETYPE, KG_IN_DST, KG_IN_COMPACT,
     KG__COUNT
 } kp_graph_array;
 
@@ -80,6 +85,8 @@ kp_kernel *kp_add_kernel(kp_plan *p);
 void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name);
 void kp_plan_free(kp_plan *p);
 const char *kp_graph_array_name(kp_graph_array a);
+/* Whether `a` is one of the traversal-ordered arrays (KG_IN_SRC .. KG_IN_COMPACT). */
+int kp_graph_array_in_order(kp_graph_array a);
 const char *kp_category_name(kp_category c);
 /* Readable launch plan: kernel, category, grid, block, parameters. */
 void kp_print(const kp_plan *p, const char *const *var_names, FILE *f);

@@ -63,8 +63,13 @@ static int upload_array(kx_graph *kg, kp_graph_array a, const int32_t *host, siz
 {
     size_t bytes = count * sizeof(int32_t);
     if (krt_alloc(&kg->arr[a], bytes ? bytes : 4, err)) return -1;
+    if (bytes && krt_upload(kg->arr[a], host, bytes, err)) {
+        krt_free(kg->arr[a]);   /* a lazily added array must not look uploaded */
+        kg->arr[a] = NULL;
+        return -1;
+    }
     kg->bytes += bytes;
-    return bytes ? krt_upload(kg->arr[a], host, bytes, err) : 0;
+    return 0;
 }
 
 int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
@@ -97,7 +102,31 @@ int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
         rg_err_prefix(err, "uploading graph %s", g->name);
         return -1;
     }
+    out->base_bytes = out->bytes;
     return 0;
+}
+
+int32_t *kx_in_order_array(const hg_graph *g, kp_graph_array a)
+{
+    RG_ASSERT(kp_graph_array_in_order(a));
+    const int32_t *x = a == KG_IN_SRC ? g->src : a == KG_IN_ETYPE ? g->etype : a == KG_IN_DST ? g->dst
+                                                                            : g->edge_compact;
+    size_t E = (size_t)g->num_edges;
+    int32_t *out = rg_xmalloc((E ? E : 1) * sizeof(int32_t));
+    for (size_t q = 0; q < E; q++) out[q] = x[g->in_eid[q]];
+    return out;
+}
+
+/* Uploads a traversal-ordered array the first time a plan binds it: a variant that never walks
+ * the dst-sorted order does not pay its E ints of device memory. */
+static int ensure_in_order(kx_graph *kg, kp_graph_array a, rg_err *err)
+{
+    if (kg->arr[a]) return 0;
+    int32_t *host = kx_in_order_array(kg->g, a);
+    int rc = upload_array(kg, a, host, (size_t)kg->g->num_edges, err);
+    free(host);
+    if (rc) rg_err_prefix(err, "uploading graph %s's %s", kg->g->name, kp_graph_array_name(a));
+    return rc;
 }
 
 void kx_graph_free(kx_graph *kg)
@@ -248,25 +277,48 @@ static size_t var_bytes(const ir_program *ir, int v, const hg_graph *g)
     return (size_t)rows * (size_t)ir_var_row_width(x) * (size_t)vt_bytes(x);
 }
 
+size_t kx_plan_graph_bytes(const kx_graph *kg, const kp_plan *plan)
+{
+    size_t bytes = kg->base_bytes;
+    int in_order[KG__COUNT] = {0};
+    int *tile_seen = rg_xcalloc((size_t)(kg->ntiles ? kg->ntiles : 1), sizeof(int));
+    for (int i = 0; i < plan->nkernels; i++)
+        for (int j = 0; j < plan->kernels[i].nparams; j++) {
+            const kp_param *p = &plan->kernels[i].params[j];
+            if (p->kind == KP_GRAPH && kp_graph_array_in_order((kp_graph_array)p->id) && !in_order[p->id]++)
+                bytes += (size_t)kg->g->num_edges * sizeof(int32_t);
+            if (p->kind != KP_TILE_TYPE) continue;
+            const kx_tiles *t = find_tiles(kg, p->id, (int)p->ival);
+            RG_ASSERT(t);
+            if (!tile_seen[t - kg->tiles]++) bytes += 2 * (size_t)(t->ntiles ? t->ntiles : 1) * sizeof(int);
+        }
+    free(tile_seen);
+    return bytes;
+}
+
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
                    kx_buffers *out, rg_err *err)
 {
-    kx_graph *kg = (kx_graph *)kg_const;  /* tile tables are added lazily, once per shape */
+    kx_graph *kg = (kx_graph *)kg_const;  /* tile tables and traversal-ordered arrays are added lazily */
     memset(out, 0, sizeof *out);
     for (int i = 0; i < v->plan.nkernels; i++) {
         const kp_kernel *k = &v->plan.kernels[i];
-        for (int j = 0; j < k->nparams; j++)
-            if (k->params[j].kind == KP_TILE_TYPE && ensure_tiles(kg, k->params[j].id, (int)k->params[j].ival, err))
+        for (int j = 0; j < k->nparams; j++) {
+            const kp_param *p = &k->params[j];
+            if (p->kind == KP_TILE_TYPE && ensure_tiles(kg, p->id, (int)p->ival, err)) return MP_FAIL;
+            if (p->kind == KP_GRAPH && kp_graph_array_in_order((kp_graph_array)p->id) &&
+                ensure_in_order(kg, (kp_graph_array)p->id, err))
                 return MP_FAIL;
+        }
     }
-    out->graph_bytes = kg->bytes;
-    if (mem_limit && kg->bytes >= mem_limit) {
+    size_t graph_bytes = out->graph_bytes = kx_plan_graph_bytes(kg, &v->plan);
+    if (mem_limit && graph_bytes >= mem_limit) {
         char a[32], b[32];
         rg_errf(err, "out of memory: the graph structures alone need %s, over the limit of %s",
-                mp_format_bytes(kg->bytes, a), mp_format_bytes(mem_limit, b));
+                mp_format_bytes(graph_bytes, a), mp_format_bytes(mem_limit, b));
         return MP_OOM;
     }
-    out->mp = mp_new(mp_cuda_allocator(), mem_limit ? mem_limit - kg->bytes : 0);
+    out->mp = mp_new(mp_cuda_allocator(), mem_limit ? mem_limit - graph_bytes : 0);
     out->nvars = ir->nvars;
     out->id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
     for (int i = 0; i < ir->nvars; i++) {
@@ -276,7 +328,7 @@ mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg
         if (out->id[i] < 0) return MP_FAIL;
     }
     mp_status st = mp_alloc_all(out->mp, err);
-    if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", kg->bytes / 1e6);
+    if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", graph_bytes / 1e6);
     return st;
 }
 
@@ -418,7 +470,10 @@ static int launch_kernel(const kp_kernel *k, const krt_kernel *kk, const kx_buff
         const kp_param *p = &k->params[j];
         switch (p->kind) {
         case KP_VAR: slots[j].p = kx_var_ptr(b, p->id); break;
-        case KP_GRAPH: slots[j].p = kg->arr[p->id]; break;
+        case KP_GRAPH:
+            slots[j].p = kg->arr[p->id];
+            RG_ASSERT(slots[j].p);   /* kx_alloc uploads every array its plan binds */
+            break;
         case KP_TILE_TYPE: case KP_TILE_ROW0:
             tiles = find_tiles(kg, p->id, (int)p->ival);
             RG_ASSERT(tiles);

@@ -18,6 +18,7 @@ typedef struct kx_graph {
     const hg_graph *g;
     void *arr[KG__COUNT];
     size_t bytes;          /* device bytes of the graph structures and tile tables */
+    size_t base_bytes;     /* ... of those uploaded up front (the rest is added per plan) */
     int ntiles, cap_tiles;
     kx_tiles *tiles;
 } kx_graph;
@@ -25,6 +26,13 @@ typedef struct kx_graph {
 int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err);
 void kx_graph_free(kx_graph *kg);
 int64_t kx_size(const hg_graph *g, int kp_size_id);
+/* Device bytes of the graph structures `plan` binds (after kx_alloc added them): those uploaded
+ * up front and the lazily added ones it uses, not those earlier plans added, so that a variant's
+ * peak memory and its memory limit do not depend on which variants ran before it. */
+size_t kx_plan_graph_bytes(const kx_graph *kg, const kp_plan *plan);
+/* Host copy of a traversal-ordered array (KG_IN_SRC .. KG_IN_COMPACT): X[in_eid[q]] for q in
+ * [0, num_edges). Caller frees. */
+int32_t *kx_in_order_array(const hg_graph *g, kp_graph_array a);
 /* Host-side tile table of a row set (for tests and the CPU-side checks). Caller frees. */
 int kx_tile_table(const hg_graph *g, int rowset, int rows_per_tile, int **type, int **row0);
 
