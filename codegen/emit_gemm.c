@@ -509,6 +509,47 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
         "        }\n");
 }
 
+/* Staging of TILE rows of the outer product on tensor cores with 16-byte loads: SB float4s of
+ * X (times the row's scalar) and of dY in flight per thread, then rounded and stored, as
+ * emit_mma_stage_vec does for the product. */
+static void emit_mma_outer_stage_vec(rg_str *src, const gemm_shape *sh, const mma_form *f)
+{
+    char x4[128], y4[128], xst[400], dst[400];
+    ldg4(sh->x, "X", "xb[rr] + k0 + cc", x4, sizeof x4);
+    ldg4(sh->y, "Y", "yb[rr] + n0 + cc", y4, sizeof y4);
+    mma_store4(f, "Xs[rr][cc]", "xv[j]", xst, sizeof xst);
+    mma_store4(f, "Ds[rr][cc]", "dv[j]", dst, sizeof dst);
+    rg_str_printf(src,
+        "#define NV (TILE * TILE / 4)\n#define VIT ((NV + NT - 1) / NT)\n#define SB (VIT < 4 ? VIT : 4)\n"
+        "        #pragma unroll\n"
+        "        for (int b = 0; b < VIT; b += SB) {\n"
+        "            float4 xv[SB], dv[SB];\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < SB; j++) {\n"
+        "                const int idx = tid + (b + j) * NT;\n"
+        "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
+        "                const bool in = b + j < VIT && idx < NV;\n"
+        "                xv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+        "                dv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+        "                if (in && xb[rr] >= 0 && k0 + cc < K) {\n"
+        "                    const float s_ = sv[rr];\n"
+        "                    const float4 v = %s;\n"
+        "                    xv[j] = make_float4(s_ * v.x, s_ * v.y, s_ * v.z, s_ * v.w);\n"
+        "                }\n"
+        "                if (in && yb[rr] >= 0 && n0 + cc < N) dv[j] = %s;\n"
+        "            }\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < SB; j++) {\n"
+        "                const int idx = tid + (b + j) * NT;\n"
+        "                if (b + j >= VIT || idx >= NV) continue;\n"
+        "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
+        "                %s\n"
+        "                %s\n"
+        "            }\n"
+        "        }\n",
+        x4, y4, xst, dst);
+}
+
 /* Y[S] (+)= s * X[G] x W[T] on tensor cores: a block owns TILE rows of one type segment and
  * TILE columns; K is staged KT at a time (zero-padded: K, N and the segment's end need not be
  * multiples of a fragment), and the float32 results go out through shared memory with the
@@ -672,14 +713,19 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
     emit_row_staging(src, ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
     char xs[256], dv[200];
     mma_stage_x(sh->x, f, "(xb[rr] >= 0 && k0 + cc < K)", "sv[rr] * ", "xb[rr] + k0 + cc", xs, sizeof xs);
-    rg_str_printf(src,
-        "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-        "            const int rr = idx / TILE, cc = idx %% TILE;\n"
-        "            Xs[rr][cc] = %s;\n"
-        "            Ds[rr][cc] = %s((yb[rr] >= 0 && n0 + cc < N) ? %s : 0.f);\n"
-        "        }\n"
-        "        __syncthreads();\n",
-        xs, f->round, ldg(sh->y, "Y", "yb[rr] + n0 + cc", dv, sizeof dv));
+    int vec = !vt_is_f64(sh->x) && !vt_is_f64(sh->y) && sh->K % 4 == 0 && sh->ldx % 4 == 0 &&
+              sh->x_head_stride % 4 == 0 && sh->N % 4 == 0 && sh->ldy % 4 == 0 && sh->y_head_stride % 4 == 0;
+    if (vec)
+        emit_mma_outer_stage_vec(src, sh, f);
+    else
+        rg_str_printf(src,
+            "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+            "            const int rr = idx / TILE, cc = idx %% TILE;\n"
+            "            Xs[rr][cc] = %s;\n"
+            "            Ds[rr][cc] = %s((yb[rr] >= 0 && n0 + cc < N) ? %s : 0.f);\n"
+            "        }\n",
+            xs, f->round, ldg(sh->y, "Y", "yb[rr] + n0 + cc", dv, sizeof dv));
+    rg_str_puts(src, "        __syncthreads();\n");
     emit_mma_step(src, f, "col_major", "&Xs[kk][fr * 16]", T + f->pad, "&Ds[kk][fc * 16]", T + f->pad, "TILE");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
