@@ -109,6 +109,22 @@ int sp_load(const char *spec, sp_space *out, rg_err *err)
     return rc;
 }
 
+void sp_config_at(const sp_space *s, long k, cg_config *cfg)
+{
+    int idx[SP_MAX_DIMS];
+    for (int i = s->ndims - 1; i >= 0; i--) {   /* the last key varies fastest */
+        idx[i] = (int)(k % s->dims[i].nvals);
+        k /= s->dims[i].nvals;
+    }
+    RG_ASSERT(k == 0);
+    cfg_default(cfg);
+    for (int i = 0; i < s->ndims; i++) {
+        char kv[64];
+        snprintf(kv, sizeof kv, "%s=%s", s->dims[i].key, s->dims[i].vals[idx[i]]);
+        RG_ASSERT(cfg_parse(cfg, kv, NULL) == 0);  /* checked by sp_load */
+    }
+}
+
 int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
 {
     long total = 1;
@@ -117,21 +133,11 @@ int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
      * measures (spaces past 10,000 points are searched under a budget: explore replay) */
     if (total > 1000000) return rg_errf(err, "space %s has %ld points: too many (at most 1000000)", s->name, total);
     sp_point *p = rg_xcalloc((size_t)total, sizeof *p);
-    int idx[SP_MAX_DIMS] = {0};
     for (long k = 0; k < total; k++) {
-        cfg_default(&p[k].cfg);
-        for (int i = 0; i < s->ndims; i++) {
-            char kv[64];
-            snprintf(kv, sizeof kv, "%s=%s", s->dims[i].key, s->dims[i].vals[idx[i]]);
-            RG_ASSERT(cfg_parse(&p[k].cfg, kv, NULL) == 0);  /* checked by sp_load */
-        }
+        sp_config_at(s, k, &p[k].cfg);
         rg_err why;
         p[k].valid = cfg_validate(&p[k].cfg, &why) == 0;
         if (!p[k].valid) snprintf(p[k].reason, sizeof p[k].reason, "%s", why.msg);
-        for (int i = s->ndims - 1; i >= 0; i--) {
-            if (++idx[i] < s->dims[i].nvals) break;
-            idx[i] = 0;
-        }
     }
     *points = p;
     *n = (int)total;

@@ -33,6 +33,8 @@ int sp_load(const char *spec, sp_space *out, rg_err *err);
 /* Every combination, in a stable order (last key fastest). Caller frees *points. */
 int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err);
 int sp_count_valid(const sp_point *p, int n);
+/* The config of point k (0 <= k < the product of the value counts) in sp_enumerate's order. */
+void sp_config_at(const sp_space *s, long k, cg_config *cfg);
 /* The space as text (what `--space FILE` accepts). */
 void sp_print(const sp_space *s, FILE *f);
 

@@ -1,5 +1,5 @@
-/* Tests of the code generator without a GPU: every variant of the default design space,
- * for every model and task, emits sources that NVRTC compiles for sm_90 (a sample for sm_80; points
+/* Tests of the code generator without a GPU: every distinct kernel of the default design space,
+ * for every model and task, is emitted and NVRTC compiles it for sm_90 (a sample for sm_80; points
  * that do not apply to a problem, softmax=single for rgcn or a vector width wider than its rows,
  * must say so and are left out). */
 #include "tests/testutil.h"
@@ -8,30 +8,30 @@
 #include "codegen/pipeline.h"
 #include "explorer/space.h"
 #include "runtime/exec.h"
+#include "tests/kcover.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Unique kernel sources across variants (variants share most kernels). */
-typedef struct source_set {
-    int n, cap;
-    uint64_t *hash;
-    kp_plan plan;   /* holds one copy of each unique kernel */
-} source_set;
+/* Kernels queued for sm_90 in this run, by kc_kernel_class (the same text up to comments and the
+ * kernel's own name: NVRTC's verdict is the same), and the tensor-core kernel shapes seen
+ * (kc_kernel_shape): shared by the tests, so that none compiles what an earlier one did. */
+static kc_set queued90, mma_shapes;
+static int fp32_queued;   /* distinct float32 kernels queued so far: every fourth also goes to sm_80 */
 
-static void add_unique(source_set *s, const kp_kernel *k)
+static void add_copy(kp_plan *p, const kp_kernel *k)
 {
-    uint64_t h = rg_fnv1a64(k->source, strlen(k->source), RG_FNV_SEED);
-    for (int i = 0; i < s->n; i++)
-        if (s->hash[i] == h) return;
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->hash = rg_xrealloc(s->hash, (size_t)s->cap * sizeof *s->hash);
-    }
-    s->hash[s->n++] = h;
-    kp_kernel *c = kp_add_kernel(&s->plan);
+    kp_kernel *c = kp_add_kernel(p);
     *c = *k;
     c->source = rg_xstrdup(k->source);
+}
+
+/* Queues k for sm_90 unless a kernel of its class was queued in this run; 1 when queued. */
+static int queue90(kp_plan *p, const kp_kernel *k)
+{
+    if (!kc_set_add(&queued90, kc_kernel_class(k))) return 0;
+    add_copy(p, k);
+    return 1;
 }
 
 static const ir_dims dims = {64, 64, 1};
@@ -55,73 +55,61 @@ static int build_variant(const char *model, const char *task, const cg_config *c
     return build_variant_dims(model, task, &dims, cfg, v, err);
 }
 
+/* The kernels of one problem's space, split by target. */
+typedef struct space_kernels {
+    kp_plan sm90, sm80;
+    int fp32, mma;   /* distinct kernels of the problem */
+} space_kernels;
+
+static void collect(const kp_kernel *k, void *ctx)
+{
+    space_kernels *s = ctx;
+    if (strstr(k->source, "nvcuda::wmma")) {
+        s->mma++;
+        if (kc_set_add(&mma_shapes, kc_kernel_shape(k))) queue90(&s->sm90, k);
+        return;
+    }
+    s->fp32++;
+    if (queue90(&s->sm90, k) && fp32_queued++ % 4 == 0) add_copy(&s->sm80, k);
+}
+
+/* softmax=single for rgcn, or a traversal mapping wider than the rows: the only points that may
+ * not apply. */
+static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err *why)
+{
+    (void)why;
+    rg_err e;
+    return (c->softmax == CFG_SOFTMAX_SINGLE && !strcmp(p->model, "rgcn")) || !et_mapping_applies(c, &p->dims, &e);
+}
+
 static void compile_space(const char *model, const char *task)
 {
-    sp_space sp;
-    sp_point *pts;
-    int n;
+    pl_problem p = {.model = model, .task = task, .dims = dims};
+    space_kernels sk = {0};
+    kc_walk w;
     rg_err err;
-    assert_int_equal(sp_load("default", &sp, &err), 0);
-    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    source_set set = {0}, mma = {0};
-    int variants = 0, inapplicable = 0;
-    for (int i = 0; i < n; i++) {
-        if (!pts[i].valid) continue;
-        cg_variant v;
-        int rc = build_variant(model, task, &pts[i].cfg, &v, &err);
-        rg_err why;
-        if (rc == PL_INAPPLICABLE && ((pts[i].cfg.softmax == CFG_SOFTMAX_SINGLE && !strcmp(model, "rgcn")) ||
-                                      !et_mapping_applies(&pts[i].cfg, &dims, &why))) {
-            inapplicable++;
-            continue;
-        }
-        if (rc) {
-            char *cs = cfg_to_string(&pts[i].cfg);
-            fail_msg("%s %s %s: %s", model, task, cs, err.msg);
-        }
-        variants++;
-        for (int k = 0; k < v.plan.nkernels; k++) {
-            const kp_kernel *kk = &v.plan.kernels[k];
-            add_unique(strstr(kk->source, "nvcuda::wmma") ? &mma : &set, kk);
-        }
-        cg_variant_free(&v);
-    }
-    if (!strcmp(model, "rgcn")) assert_true(inapplicable > 0);
-    /* sm_90, the target, compiles every unique float32 kernel and one in 16 tensor-core kernels
-     * (they differ by schedule macros; test_mma_sources_compile compiles every one of its
-     * schedules at two problem sizes, and the space's thousands more tripled this test's time);
-     * sm_80 a quarter of the float32 ones (portability is a property of the templates, and the
-     * whole set doubled the test's time) */
-    kp_plan sample = {0};
-    for (int k = 0; k < set.plan.nkernels; k += 4) {
-        kp_kernel *c = kp_add_kernel(&sample);
-        *c = set.plan.kernels[k];
-        c->source = rg_xstrdup(set.plan.kernels[k].source);
-    }
-    int nfp32 = set.n;
-    for (int k = 0; k < mma.plan.nkernels; k += 16) {
-        kp_kernel *c = kp_add_kernel(&set.plan);
-        *c = mma.plan.kernels[k];
-        c->source = rg_xstrdup(mma.plan.kernels[k].source);
-    }
+    /* every distinct kernel, from the points of a new schedule class (tests/kcover.h) */
+    kc_space_kernels("default", &p, 64, inapplicable_ok, collect, &sk, &w);
+    if (!strcmp(model, "rgcn")) assert_true(w.inapplicable > 0);
+    assert_true(sk.mma > 0);
+    /* sm_90, the target, compiles every distinct float32 kernel and one tensor-core kernel of each
+     * shape (they differ by schedule macros; test_mma_sources_compile compiles every one of its
+     * schedules at two problem sizes); sm_80 a quarter of the float32 ones (portability is a
+     * property of the templates, and the whole set doubled the test's time) */
     static const int archs[] = {90, 80};
-    const kp_plan *plans[] = {&set.plan, &sample};
+    const kp_plan *plans[] = {&sk.sm90, &sk.sm80};
     for (int a = 0; a < 2; a++) {
         kx_compiled c;
         double t0 = rg_now();
-        if (kx_compile(plans[a], archs[a], 2, &c, &err)) fail_msg("%s %s sm_%d: %s", model, task, archs[a], err.msg);
-        printf("%s %s: %d variants (%d not for this model), %d of %d unique kernels (%d on tensor cores) compiled for "
-               "sm_%d in %.1f s (%d from the cache)\n", model, task, variants, inapplicable, plans[a]->nkernels,
-               nfp32 + mma.n, mma.n, archs[a], rg_now() - t0, c.cache_hits);
+        if (kx_compile(plans[a], archs[a], 2, &c, &err))
+            fail_msg("%s %s sm_%d: %s", model, task, archs[a], err.msg);
+        printf("%s %s: %d valid points, %d built (%d not for this model), %d distinct kernels (%d on tensor cores): "
+               "%d new to this run compiled for sm_%d in %.1f s\n", model, task, w.points, w.built, w.inapplicable,
+               sk.fp32 + sk.mma, sk.mma, plans[a]->nkernels, archs[a], rg_now() - t0);
         kx_compiled_free(&c);
     }
-    assert_true(mma.n > 0);
-    kp_plan_free(&sample);
-    kp_plan_free(&set.plan);
-    kp_plan_free(&mma.plan);
-    free(set.hash);
-    free(mma.hash);
-    free(pts);
+    kp_plan_free(&sk.sm90);
+    kp_plan_free(&sk.sm80);
 }
 
 static void test_rgcn_infer_space_compiles(void **state) { (void)state; compile_space("rgcn", "infer"); }
@@ -144,7 +132,8 @@ static void test_mma_sources_compile(void **state)
     static const char *const schedules[] = {"tile=16,coarsen=1",
                                             "tile=64,coarsen=2,lb=on,compact=bsearch,reorder=off,trav=node"};
     static const ir_dims dims[] = {{64, 64, 1}, {128, 128, 4}};
-    source_set set = {0};
+    kp_plan plan = {0};
+    int distinct = 0;
     rg_err err;
     for (int m = 0; m < 3; m++)
         for (int t = 0; t < 2; t++) {
@@ -167,7 +156,7 @@ static void test_mma_sources_compile(void **state)
                                 fail_msg("%s %s %s: %s neither uses tensor cores nor says why", models[m], tasks[t], kv,
                                          kk->name);
                             tensor += on;
-                            if (on) add_unique(&set, kk);   /* the float32 ones: the space tests */
+                            if (on) distinct += queue90(&plan, kk);   /* the float32 ones: the space tests */
                         }
                         cg_variant_free(&v);
                         free(kv);
@@ -176,12 +165,11 @@ static void test_mma_sources_compile(void **state)
         }
     kx_compiled c;
     double t0 = rg_now();
-    if (kx_compile(&set.plan, 90, 2, &c, &err)) fail_msg("%s", err.msg);
-    printf("mma: %d unique GEMM kernels compiled for sm_90 in %.1f s (%d from the cache)\n", set.n, rg_now() - t0,
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("%s", err.msg);
+    printf("mma: %d distinct GEMM kernels compiled for sm_90 in %.1f s (%d from the cache)\n", distinct, rg_now() - t0,
            c.cache_hits);
     kx_compiled_free(&c);
-    kp_plan_free(&set.plan);
-    free(set.hash);
+    kp_plan_free(&plan);
 }
 
 /* Properties of the emitted sources that schedules promise. */
@@ -238,8 +226,8 @@ static void test_thread_mappings_compile(void **state)
 {
     (void)state;
     static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
-    source_set set = {0};
-    int variants = 0;
+    kp_plan plan = {0};
+    int variants = 0, distinct = 0;
     rg_err err;
     for (int m = 0; m < 3; m++)
         for (int t = 0; t < 2; t++)
@@ -254,16 +242,15 @@ static void test_thread_mappings_compile(void **state)
                 if (rc == PL_INAPPLICABLE && strstr(err.msg, "is refused in training")) continue;
                 if (rc) fail_msg("%s %s %s: %s", models[m], tasks[t], mappings[i], err.msg);
                 variants++;
-                for (int k = 0; k < v.plan.nkernels; k++) add_unique(&set, &v.plan.kernels[k]);
+                for (int k = 0; k < v.plan.nkernels; k++) distinct += queue90(&plan, &v.plan.kernels[k]);
                 cg_variant_free(&v);
             }
     kx_compiled c;
-    if (kx_compile(&set.plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    printf("thread mappings: %d variants, %d unique kernels compiled for sm_90 (%d from the cache)\n", variants, set.n,
-           c.cache_hits);
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("thread mappings: %d variants, %d distinct kernels new to this run compiled for sm_90 (%d from the cache)\n",
+           variants, distinct, c.cache_hits);
     kx_compiled_free(&c);
-    kp_plan_free(&set.plan);
-    free(set.hash);
+    kp_plan_free(&plan);
 }
 
 /* The traversal kernels of one mapping: how many, and how many contain each of want[]. */
@@ -385,27 +372,32 @@ static void test_invalid_configs_are_rejected_before_compiling(void **state)
     assert_non_null(strstr(err.msg, "unknown key"));
 }
 
+/* Canonical strings parse back to the same config, on points of the full space that cover every
+ * pair of values of every two keys, and 4096 more drawn with a fixed seed (the whole space is
+ * 331,776 points; tests/test_config.c enumerates it and prints it). */
 static void test_config_strings_round_trip(void **state)
 {
     (void)state;
     sp_space sp;
-    sp_point *pts;
-    int n;
     rg_err err;
     assert_int_equal(sp_load("full", &sp, &err), 0);
-    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    assert_int_equal(n, 2304 * 24 * 3 * 2);   /* tests/test_config.c prints the space */
+    long *idx;
+    int n = kc_pairwise(&sp, 4096, 7, &idx), valid = 0;
+    assert_true(n > 4096);
     for (int i = 0; i < n; i++) {
-        char *s = cfg_to_string(&pts[i].cfg);
-        cg_config back;
+        cg_config c, back;
+        sp_config_at(&sp, idx[i], &c);
+        char *s = cfg_to_string(&c);
         cfg_default(&back);
         assert_int_equal(cfg_parse(&back, s, &err), 0);
-        assert_true(cfg_hash(&back) == cfg_hash(&pts[i].cfg));
+        if (cfg_hash(&back) != cfg_hash(&c)) fail_msg("%s does not parse back to the point it was printed from", s);
+        char *diff = tu_config_diff(&c, &back);
+        if (diff) fail_msg("%s parses back with %s", s, diff);
+        valid += cfg_validate(&c, &err) == 0;
         free(s);
     }
-    int valid = sp_count_valid(pts, n);
-    assert_true(valid > 100 && valid < n);
-    free(pts);
+    assert_true(valid > 100 && valid < n);   /* both kinds of point were checked */
+    free(idx);
 }
 
 static void test_space_file_errors_name_the_line(void **state)

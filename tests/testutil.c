@@ -57,6 +57,17 @@ ir_dims tu_model_dims(const char *model, const ir_dims *d)
     return m;
 }
 
+char *tu_config_diff(const cg_config *a, const cg_config *b)
+{
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        char va[CFG_VALUE_MAX], vb[CFG_VALUE_MAX];
+        const cfg_key *key = cfg_key_at(k);
+        if (strcmp(cfg_value(key, a, va), cfg_value(key, b, vb)))
+            return rg_xasprintf("%s=%s, not %s=%s", key->name, vb, key->name, va);
+    }
+    return NULL;
+}
+
 char *tu_tmpdir(void)
 {
     char tmpl[] = "/tmp/rgnn-test-XXXXXX";

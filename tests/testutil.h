@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "codegen/config.h"
 #include "codegen/ir.h"
 
 /* ../shared/datasets (or $RGNN_TEST_DATA) if present, else NULL. */
@@ -46,6 +47,10 @@ extern const int tu_nmodels;
 /* The dims a test gives a model: D, except that pyg_hgt gets OUT = IN (PyG's HGTConv has its gated
  * skip only there, and pyg_hgt always applies it). */
 ir_dims tu_model_dims(const char *model, const ir_dims *d);
+/* The first key whose value differs between two configs, as "KEY=A, not KEY=B" (caller frees),
+ * or NULL when every key agrees. cfg_hash hashes the canonical string, so it cannot see a key that
+ * the string leaves out: round-trip tests compare with this too. */
+char *tu_config_diff(const cg_config *a, const cg_config *b);
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */
