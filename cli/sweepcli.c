@@ -9,6 +9,10 @@
 #include "runtime/rt.h"
 #include "results/store.h"
 
+/* A macro's value as a string literal (explorer/sweep.h's defaults in the help text). */
+#define SC_STR_(x) #x
+#define SC_STR(x) SC_STR_(x)
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -55,11 +59,16 @@ static void add_sweep_options(ro_cmd *r, sc_cli *c, cp_problem *p)
 {
     xs_options *o = &c->opt;
     ro_add(r, (ro_opt){.name = "space", .arg = "S", .kind = RO_STR, .dst = &o->space, .help = "default, full, or a file of 'key: values' lines (default: default)"});
-    ro_add(r, (ro_opt){.name = "budget", .arg = "N", .kind = RO_INT, .dst = &o->budget, .help = "measure at most N variants per problem (default: all)", .lo = 1, .hi = 100000000});
+    ro_add(r, (ro_opt){.name = "budget", .arg = "N", .kind = RO_INT, .dst = &o->budget, .help = "measure at most N variants per problem (default: all of a space of up to\n"
+                               SC_STR(XS_EXHAUSTIVE_MAX) " valid points; a larger one is searched, "
+                               SC_STR(XS_DEFAULT_SEARCH_PERCENT) "% of it with " XS_DEFAULT_SEARCH ")", .lo = 1, .hi = 100000000});
+    ro_add(r, (ro_opt){.name = "exhaustive", .arg = NULL, .kind = RO_FLAG, .dst = &o->exhaustive,
+                       .help = "measure every valid point however large the space (no default search)"});
     ro_add(r, (ro_opt){.name = "strategy", .arg = "S", .kind = RO_STR, .dst = &o->strategy,
                        .help = "search the space within --budget with a strategy of explore replay (random,\n"
                                "model, static, anneal, bo): each pick is measured, or read back when stored\n"
-                               "(default: measure in cost-model or enumeration order)"});
+                               "(default: measure in cost-model or enumeration order; " XS_DEFAULT_SEARCH " over\n"
+                               SC_STR(XS_DEFAULT_SEARCH_PERCENT) "% of a space of more than " SC_STR(XS_EXHAUSTIVE_MAX) " valid points)"});
     ro_add(r, (ro_opt){.name = "seed", .arg = "K", .kind = RO_INT, .dst = &c->seed, .help = "the strategy's seed (default 1)", .lo = 0, .hi = 2000000000});
     ro_add(r, (ro_opt){.name = "time-limit", .arg = "S", .kind = RO_REAL, .dst = &o->time_limit_s,
                        .help = "wall seconds per problem (dataset, compiling and validating included): the\n"

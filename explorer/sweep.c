@@ -355,6 +355,9 @@ typedef struct job {
     int *invalid, ninvalid;     /* invalid points to record */
     progress pr;
     double t0;                  /* the problem's start (--time-limit) */
+    const char *strategy;       /* the search in use: --strategy, or the default one of a large space */
+    int budget;                 /* its budget or the measuring order's: --budget, or the default's */
+    int default_search;         /* 1: no --strategy, --budget or --exhaustive and a space too large to sweep */
 } job;
 
 static void summary_init(xs_summary *sum)
@@ -408,10 +411,10 @@ static int plan_work(job *j, rg_err *err)
         if (j->pts[i].valid) j->todo[j->ntodo++] = i;
         else j->invalid[j->ninvalid++] = i;
     }
-    if (j->s->o.strategy) return 0;   /* a search picks its own points (search below) */
+    if (j->strategy) return 0;   /* a search picks its own points (search below) */
     if (j->s->o.order && j->ntodo > 1)
         j->s->o.order(j->s->o.order_ctx, j->p, &j->info.stats, j->pts, j->todo, j->ntodo);
-    if (j->s->o.budget > 0 && j->ntodo > j->s->o.budget) j->ntodo = j->s->o.budget;
+    if (j->budget > 0 && j->ntodo > j->budget) j->ntodo = j->budget;
     return 0;
 }
 
@@ -841,7 +844,7 @@ static sr_eval_status live_eval(void *ctx, const sr_problem *p, int k, const cg_
 static int search_budget(const job *j)
 {
     int valid = j->sum->valid;
-    return j->s->o.budget > 0 && j->s->o.budget < valid ? j->s->o.budget : valid;
+    return j->budget > 0 && j->budget < valid ? j->budget : valid;
 }
 
 /* The search problem of the space's valid points, with the cost model's predictions. */
@@ -907,7 +910,7 @@ static int search(job *j, xw_worker *w, rg_err *err)
     if (!rc && sum->budget > 0) {
         double *best = rg_xmalloc((size_t)sum->budget * sizeof *best);
         sr_evaluator ev = {live_eval, &L};
-        int used = sr_search_eval(sr_strategy_find(o->strategy), &sp, sum->budget, o->seed, &ev, best);
+        int used = sr_search_eval(sr_strategy_find(j->strategy), &sp, sum->budget, o->seed, &ev, best);
         sum->stopped_by = L.stop ? L.stop : used == sum->budget ? "budget" : "space";
         rc = L.failed ? -1 : 0;
         free(best);
@@ -963,24 +966,43 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
     j->dataset_id = rs_upsert_dataset(j->s->store, j->p->dataset, &j->info.stats, err);
     if (j->dataset_id < 0 || register_variants(j, err) || plan_work(j, err)) return -1;
     const xs_options *o = &j->s->o;
-    if (o->strategy) {
-        snprintf(j->sum->strategy, sizeof j->sum->strategy, "%s", o->strategy);
+    if (j->strategy) {
+        snprintf(j->sum->strategy, sizeof j->sum->strategy, "%s", j->strategy);
         j->sum->budget = search_budget(j);
     }
-    progress_init(&j->pr, j->pr.mode, o->strategy ? j->sum->budget : j->ntodo, NAN);
+    progress_init(&j->pr, j->pr.mode, j->strategy ? j->sum->budget : j->ntodo, NAN);
     j->pr.t0 = j->t0;
-    j->pr.show_elapsed = o->strategy || o->time_limit_s > 0;
-    if (j->pr.mode != XS_PROGRESS_OFF && o->strategy)
+    j->pr.show_elapsed = j->strategy || o->time_limit_s > 0;
+    if (j->pr.mode != XS_PROGRESS_OFF && j->strategy)
         fprintf(stderr, "%s on %s (%s): %d points, %d valid, %d already measured, %d invalid to record; search %s, "
                         "budget %d, seed %llu%s\n", j->p->model, j->p->dataset, j->p->task, j->n, j->sum->valid,
-                j->sum->skipped, j->ninvalid, o->strategy, j->sum->budget, (unsigned long long)o->seed,
+                j->sum->skipped, j->ninvalid, j->strategy, j->sum->budget, (unsigned long long)o->seed,
                 o->time_limit_s > 0 ? ", with a time limit" : "");
     else if (j->pr.mode != XS_PROGRESS_OFF)
         fprintf(stderr, "%s on %s (%s): %d points, %d already measured, %d invalid to record, %d to measure%s\n",
                 j->p->model, j->p->dataset, j->p->task, j->n, j->sum->skipped, j->ninvalid, j->ntodo,
-                o->budget > 0 ? " (--budget)" : "");
+                j->budget > 0 ? " (--budget)" : "");
+    if (j->default_search && j->pr.mode != XS_PROGRESS_OFF)
+        fprintf(stderr, "the space has %d valid points, too many to sweep: searching %d of them (%d%%) with %s "
+                        "(--exhaustive measures every point, --budget and --strategy choose)\n",
+                j->sum->valid, j->sum->budget, XS_DEFAULT_SEARCH_PERCENT, j->strategy);
     if (record_invalid(j, err)) return -1;
-    return o->strategy ? search(j, w, err) : measure_all(j, w, err);
+    return j->strategy ? search(j, w, err) : measure_all(j, w, err);
+}
+
+/* The search of a problem: --strategy and --budget as given; without them (and without --exhaustive)
+ * a space of more than XS_EXHAUSTIVE_MAX valid points is not swept but searched, XS_DEFAULT_SEARCH
+ * over XS_DEFAULT_SEARCH_PERCENT of its points (issue 19: an exhaustive sweep is no longer the
+ * default once per-kernel and precision choices make the space large). */
+static void choose_search(job *j)
+{
+    const xs_options *o = &j->s->o;
+    j->strategy = o->strategy;
+    j->budget = o->budget;
+    if (o->strategy || o->budget > 0 || o->exhaustive || j->sum->valid <= XS_EXHAUSTIVE_MAX) return;
+    j->strategy = XS_DEFAULT_SEARCH;
+    j->budget = (j->sum->valid * XS_DEFAULT_SEARCH_PERCENT + 99) / 100;
+    j->default_search = 1;
 }
 
 int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
@@ -997,6 +1019,7 @@ int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
     sum->points = j.n;
     sum->valid = sp_count_valid(j.pts, j.n);
     sum->invalid = j.n - sum->valid;
+    choose_search(&j);
     /* the mode is settled before the worker starts: its output is shown according to it */
     progress_init(&j.pr, s->o.quiet && s->o.progress == XS_PROGRESS_AUTO ? XS_PROGRESS_OFF : s->o.progress, 0, NAN);
     xw_config wc;

@@ -21,6 +21,12 @@ typedef xb_backend *(*xs_gpu_backend_fn)(rg_err *err);
 
 enum { XS_PROGRESS_AUTO, XS_PROGRESS_OFF, XS_PROGRESS_LINES, XS_PROGRESS_BAR };
 
+/* Without --strategy, --budget or --exhaustive, a problem whose space has more valid points than
+ * this is searched (XS_DEFAULT_SEARCH over XS_DEFAULT_SEARCH_PERCENT of them), not swept. */
+#define XS_EXHAUSTIVE_MAX 2000
+#define XS_DEFAULT_SEARCH "anneal"
+#define XS_DEFAULT_SEARCH_PERCENT 2
+
 typedef struct xs_options {
     const char *space;            /* "default", "full" or a space file */
     int budget;                   /* measure at most this many variants; <= 0: no limit */
@@ -40,7 +46,9 @@ typedef struct xs_options {
     void *order_ctx;
     /* A search (explorer/search.h) in place of measuring in order: the strategy picks each next
      * variant from what it measured so far, within the budget (none: the valid points). */
-    const char *strategy;         /* NULL: measure in order up to the budget (the default) */
+    const char *strategy;         /* NULL: measure in order up to the budget (the default), or search
+                                   * a space of over XS_EXHAUSTIVE_MAX valid points (below) */
+    int exhaustive;               /* measure every valid point however large the space */
     xs_predict_fn predict;        /* the strategy's model prior (ctx: order_ctx); NULL: none */
     uint64_t seed;                /* the strategy's seed */
     double time_limit_s;          /* wall seconds per problem, then the sweep or search stops; <= 0: none */

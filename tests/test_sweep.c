@@ -1075,6 +1075,46 @@ static void test_live_search_goes_on_past_failures(void **state)
     free(best);
 }
 
+/* A space of more than XS_EXHAUSTIVE_MAX valid points is searched, not swept, unless asked: without
+ * --strategy or --budget the default search measures XS_DEFAULT_SEARCH_PERCENT of it; --exhaustive
+ * or a budget keeps the ordered sweep (its budget then bounds it). */
+static void test_large_space_is_searched_by_default(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.space = "default";
+    o.commit = "large";
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_true(sum.valid > XS_EXHAUSTIVE_MAX);
+    assert_string_equal(sum.strategy, XS_DEFAULT_SEARCH);
+    assert_int_equal(sum.budget, (sum.valid * XS_DEFAULT_SEARCH_PERCENT + 99) / 100);
+    assert_int_equal(sum.evaluations, sum.budget);
+    assert_int_equal(sum.measured, sum.budget);
+    /* a budget: the ordered sweep as before, no search */
+    o.commit = "budgeted";
+    o.budget = 7;
+    sweep_ok(&o, &p, &sum);
+    assert_string_equal(sum.strategy, "");
+    assert_int_equal(sum.measured, 7);
+    /* --exhaustive with a budget: still ordered and bounded by it */
+    o.commit = "exhaustive";
+    o.exhaustive = 1;
+    o.budget = 5;
+    sweep_ok(&o, &p, &sum);
+    assert_string_equal(sum.strategy, "");
+    assert_int_equal(sum.measured, 5);
+    /* the small space of the other tests is still swept whole */
+    options(&o, f, "sim");
+    o.commit = "small";
+    sweep_ok(&o, &p, &sum);
+    assert_string_equal(sum.strategy, "");
+    assert_int_equal(sum.measured, VALID);
+}
+
 /* A time limit that has run out when the first variant is done stops the search, and the
  * ordered sweep, after that variant; the summary says so. */
 static void test_time_limit_stops_after_one_evaluation(void **state)
@@ -1546,6 +1586,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_search_finds_the_optimum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_is_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_goes_on_past_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_space_is_searched_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_resumes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_uses_predictions, setup, teardown),
