@@ -458,6 +458,38 @@ static void mma_store4(const mma_form *f, const char *dst, const char *v, char *
                  f->round, v, f->round, v, f->round, v);
 }
 
+/* The batched staging loop both tensor-core forms share: NV float4s of each of two operands per
+ * step, VIT per thread, loaded SB at a time into registers a[] and b[] (all loads of a batch in
+ * flight together), then stored. Opens the loop and its load phase, with idx in scope. */
+static void emit_batch_open(rg_str *src, const char *nv, const char *a, const char *b)
+{
+    rg_str_printf(src,
+        "#define NV (%s)\n#define VIT ((NV + NT - 1) / NT)\n#define SB (VIT < 4 ? VIT : 4)\n"
+        "        #pragma unroll\n"
+        "        for (int b = 0; b < VIT; b += SB) {\n"
+        "            float4 %s[SB], %s[SB];\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < SB; j++) {\n"
+        "                const int idx = tid + (b + j) * NT;\n",
+        nv, a, b);
+}
+
+/* Ends the load phase and opens the store phase of the batch (idx in scope, past the end skipped). */
+static void emit_batch_stores(rg_str *src)
+{
+    rg_str_puts(src,
+        "            }\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < SB; j++) {\n"
+        "                const int idx = tid + (b + j) * NT;\n"
+        "                if (b + j >= VIT || idx >= NV) continue;\n");
+}
+
+static void emit_batch_close(rg_str *src)
+{
+    rg_str_puts(src, "            }\n        }\n");
+}
+
 /* Staging of one K step of the product on tensor cores with 16-byte loads (product_vectorizes):
  * each thread loads SB float4s of X and of W into registers, then rounds and stores them, so SB
  * loads of each operand are in flight at once instead of one scalar load at a time (the scalar
@@ -468,13 +500,8 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
     ldg4(sh->x, "X", "xbase[r] + k0 + kk", x4, sizeof x4);
     mma_store4(f, "Xs[r][kk]", "xv[j]", xst, sizeof xst);
     mma_store4(f, "Ws[r][c]", "wv[j]", wst, sizeof wst);
+    emit_batch_open(src, "TILE * KT / 4", "xv", "wv");
     rg_str_printf(src,
-        "        #pragma unroll\n"
-        "        for (int b = 0; b < VIT; b += SB) {\n"
-        "            float4 xv[SB], wv[SB];\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < SB; j++) {\n"
-        "                const int idx = tid + (b + j) * NT;\n"
         "                const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4;\n"
         "                xv[j] = (b + j < VIT && idx < NV && xbase[r] >= 0 && k0 + kk < K) ? %s\n"
         "                                                                             : make_float4(0.f, 0.f, 0.f, 0.f);\n",
@@ -489,14 +516,8 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
             "                const int wr = idx / (TILE / 4), wc = (idx % (TILE / 4)) * 4;\n"
             "                wv[j] = (b + j < VIT && idx < NV && k0 + wr < K && col0 + wc < N)\n"
             "                            ? __ldg((const float4*)(Wt + (size_t)(k0 + wr) * N + col0 + wc)) : make_float4(0.f, 0.f, 0.f, 0.f);\n");
-    rg_str_printf(src,
-        "            }\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < SB; j++) {\n"
-        "                const int idx = tid + (b + j) * NT;\n"
-        "                if (b + j >= VIT || idx >= NV) continue;\n"
-        "                { const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4; %s }\n",
-        xst);
+    emit_batch_stores(src);
+    rg_str_printf(src, "                { const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4; %s }\n", xst);
     if (gm->transpose_w)
         rg_str_printf(src,
             "                { const int c = idx / (KT / 4), r = (idx %% (KT / 4)) * 4;\n"
@@ -504,9 +525,7 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
             f->round, f->round, f->round, f->round);
     else
         rg_str_printf(src, "                { const int r = idx / (TILE / 4), c = (idx %% (TILE / 4)) * 4; %s }\n", wst);
-    rg_str_puts(src,
-        "            }\n"
-        "        }\n");
+    emit_batch_close(src);
 }
 
 /* Staging of TILE rows of the outer product on tensor cores with 16-byte loads: SB float4s of
@@ -519,14 +538,8 @@ static void emit_mma_outer_stage_vec(rg_str *src, const gemm_shape *sh, const mm
     ldg4(sh->y, "Y", "yb[rr] + n0 + cc", y4, sizeof y4);
     mma_store4(f, "Xs[rr][cc]", "xv[j]", xst, sizeof xst);
     mma_store4(f, "Ds[rr][cc]", "dv[j]", dst, sizeof dst);
+    emit_batch_open(src, "TILE * TILE / 4", "xv", "dv");
     rg_str_printf(src,
-        "#define NV (TILE * TILE / 4)\n#define VIT ((NV + NT - 1) / NT)\n#define SB (VIT < 4 ? VIT : 4)\n"
-        "        #pragma unroll\n"
-        "        for (int b = 0; b < VIT; b += SB) {\n"
-        "            float4 xv[SB], dv[SB];\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < SB; j++) {\n"
-        "                const int idx = tid + (b + j) * NT;\n"
         "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
         "                const bool in = b + j < VIT && idx < NV;\n"
         "                xv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
@@ -536,18 +549,15 @@ static void emit_mma_outer_stage_vec(rg_str *src, const gemm_shape *sh, const mm
         "                    const float4 v = %s;\n"
         "                    xv[j] = make_float4(s_ * v.x, s_ * v.y, s_ * v.z, s_ * v.w);\n"
         "                }\n"
-        "                if (in && yb[rr] >= 0 && n0 + cc < N) dv[j] = %s;\n"
-        "            }\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < SB; j++) {\n"
-        "                const int idx = tid + (b + j) * NT;\n"
-        "                if (b + j >= VIT || idx >= NV) continue;\n"
+        "                if (in && yb[rr] >= 0 && n0 + cc < N) dv[j] = %s;\n",
+        x4, y4);
+    emit_batch_stores(src);
+    rg_str_printf(src,
         "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
         "                %s\n"
-        "                %s\n"
-        "            }\n"
-        "        }\n",
-        x4, y4, xst, dst);
+        "                %s\n",
+        xst, dst);
+    emit_batch_close(src);
 }
 
 /* Y[S] (+)= s * X[G] x W[T] on tensor cores: a block owns TILE rows of one type segment and
@@ -610,8 +620,6 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     mma_stage_x(sh->x, f, "(xbase[r] >= 0 && k0 + kk < K)", "", "xbase[r] + k0 + kk", xs, sizeof xs);
     rg_str_puts(src, "    __syncthreads();\n    for (int k0 = 0; k0 < K; k0 += KT) {\n");
     if (product_vectorizes(sh, gm, cfg)) {
-        /* NV float4s of each operand per step, VIT per thread, SB of them in flight */
-        rg_str_puts(src, "#define NV (TILE * KT / 4)\n#define VIT ((NV + NT - 1) / NT)\n#define SB (VIT < 4 ? VIT : 4)\n");
         emit_mma_stage_vec(src, sh, gm, f);
     } else {
         rg_str_printf(src,
