@@ -2,6 +2,9 @@
  * recoverable error messages (rg_err), timers, growable strings and hashing. */
 #include "common/util.h"
 
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -269,4 +272,11 @@ int rg_mkdir_p(const char *path, rg_err *err)
     }
     free(tmp);
     return 0;
+}
+
+double rg_median_sort(double *x, size_t n)
+{
+    RG_ASSERT(n > 0);
+    gsl_sort(x, 1, n);
+    return gsl_stats_median_from_sorted_data(x, 1, n);
 }

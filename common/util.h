@@ -82,6 +82,9 @@ uint64_t rg_rng_below(rg_rng *r, uint64_t n);  /* [0, n) */
 /* Levenshtein distance, for "did you mean" suggestions. */
 int rg_edit_distance(const char *a, const char *b);
 
+/* The median of x[0..n) (n > 0), sorting x in place (callers read the extremes at x[0], x[n-1]). */
+double rg_median_sort(double *x, size_t n);
+
 int rg_file_exists(const char *path);
 int rg_mkdir_p(const char *path, rg_err *err);
 

@@ -5,8 +5,6 @@
 #include "explorer/space.h"
 #include "results/store.h"
 
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -78,12 +76,6 @@ static int structure_index(char ***names, int *n, const cg_config *c)
     *names = rg_xrealloc(*names, (size_t)(*n + 1) * sizeof **names);
     (*names)[*n] = name;
     return (*n)++;
-}
-
-static double median(double *x, int n)
-{
-    gsl_sort(x, 1, (size_t)n);
-    return gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
 }
 
 /* ================================================================ observations ==== */
@@ -260,7 +252,7 @@ static double schedule_ms(const pk_obs *const *obs, int n, const pk_inst *u, con
     for (int j = 0; j < n; j++)
         if (same_schedule(&obs[j]->cfg, like, u->kinds)) buf[m++] = inst_ms(obs[j], u->name);
     RG_ASSERT(m > 0);
-    return median(buf, m);
+    return rg_median_sort(buf, (size_t)m);
 }
 
 /* Instance u's best schedule among those measured; ties keep the best uniform variant's. */
@@ -321,7 +313,7 @@ static void solve_structure(const pk_obs *const *obs, int n, pk_structure *st)
         pk_inst *in = &st->inst[u];
         if (!in->kinds) {   /* reads no schedule key: the same kernel in every variant */
             for (int j = 0; j < n; j++) buf[j] = inst_ms(obs[j], in->name);
-            in->best_ms = in->uniform_ms = median(buf, n);
+            in->best_ms = in->uniform_ms = rg_median_sort(buf, (size_t)n);
             in->nchoices = 1;
             in->best = st->uniform;
             st->fixed_ms += in->best_ms;

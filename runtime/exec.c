@@ -4,7 +4,6 @@
 #include "runtime/prof.h"
 #include "codegen/vartype.h"
 
-#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <pthread.h>
@@ -631,12 +630,6 @@ int kx_launch_order(const cg_variant *v, const kx_graph *kg, int *order)
     return n;
 }
 
-static double sorted_median(double *x, size_t n)
-{
-    gsl_sort(x, 1, n);
-    return gsl_stats_median_from_sorted_data(x, 1, n);
-}
-
 /* Records are matched to kernels by launch order, not by name: on one stream the j-th
  * record of the timed window is launched kernel j % per_run, whereas the names CUPTI
  * reports can be stale after modules are unloaded and others loaded in their place. */
@@ -655,7 +648,7 @@ static void per_kernel_times(const cg_variant *v, const kprof_records *rec, cons
         snprintf(kt->name, sizeof kt->name, "%s", pk->name);
         kt->category = pk->category;
         kt->backward = pk->backward;
-        kt->median_ns = sorted_median(d, (size_t)repeats);
+        kt->median_ns = rg_median_sort(d, (size_t)repeats);
         kt->min_ns = d[0];
         kt->max_ns = d[repeats - 1];
         double ms = kt->median_ns / 1e6;
@@ -675,7 +668,7 @@ static void summarize_runs(const kprof_records *rec, int per_run, int repeats, k
         if (r < (size_t)repeats) totals[r] += (double)(rec->v[i].end_ns - rec->v[i].start_ns) / 1e6;
     }
     out->stddev_ms = repeats > 1 ? gsl_stats_sd(totals, 1, (size_t)repeats) : 0;
-    out->median_ms = sorted_median(totals, (size_t)repeats);
+    out->median_ms = rg_median_sort(totals, (size_t)repeats);
     out->min_ms = totals[0];
     out->max_ms = totals[repeats - 1];
     free(totals);
@@ -696,7 +689,7 @@ static int timed_run(const cg_variant *v, const kx_compiled *c, const kx_buffers
 static double median_span_ms(const kprof_records *rec, int per_run, int repeats)
 {
     double *span = rg_xcalloc((size_t)repeats, sizeof *span);
-    double m = kprof_run_spans(rec, per_run, repeats, span) ? NAN : sorted_median(span, (size_t)repeats) / 1e6;
+    double m = kprof_run_spans(rec, per_run, repeats, span) ? NAN : rg_median_sort(span, (size_t)repeats) / 1e6;
     free(span);
     return m;
 }

@@ -6,7 +6,6 @@
 #include "runtime/rt.h"
 
 #include <cuda_runtime_api.h>
-#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <nccl.h>
@@ -342,12 +341,6 @@ static int timed_rank(mg_layer *L, int k)
     return 0;
 }
 
-static double median(double *x, int n)
-{
-    gsl_sort(x, 1, (size_t)n);
-    return gsl_stats_median_from_sorted_data(x, 1, (size_t)n);
-}
-
 int mg_time(mg_layer *L, int warmup, int repeats, mg_timing *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -367,9 +360,9 @@ int mg_time(mg_layer *L, int warmup, int repeats, mg_timing *out, rg_err *err)
             }
         out->repeats = repeats;
         gsl_stats_minmax(&out->min_ms, &out->max_ms, t.wall, 1, (size_t)repeats);
-        out->wall_ms = median(t.wall, repeats);
-        out->span_ms = median(t.span, repeats);
-        out->comm_ms = median(t.comm, repeats);
+        out->wall_ms = rg_median_sort(t.wall, (size_t)repeats);
+        out->span_ms = rg_median_sort(t.span, (size_t)repeats);
+        out->comm_ms = rg_median_sort(t.comm, (size_t)repeats);
         for (int s = 0; s < L->cp->nsync; s++)
             if (L->cp->sync[s].what == COL_ALLREDUCE) {
                 out->comm_bytes += (double)kx_var_bytes(L->ir, &L->r[0].kg, L->cp->sync[s].var);

@@ -5,7 +5,6 @@
 
 #include <cuda_runtime_api.h>
 #include <cupti.h>
-#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <pthread.h>
@@ -491,12 +490,6 @@ static double duration(const kprof_record *r)
     return r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 0.0;
 }
 
-static double median_of(double *v, size_t n)
-{
-    gsl_sort(v, 1, n);
-    return gsl_stats_median_from_sorted_data(v, 1, n);
-}
-
 /* Median over runs of the per-run sum; `d` holds the durations in launch order. */
 static double per_repeat_median(const double *d, size_t n, int repeats)
 {
@@ -504,7 +497,7 @@ static double per_repeat_median(const double *d, size_t n, int repeats)
     size_t per = n / (size_t)repeats;
     double *sums = rg_xcalloc((size_t)repeats, sizeof *sums);
     for (size_t i = 0; i < n; i++) sums[i / per] += d[i];
-    double m = median_of(sums, (size_t)repeats);
+    double m = rg_median_sort(sums, (size_t)repeats);
     free(sums);
     return m;
 }
@@ -522,7 +515,7 @@ static void summarize_one(const kprof_records *r, const size_t *idx, size_t n, i
     s->first_start_ns = r->v[idx[0]].start_ns;
     s->median_per_repeat_ns = per_repeat_median(d, n, repeats);
     s->mean_ns = gsl_stats_mean(d, 1, n);
-    s->median_ns = median_of(d, n);   /* sorts d */
+    s->median_ns = rg_median_sort(d, n);   /* sorts d */
     s->min_ns = d[0];
     s->max_ns = d[n - 1];
     free(d);

@@ -78,6 +78,19 @@ static kprof_record krec(kprof_kind kind, uint64_t start, uint64_t end)
     return r;
 }
 
+/* The shared median (common/util.h) every timing summary uses: odd and even counts, and the
+ * values left sorted, since callers read the extremes from x[0] and x[n-1]. */
+static void test_median_sorts_in_place(void **state)
+{
+    (void)state;
+    double odd[] = {5, 1, 4, 2, 3}, even[] = {8, 2, 6, 4}, one[] = {7};
+    assert_true(rg_median_sort(odd, 5) == 3);
+    assert_true(rg_median_sort(even, 4) == 5);
+    assert_true(rg_median_sort(one, 1) == 7);
+    for (int i = 0; i < 4; i++) assert_true(odd[i] <= odd[i + 1]);
+    assert_true(even[0] == 2 && even[3] == 8);
+}
+
 /* Two runs of two kernels, each after the plan's zero-fills (and a copy in the second):
  * a run's span starts at its first memset, and its kernel sum leaves the memsets out. */
 static void test_run_spans_include_memsets(void **state)
@@ -207,6 +220,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_summarize_medians),
+        cmocka_unit_test(test_median_sorts_in_place),
         cmocka_unit_test(test_run_spans_include_memsets),
         cmocka_unit_test(test_without_device),
         cmocka_unit_test(test_cupti_records_kernels),
