@@ -847,6 +847,28 @@ static int search_budget(const job *j)
     return j->budget > 0 && j->budget < valid ? j->budget : valid;
 }
 
+/* A live search's static list, as replay builds it (leave-one-dataset-out): the configs with the best
+ * geomean on this problem's kind (model, task, dims, heads) on the store's OTHER datasets, for this
+ * device. Without such problems in the store the list stays empty and `static` is a random search,
+ * which the progress says. */
+static void live_static_list(job *j, sr_problem *sp)
+{
+    if (strcmp(j->strategy, "static")) return;
+    cm_filter f = {.model = j->p->model, .task = j->p->task, .device = j->s->device_key};
+    cm_set set;
+    rg_err e;
+    if (cm_set_load(j->s->o.db, &f, &set, &e) == 0) {
+        int *train = rg_xmalloc(((size_t)set.nproblems + 1) * sizeof *train);
+        for (int k = 0; k < set.nproblems; k++) train[k] = strcmp(set.problems[k].dataset, j->p->dataset) != 0;
+        if (cm_static_list(&set, train, &sp->prob, &sp->static_list, &sp->nstatic)) sp->nstatic = 0;
+        free(train);
+        cm_set_free(&set);
+    }
+    if (j->pr.mode != XS_PROGRESS_OFF)
+        fprintf(stderr, "static list: %d config(s) from the store's other datasets%s\n", sp->nstatic,
+                sp->nstatic ? "" : " (none: the search is random)");
+}
+
 /* The search problem of the space's valid points, with the cost model's predictions. */
 static void search_problem(job *j, int *cand, sr_problem *sp)
 {
@@ -876,6 +898,7 @@ static void search_problem(job *j, int *cand, sr_problem *sp)
     sr_problem_init(sp, &prob, cfgs, pred, nc);
     free(pred);
     free(cfgs);
+    live_static_list(j, sp);
 }
 
 /* The one-line summary of a search, on stderr with the progress. */

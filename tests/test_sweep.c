@@ -1044,6 +1044,48 @@ static void test_live_search_is_seeded(void **state)
     free(a1), free(a2), free(r1), free(r2), free(r3);
 }
 
+/* The live static list comes from the store's other datasets (leave-one-dataset-out, as replay's):
+ * after a sweep of one graph, `static` on another graph measures that graph's best config first;
+ * on a store with no other dataset the list is empty and the search still spends its budget. */
+static void test_live_static_list_from_other_datasets(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    o.commit = "static";
+    o.strategy = "static";
+    o.budget = 3;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);   /* nothing else in the store yet: random */
+    assert_int_equal(sum.measured, 3);
+    o.commit = "plain";
+    o.strategy = NULL;
+    o.budget = 0;
+    sweep_ok(&o, &p, &sum);
+    double oracle;
+    char *best = best_of_commit(f, "plain", &oracle);
+    xb_problem other = p;
+    snprintf(other.dataset, sizeof other.dataset, "%s", "synth:nodes=2000,edges=15000,ntypes=3,etypes=4,ratio=0.3,seed=9");
+    o.commit = "static2";
+    o.strategy = "static";
+    o.budget = 3;
+    sweep_ok(&o, &other, &sum);
+    assert_int_equal(sum.measured, 3);
+    char *json = q_text(f->db, "SELECT v.config FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                                " WHERE m.git_commit = 'static2' AND m.status != 'invalid' ORDER BY m.id LIMIT 1");
+    assert_non_null(json);
+    cg_config c;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse_json(&c, json, NULL), 0);
+    char *first = cfg_to_string(&c);
+    assert_string_equal(first, best);
+    free(first);
+    free(json);
+    free(best);
+}
+
 /* Variants that fail to compile, and one whose worker crashes, each cost a unit and find nothing;
  * the search goes on to the best of the rest. */
 static void test_live_search_goes_on_past_failures(void **state)
@@ -1587,6 +1629,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_search_is_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_goes_on_past_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_space_is_searched_by_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_static_list_from_other_datasets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_resumes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_uses_predictions, setup, teardown),
