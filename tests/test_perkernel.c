@@ -5,6 +5,7 @@
 #include "codegen/codegen.h"
 #include "codegen/pipeline.h"
 #include "explorer/perkernel.h"
+#include "explorer/space.h"
 #include "results/store.h"
 
 #include <math.h>
@@ -92,6 +93,33 @@ static void expect_build_error(const char *kv, int want_rc, const char *want)
     if (rc == 0) fail_msg("%s: built", kv);
     assert_int_equal(rc, want_rc);
     if (!strstr(err.msg, want)) fail_msg("%s: '%s' lacks '%s'", kv, err.msg, want);
+}
+
+/* A space file may list per-instance keys (`gemm_2.tile: 16 64`): each value is enumerated as that
+ * instance's override, like any key (an override equal to the global value is dropped). */
+static void test_space_file_lists_overrides(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = tu_write_file(dir, "pk.space", "compact: direct\ntile: 32 64\ngemm_2.tile: 16 64\n");
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    if (sp_load(path, &sp, &err) || sp_enumerate(&sp, &pts, &n, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(n, 4);
+    static const char *const want[] = {"tile=32,", "tile=32,", "tile=64,", "tile=64,"};
+    static const char *const over[] = {"gemm_2.tile=16", "gemm_2.tile=64", "gemm_2.tile=16", NULL};
+    for (int i = 0; i < n; i++) {
+        char *str = cfg_to_string(&pts[i].cfg);
+        assert_non_null(strstr(str, want[i]));
+        if (over[i]) assert_non_null(strstr(str, over[i]));
+        else assert_null(strstr(str, "gemm_2."));
+        free(str);
+    }
+    free(pts);
+    free(path);
+    tu_rm_tree(dir);
 }
 
 static void test_override_build_errors(void **state)
@@ -258,6 +286,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_override_changes_only_its_instance),
         cmocka_unit_test(test_override_build_errors),
+        cmocka_unit_test(test_space_file_lists_overrides),
         cmocka_unit_test(test_optimum_of_a_store),
         cmocka_unit_test(test_space_size),
     };
