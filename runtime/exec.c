@@ -67,7 +67,6 @@ static int upload_array(kx_graph *kg, kp_graph_array a, const int32_t *host, siz
         kg->arr[a] = NULL;
         return -1;
     }
-    kg->bytes += bytes;
     return 0;
 }
 
@@ -82,18 +81,24 @@ int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
     for (int r = 0; r < g->num_etypes; r++)
         for (int u = g->unique_etype_ptr[r]; u < g->unique_etype_ptr[r + 1]; u++) unique_etype[u] = r;
     size_t E = (size_t)g->num_edges, N = (size_t)g->num_nodes, R = (size_t)g->num_etypes;
-    int rc = upload_array(out, KG_SRC, g->src, E, err) || upload_array(out, KG_DST, g->dst, E, err) ||
-             upload_array(out, KG_ETYPE, g->etype, E, err) || upload_array(out, KG_ETYPE_PTR, g->etype_ptr, R + 1, err) ||
-             upload_array(out, KG_IN_PTR, g->in_ptr, N + 1, err) || upload_array(out, KG_IN_EID, g->in_eid, E, err) ||
-             upload_array(out, KG_OUT_PTR, g->out_ptr, N + 1, err) || upload_array(out, KG_OUT_EID, g->out_eid, E, err) ||
-             upload_array(out, KG_UNIQUE_SRC, g->unique_src, (size_t)g->num_unique, err) ||
-             upload_array(out, KG_UNIQUE_ETYPE_PTR, g->unique_etype_ptr, R + 1, err) ||
-             upload_array(out, KG_EDGE_COMPACT, g->edge_compact, E, err) ||
-             upload_array(out, KG_NTYPE_PTR, g->ntype_ptr, (size_t)g->num_ntypes + 1, err) ||
-             upload_array(out, KG_ETYPE_SRC_NTYPE, g->etype_src, R, err) ||
-             upload_array(out, KG_ETYPE_DST_NTYPE, g->etype_dst, R, err) ||
-             upload_array(out, KG_NODE_NTYPE, node_ntype, N, err) ||
-             upload_array(out, KG_UNIQUE_ETYPE, unique_etype, (size_t)g->num_unique, err);
+    const struct {
+        kp_graph_array a;
+        const int32_t *host;
+        size_t count;
+    } up[] = {
+        {KG_SRC, g->src, E}, {KG_DST, g->dst, E}, {KG_ETYPE, g->etype, E}, {KG_ETYPE_PTR, g->etype_ptr, R + 1},
+        {KG_IN_PTR, g->in_ptr, N + 1}, {KG_IN_EID, g->in_eid, E}, {KG_OUT_PTR, g->out_ptr, N + 1},
+        {KG_OUT_EID, g->out_eid, E}, {KG_UNIQUE_SRC, g->unique_src, (size_t)g->num_unique},
+        {KG_UNIQUE_ETYPE_PTR, g->unique_etype_ptr, R + 1}, {KG_EDGE_COMPACT, g->edge_compact, E},
+        {KG_NTYPE_PTR, g->ntype_ptr, (size_t)g->num_ntypes + 1}, {KG_ETYPE_SRC_NTYPE, g->etype_src, R},
+        {KG_ETYPE_DST_NTYPE, g->etype_dst, R}, {KG_NODE_NTYPE, node_ntype, N},
+        {KG_UNIQUE_ETYPE, unique_etype, (size_t)g->num_unique},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof up / sizeof *up && !rc; i++) {
+        rc = upload_array(out, up[i].a, up[i].host, up[i].count, err);
+        out->base_bytes += up[i].count * sizeof(int32_t);   /* the lazily added arrays are counted per plan */
+    }
     free(node_ntype);
     free(unique_etype);
     if (rc) {
@@ -101,7 +106,6 @@ int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
         rg_err_prefix(err, "uploading graph %s", g->name);
         return -1;
     }
-    out->base_bytes = out->bytes;
     return 0;
 }
 
@@ -170,8 +174,7 @@ static int ensure_tiles(kx_graph *kg, int rowset, int rows, rg_err *err)
         krt_free(t->row0_d);
         return -1;
     }
-    kg->bytes += 2 * bytes;
-    kg->ntiles++;
+    kg->ntiles++;   /* its bytes are counted per plan (kx_plan_graph_bytes) */
     return 0;
 }
 

@@ -17,8 +17,8 @@ typedef struct kx_tiles {
 typedef struct kx_graph {
     const hg_graph *g;
     void *arr[KG__COUNT];
-    size_t bytes;          /* device bytes of the graph structures and tile tables */
-    size_t base_bytes;     /* ... of those uploaded up front (the rest is added per plan) */
+    size_t base_bytes;     /* device bytes of the structures uploaded up front (the traversal-ordered
+                            * arrays and tile tables added later are counted per plan) */
     int ntiles, cap_tiles;
     kx_tiles *tiles;
 } kx_graph;
