@@ -357,7 +357,6 @@ typedef struct job {
     double t0;                  /* the problem's start (--time-limit) */
     const char *strategy;       /* the search in use: --strategy, or the default one of a large space */
     int budget;                 /* its budget or the measuring order's: --budget, or the default's */
-    int default_search;         /* 1: no --strategy, --budget or --exhaustive and a space too large to sweep */
 } job;
 
 static void summary_init(xs_summary *sum)
@@ -1005,7 +1004,7 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
         fprintf(stderr, "%s on %s (%s): %d points, %d already measured, %d invalid to record, %d to measure%s\n",
                 j->p->model, j->p->dataset, j->p->task, j->n, j->sum->skipped, j->ninvalid, j->ntodo,
                 j->budget > 0 ? " (--budget)" : "");
-    if (j->default_search && j->pr.mode != XS_PROGRESS_OFF)
+    if (j->strategy && !o->strategy && j->pr.mode != XS_PROGRESS_OFF)   /* choose_search's default */
         fprintf(stderr, "the space has %d valid points, too many to sweep: searching %d of them (%d%%) with %s "
                         "(--exhaustive measures every point, --budget and --strategy choose)\n",
                 j->sum->valid, j->sum->budget, XS_DEFAULT_SEARCH_PERCENT, j->strategy);
@@ -1025,7 +1024,6 @@ static void choose_search(job *j)
     if (o->strategy || o->budget > 0 || o->exhaustive || j->sum->valid <= XS_EXHAUSTIVE_MAX) return;
     j->strategy = XS_DEFAULT_SEARCH;
     j->budget = (j->sum->valid * XS_DEFAULT_SEARCH_PERCENT + 99) / 100;
-    j->default_search = 1;
 }
 
 int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
