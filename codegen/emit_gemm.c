@@ -254,13 +254,20 @@ static int prepare_exprs(const ir_program *ir, const lw_gemm *gm, const cg_confi
 static void emit_shared_read(rg_str *src, const char *indent, const char *dst, const char *row, const char *idx,
                              int n);
 
+/* Whether rows of operand v (width elements read, row pitch ld, head offset head_stride) can be
+ * read four elements at a time: float4 alignment is kept (buffers are cudaMalloc'd); a bfloat16
+ * operand reads its four elements in 8 bytes. */
+static int rows_vectorize(const ir_var *v, int width, int ld, int head_stride)
+{
+    return !vt_is_f64(v) && width % 4 == 0 && ld % 4 == 0 && head_stride % 4 == 0;
+}
+
 /* Whether the product can use 16-byte loads: X rows, their head offsets and the W slice
- * keep float4 alignment along the direction each tile is read in (buffers are cudaMalloc'd);
- * a bfloat16 X reads its four elements in 8 bytes. */
+ * keep float4 alignment along the direction each tile is read in. */
 static int product_vectorizes(const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg)
 {
-    if (cfg->w_regs || vt_is_f64(sh->x)) return 0;
-    if (sh->K % 4 || sh->ldx % 4 || sh->x_head_stride % 4 || sh->w_slice % 4 || sh->w_head_stride % 4) return 0;
+    if (cfg->w_regs || !rows_vectorize(sh->x, sh->K, sh->ldx, sh->x_head_stride)) return 0;
+    if (sh->w_slice % 4 || sh->w_head_stride % 4) return 0;
     return gm->transpose_w ? 1 : sh->N % 4 == 0;
 }
 
@@ -721,9 +728,7 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
     emit_row_staging(src, ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
     char xs[256], dv[200];
     mma_stage_x(sh->x, f, "(xb[rr] >= 0 && k0 + cc < K)", "sv[rr] * ", "xb[rr] + k0 + cc", xs, sizeof xs);
-    int vec = !vt_is_f64(sh->x) && !vt_is_f64(sh->y) && sh->K % 4 == 0 && sh->ldx % 4 == 0 &&
-              sh->x_head_stride % 4 == 0 && sh->N % 4 == 0 && sh->ldy % 4 == 0 && sh->y_head_stride % 4 == 0;
-    if (vec)
+    if (rows_vectorize(sh->x, sh->K, sh->ldx, sh->x_head_stride) && rows_vectorize(sh->y, sh->N, sh->ldy, sh->y_head_stride))
         emit_mma_outer_stage_vec(src, sh, f);
     else
         rg_str_printf(src,
@@ -950,8 +955,8 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     if (sh.s) scalar_expr(&sh, sidx, "0", scal, sizeof scal);
     /* float4 loads where rows and head offsets keep 16-byte alignment (buffers are cudaMalloc'd;
      * bfloat16 rows: four elements in 8 bytes) */
-    int vec_x = !vt_is_f64(sh.x) && sh.K % 4 == 0 && sh.ldx % 4 == 0 && sh.x_head_stride % 4 == 0;
-    int vec_y = !vt_is_f64(sh.y) && sh.N % 4 == 0 && sh.ldy % 4 == 0 && dy_head_stride % 4 == 0;
+    int vec_x = rows_vectorize(sh.x, sh.K, sh.ldx, sh.x_head_stride);
+    int vec_y = rows_vectorize(sh.y, sh.N, sh.ldy, dy_head_stride);
     rg_str_printf(src,
         ")\n{\n"
         "    const int t = tile_type[blockIdx.x];\n"
