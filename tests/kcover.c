@@ -167,14 +167,6 @@ static long next_row(pair_table *t, int a, int b, int va, int vb)
     return idx;
 }
 
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 int kc_pairwise(const sp_space *sp, int extra, uint64_t seed, long **idx)
 {
     pair_table *t = rg_xcalloc(1, sizeof *t);
@@ -189,7 +181,9 @@ int kc_pairwise(const sp_space *sp, int extra, uint64_t seed, long **idx)
         out[n++] = next_row(t, a, b, va, vb);
     }
     if (n + extra > cap) out = rg_xrealloc(out, (size_t)(cap = n + extra) * sizeof *out);
-    for (int i = 0; i < extra; i++) out[n++] = (long)(splitmix(&seed) % (uint64_t)total);
+    rg_rng rng;
+    rg_rng_seed(&rng, seed);
+    for (int i = 0; i < extra; i++) out[n++] = (long)rg_rng_below(&rng, (uint64_t)total);
     free(t);
     *idx = out;
     return n;
@@ -255,9 +249,10 @@ void kc_space_kernels(const char *space, const pl_problem *p, int sample,
         cg_variant_free(&v);
     }
     /* the premise: any other point's kernels are among those seen */
-    uint64_t seed = 20240611;
+    rg_rng rng;
+    rg_rng_seed(&rng, 20240611);
     for (int tries = 0; out->sampled < sample && tries < 64 * sample; tries++) {
-        int i = (int)(splitmix(&seed) % (uint64_t)n);
+        int i = (int)rg_rng_below(&rng, (uint64_t)n);
         cg_variant v;
         if (!pts[i].valid || built[i] || build_point(&pts[i], p, inapplicable_ok, &v)) continue;
         out->sampled++;
