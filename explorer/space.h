@@ -5,7 +5,9 @@
 
 #include "codegen/config.h"
 
-#define SP_MAX_DIMS 32
+/* Room for every global key and CFG_MAX_OVERRIDES per-instance keys (a per-kernel combined config
+ * written as a one-point space file). */
+#define SP_MAX_DIMS 64
 #define SP_MAX_VALS 8
 
 typedef struct sp_dim {

@@ -97,6 +97,30 @@ static void expect_build_error(const char *kv, int want_rc, const char *want)
 
 /* A space file may list per-instance keys (`gemm_2.tile: 16 64`): each value is enumerated as that
  * instance's override, like any key (an override equal to the global value is dropped). */
+/* A per-kernel combined config of a training plan (explore perkernel) has more per-instance keys than
+ * there are global keys; written as a one-point space file it must load whole. */
+static void test_space_file_of_a_combined_config(void **state)
+{
+    (void)state;
+    rg_str text = {0};
+    rg_str_puts(&text, "compact: direct\nreorder: on\ntile: 16\ncoarsen: 2\nlb: off\n");
+    for (int i = 1; i <= 30; i++) rg_str_printf(&text, "gemm_%d.lb: on\n", i);
+    char *dir = tu_tmpdir();
+    char *path = tu_write_file(dir, "combined.space", text.s);
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    if (sp_load(path, &sp, &err) || sp_enumerate(&sp, &pts, &n, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(sp.ndims, 35);
+    assert_int_equal(n, 1);
+    assert_int_equal(pts[0].cfg.noverrides, 30);
+    free(pts);
+    free(path);
+    rg_str_free(&text);
+    tu_rm_tree(dir);
+}
+
 static void test_space_file_lists_overrides(void **state)
 {
     (void)state;
@@ -287,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_override_changes_only_its_instance),
         cmocka_unit_test(test_override_build_errors),
         cmocka_unit_test(test_space_file_lists_overrides),
+        cmocka_unit_test(test_space_file_of_a_combined_config),
         cmocka_unit_test(test_optimum_of_a_store),
         cmocka_unit_test(test_space_size),
     };
