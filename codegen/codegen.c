@@ -241,6 +241,20 @@ void cg_variant_free(cg_variant *v)
     memset(v, 0, sizeof *v);
 }
 
+int cg_resident(const cg_variant *v, int var)
+{
+    RG_ASSERT(var >= 0 && var < v->nvars);
+    if (!v->materialized[var]) return 0;
+    int rows = 0, in_order = 0;
+    for (int i = 0; i < v->plan.nkernels; i++)
+        for (int j = 0; j < v->plan.kernels[i].nparams; j++) {
+            const kp_param *p = &v->plan.kernels[i].params[j];
+            rows |= p->kind == KP_VAR && p->id == var;
+            in_order |= p->kind == KP_VAR_IN && p->id == var;
+        }
+    return (rows || !in_order ? CG_RES_ROWS : 0) | (in_order ? CG_RES_IN_ORDER : 0);
+}
+
 int cg_write_sources(const cg_variant *v, const ir_program *ir, const char *dir, rg_err *err)
 {
     if (rg_mkdir_p(dir, err)) return -1;
@@ -269,8 +283,11 @@ int cg_write_sources(const cg_variant *v, const ir_program *ir, const char *dir,
     }
     fprintf(f, "# launch plan of %s: kernels in order (each in <name>.cu)\n", ir->name);
     fprintf(f, "# device memory:");
-    for (int i = 0; i < ir->nvars; i++)
-        if (v->materialized[i]) fprintf(f, " %s", ir->vars[i].name);
+    for (int i = 0; i < ir->nvars; i++) {
+        int res = cg_resident(v, i);
+        if (res & CG_RES_ROWS) fprintf(f, " %s", ir->vars[i].name);
+        if (res & CG_RES_IN_ORDER) fprintf(f, " %s@in", ir->vars[i].name);
+    }
     fputc('\n', f);
     kp_print(&v->plan, names, f);
     fclose(f);

@@ -18,6 +18,12 @@ typedef struct cg_variant {
  * nothing is left allocated then. */
 int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err);
 void cg_variant_free(cg_variant *v);
+/* The buffers of variable `var` that the plan keeps in device memory: its rows (CG_RES_ROWS)
+ * unless every kernel that reads it reads its copy in the dst-sorted order (KP_VAR_IN) instead,
+ * and that copy (CG_RES_IN_ORDER, named <var>@in) when a kernel binds it; 0 when the variable
+ * is not materialized. */
+enum { CG_RES_ROWS = 1, CG_RES_IN_ORDER = 2 };
+int cg_resident(const cg_variant *v, int var);
 /* Writes each kernel's source to DIR/<name>.cu and the launch plan to DIR/plan.txt. */
 int cg_write_sources(const cg_variant *v, const ir_program *ir, const char *dir, rg_err *err);
 

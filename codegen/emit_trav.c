@@ -40,6 +40,7 @@ typedef struct kgen {
     int scr_size;
     int needs_cr;
     int needs_e;                  /* a statement reads an edge variable at row e (edge id) */
+    int needs_q;                  /* ... or a graph constant's dst-ordered copy at position qpos */
     /* thread mapping (cfg lanes, tblock, vec): a row group of L lanes per row, rpb groups per
      * block; V elements per lane access where a row allows it */
     int L, rpb, V;
@@ -74,6 +75,22 @@ static void elem_expr(const ir_var *v, const char *h, const char *d, char *out, 
     else snprintf(out, n, "0");
 }
 
+/* Whether the kernel reads edge variable `var` from its copy in the dst-sorted order (KP_VAR_IN:
+ * row q holds row in_eid[q]) at the walk's position: in a kernel walking that order, a graph
+ * constant (graph-derived and written by no statement, so a copy made before the run stays equal
+ * to it) is then read sequentially instead of one gathered 32-byte sector per edge, and the
+ * kernel needs no in_eid for it. */
+static int reads_in_order(const kgen *g, int var)
+{
+    const ir_var *v = V(g, var);
+    if ((g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE) || v->kind != IR_VAR_EDGE ||
+        v->layout != IR_LAYOUT_VANILLA || v->role != IR_ROLE_GRAPH)
+        return 0;
+    for (int i = 0; i < g->ir->nstmts; i++)
+        if (ir_stmt_writes(&g->ir->stmts[i], var)) return 0;
+    return 1;
+}
+
 /* Row index expression of a variable accessed with `acc` in the current row context. */
 static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err *err)
 {
@@ -95,6 +112,9 @@ static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err
         } else if (v->layout == IR_LAYOUT_COMPACT) {
             g->needs_cr = 1;
             snprintf(out, n, "cr");
+        } else if (reads_in_order(g, var)) {
+            g->needs_q = 1;
+            snprintf(out, n, "qpos");
         } else {
             g->needs_e = 1;
             snprintf(out, n, "e");
@@ -727,7 +747,8 @@ static void emit_bcast(const kgen *g, rg_str *b, const char *var)
  * group runs the statements for each edge in turn, ids broadcast by shuffles. This takes
  * the chain of dependent index loads off every edge's critical path. In the dst-sorted order
  * the ids come from the arrays in that order (in_src[q] = src[in_eid[q]], ...), read
- * sequentially; the edge id itself only where a statement reads an edge variable. */
+ * sequentially; the edge id itself only where a statement reads an edge variable that has no
+ * such copy (reads_in_order). */
 static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
                            const char *per_edge_prefix, const char *body)
 {
@@ -767,6 +788,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
         emit_bcast(g, b, "e_l");
         rg_str_puts(b, "; (void)e;\n");
     }
+    if (g->needs_q) rg_str_puts(b, "            const int qpos = qb + j;\n");
     rg_str_puts(b, "            const int sn = ");
     emit_bcast(g, b, "sn_l");
     rg_str_puts(b, ", t = ");
@@ -918,9 +940,10 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         if (!g->var_used[v]) continue;
         char pname[32];
         snprintf(pname, sizeof pname, "v%d", v);
-        rg_str_printf(src, ",\n    %s%s* __restrict__ v%d /* %s */", g->var_written[v] ? "" : "const ",
-                      vt_ctype(V(g, v)), v, V(g, v)->name);
-        kp_add_param(k, KP_VAR, v, 0, pname);
+        int in_order = reads_in_order(g, v);   /* then every read of v in this kernel is at qpos */
+        rg_str_printf(src, ",\n    %s%s* __restrict__ v%d /* %s%s */", g->var_written[v] ? "" : "const ",
+                      vt_ctype(V(g, v)), v, V(g, v)->name, in_order ? "@in" : "");
+        kp_add_param(k, in_order ? KP_VAR_IN : KP_VAR, v, 0, pname);
     }
     for (int a = 0; a < KG__COUNT; a++) {
         if (!g->arr_used[a]) continue;

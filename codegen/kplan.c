@@ -89,6 +89,7 @@ void kp_print(const kp_plan *p, const char *const *var_names, FILE *f)
             const kp_param *q = &k->params[j];
             switch (q->kind) {
             case KP_VAR: fprintf(f, " %s=%s", q->name, var_names[q->id]); break;
+            case KP_VAR_IN: fprintf(f, " %s=%s@in", q->name, var_names[q->id]); break;
             case KP_GRAPH: fprintf(f, " %s=graph.%s", q->name, kp_graph_array_name((kp_graph_array)q->id)); break;
             case KP_TILE_TYPE: case KP_TILE_ROW0:
                 fprintf(f, " %s=tiles(%s/%lld)", q->name, rowset_name(q->id), (long long)q->ival); break;

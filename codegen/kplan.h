@@ -29,6 +29,9 @@ typedef enum kp_rowset {
 
 typedef enum kp_param_kind {
     KP_VAR,         /* device buffer of an IR variable (id) */
+    KP_VAR_IN,      /* copy of an edge variable's rows in the dst-sorted order (id; row q holds row
+                     * in_eid[q]), for a graph constant a traversal walking that order reads at q;
+                     * named <var>@in in plan.txt */
     KP_GRAPH,       /* a graph array (id = kp_graph_array) */
     KP_TILE_TYPE,   /* tile table of (rowset id, rows per tile ival): segment of each tile */
     KP_TILE_ROW0,   /* ... and first row of each tile */

@@ -120,6 +120,14 @@ int32_t *kx_in_order_array(const hg_graph *g, kp_graph_array a)
     return out;
 }
 
+double *kx_in_order_values(const hg_graph *g, const double *rows, int64_t width)
+{
+    size_t E = (size_t)g->num_edges, w = (size_t)width;
+    double *out = rg_xmalloc((E * w > 0 ? E * w : 1) * sizeof(double));
+    for (size_t q = 0; q < E; q++) memcpy(out + q * w, rows + (size_t)g->in_eid[q] * w, w * sizeof(double));
+    return out;
+}
+
 /* Uploads a traversal-ordered array the first time a plan binds it: a variant that never walks
  * the dst-sorted order does not pay its E ints of device memory. */
 static int ensure_in_order(kx_graph *kg, kp_graph_array a, rg_err *err)
@@ -322,12 +330,20 @@ mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg
     }
     out->mp = mp_new(mp_cuda_allocator(), mem_limit ? mem_limit - graph_bytes : 0);
     out->nvars = ir->nvars;
+    out->g = kg->g;
     out->id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
+    out->in_id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
     for (int i = 0; i < ir->nvars; i++) {
-        out->id[i] = -1;
-        if (!v->materialized[i]) continue;
-        out->id[i] = mp_declare(out->mp, ir->vars[i].name, var_bytes(ir, i, kg->g), err);
-        if (out->id[i] < 0) return MP_FAIL;
+        out->id[i] = out->in_id[i] = -1;
+        int res = cg_resident(v, i);
+        size_t bytes = var_bytes(ir, i, kg->g);
+        if (res & CG_RES_ROWS) out->id[i] = mp_declare(out->mp, ir->vars[i].name, bytes, err);
+        if (res & CG_RES_IN_ORDER) {
+            char name[80];
+            snprintf(name, sizeof name, "%s@in", ir->vars[i].name);
+            out->in_id[i] = mp_declare(out->mp, name, bytes, err);
+        }
+        if ((res & CG_RES_ROWS && out->id[i] < 0) || (res & CG_RES_IN_ORDER && out->in_id[i] < 0)) return MP_FAIL;
     }
     mp_status st = mp_alloc_all(out->mp, err);
     if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", graph_bytes / 1e6);
@@ -338,6 +354,7 @@ void kx_buffers_free(kx_buffers *b)
 {
     if (b->mp) mp_destroy(b->mp);
     free(b->id);
+    free(b->in_id);
     memset(b, 0, sizeof *b);
 }
 
@@ -346,6 +363,12 @@ size_t kx_peak_bytes(const kx_buffers *b) { return (b->mp ? mp_peak_bytes(b->mp)
 void *kx_var_ptr(const kx_buffers *b, int var)
 {
     return (var >= 0 && var < b->nvars && b->id[var] >= 0) ? mp_ptr(b->mp, b->id[var]) : NULL;
+}
+
+/* The device buffer of a variable's dst-ordered copy, or NULL. */
+static void *var_in_ptr(const kx_buffers *b, int var)
+{
+    return (var >= 0 && var < b->nvars && b->in_id[var] >= 0) ? mp_ptr(b->mp, b->in_id[var]) : NULL;
 }
 
 int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
@@ -361,8 +384,9 @@ int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
 
 typedef struct staged_input {
     const double *src;     /* the float64 values it was converted from */
+    const int32_t *order;  /* the rows' order (in_eid of a graph: a KP_VAR_IN copy), or NULL */
     size_t bytes;
-    int elem;              /* bytes per element: 4 (float32) or 2 (bfloat16) */
+    int elem;              /* bytes per element: 4 (float32), 2 (bfloat16), or 8 (a reordered float64 copy) */
     void *copy;            /* page-locked */
 } staged_input;
 
@@ -417,22 +441,44 @@ static void to_bf16(uint16_t *dst, const double *src, size_t n)
     for (size_t j = 0; j < n; j++) dst[j] = kx_bf16_from_double(src[j]);
 }
 
-/* The copy of src in elements of `elem` bytes (float32 or bfloat16; `bytes` in all), made on
- * first use. */
-static const void *staged_copy(kx_staging *s, const double *src, size_t bytes, int elem, rg_err *err)
+/* The copy of src in elements of `elem` bytes (float32, bfloat16, or float64 when the rows are
+ * reordered; `bytes` in all), its edge rows in the dst-sorted order of graph `g` when g is not
+ * NULL (kx_in_order_values), made on first use. */
+static const void *staged_copy(kx_staging *s, const double *src, const hg_graph *g, size_t bytes, int elem,
+                               rg_err *err)
 {
+    const int32_t *order = g ? g->in_eid : NULL;
     for (int i = 0; i < s->nin; i++)
-        if (s->in[i].src == src && s->in[i].bytes == bytes && s->in[i].elem == elem) return s->in[i].copy;
+        if (s->in[i].src == src && s->in[i].order == order && s->in[i].bytes == bytes && s->in[i].elem == elem)
+            return s->in[i].copy;
     void *c = krt_host_alloc(bytes, err);
     if (!c) return NULL;
-    if (elem == 2) to_bf16(c, src, bytes / 2);
-    else to_f32(c, src, bytes / sizeof(float));
+    size_t n = bytes / (size_t)elem;
+    RG_ASSERT(!g || !g->num_edges || n % (size_t)g->num_edges == 0);   /* one row per edge */
+    double *reordered = g ? kx_in_order_values(g, src, g->num_edges ? (int64_t)(n / (size_t)g->num_edges) : 0) : NULL;
+    const double *vals = g ? reordered : src;
+    if (elem == 8) memcpy(c, vals, bytes);
+    else if (elem == 2) to_bf16(c, vals, n);
+    else to_f32(c, vals, n);
+    free(reordered);
     if (s->nin == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 8;
         s->in = rg_xrealloc(s->in, (size_t)s->cap * sizeof *s->in);
     }
-    s->in[s->nin++] = (staged_input){src, bytes, elem, c};
+    s->in[s->nin++] = (staged_input){src, order, bytes, elem, c};
     return c;
+}
+
+/* Uploads the host values of variable i (float64) into device buffer `d` of `bytes`, in the
+ * dst-sorted order of graph `g` when g is not NULL, or poisons it when there are none. */
+static int upload_values(const ir_program *ir, int i, void *d, size_t bytes, const hg_graph *g,
+                         const double *const *host_values, kx_staging *stage, rg_err *err)
+{
+    if (!host_values || !host_values[i]) return krt_poison(d, bytes, err);
+    int elem = vt_bytes(&ir->vars[i]);
+    const void *src =
+        elem == 8 && !g ? (const void *)host_values[i] : staged_copy(stage, host_values[i], g, bytes, elem, err);
+    return !src || krt_upload(d, src, bytes, err) ? -1 : 0;
 }
 
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
@@ -440,16 +486,9 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
 {
     RG_ASSERT(stage);
     for (int i = 0; i < ir->nvars; i++) {
-        void *d = kx_var_ptr(b, i);
-        if (!d) continue;
-        size_t bytes = mp_bytes(b->mp, b->id[i]);
-        if (host_values && host_values[i]) {
-            int elem = vt_bytes(&ir->vars[i]);
-            const void *src = elem == 8 ? (const void *)host_values[i] : staged_copy(stage, host_values[i], bytes, elem, err);
-            if (!src || krt_upload(d, src, bytes, err)) return -1;
-        } else if (krt_poison(d, bytes, err)) {
-            return -1;
-        }
+        void *d = kx_var_ptr(b, i), *dq = var_in_ptr(b, i);
+        if (d && upload_values(ir, i, d, mp_bytes(b->mp, b->id[i]), NULL, host_values, stage, err)) return -1;
+        if (dq && upload_values(ir, i, dq, mp_bytes(b->mp, b->in_id[i]), b->g, host_values, stage, err)) return -1;
     }
     return kx_reset(v, b, err);
 }
@@ -472,6 +511,7 @@ static int launch_kernel(const kp_kernel *k, const krt_kernel *kk, const kx_buff
         const kp_param *p = &k->params[j];
         switch (p->kind) {
         case KP_VAR: slots[j].p = kx_var_ptr(b, p->id); break;
+        case KP_VAR_IN: slots[j].p = var_in_ptr(b, p->id); break;
         case KP_GRAPH:
             slots[j].p = kg->arr[p->id];
             RG_ASSERT(slots[j].p);   /* kx_alloc uploads every array its plan binds */

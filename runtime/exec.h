@@ -33,6 +33,9 @@ size_t kx_plan_graph_bytes(const kx_graph *kg, const kp_plan *plan);
 /* Host copy of a traversal-ordered array (KG_IN_SRC .. KG_IN_COMPACT): X[in_eid[q]] for q in
  * [0, num_edges). Caller frees. */
 int32_t *kx_in_order_array(const hg_graph *g, kp_graph_array a);
+/* Host copy of an edge variable's rows (`width` values each, one row per edge) in the order of
+ * the dst-sorted CSR: row q is row in_eid[q] (the KP_VAR_IN buffers). Caller frees. */
+double *kx_in_order_values(const hg_graph *g, const double *rows, int64_t width);
 /* Host-side tile table of a row set (for tests and the CPU-side checks). Caller frees. */
 int kx_tile_table(const hg_graph *g, int rowset, int rows_per_tile, int **type, int **row0);
 
@@ -56,30 +59,35 @@ void kx_compiled_free(kx_compiled *c);
 typedef struct kx_buffers {
     mp_plan *mp;
     int *id;               /* [nvars] memplan id or -1 */
+    int *in_id;            /* [nvars] memplan id of the variable's dst-ordered copy (<var>@in) or -1 */
+    const hg_graph *g;     /* the graph the buffers are sized for (the copies follow its in_eid) */
     int nvars;
     size_t graph_bytes;
 } kx_buffers;
 
-/* Allocates every materialized variable. Returns MP_OK, MP_OOM (err says which tensor and
- * the limit; nothing crashed) or MP_FAIL. mem_limit counts graph structures too (0 = none). */
+/* Allocates every buffer cg_resident names: the materialized variables and the dst-ordered
+ * copies (<var>@in) the plan's kernels read, each counted in the peak. Returns MP_OK, MP_OOM
+ * (err says which tensor and the limit; nothing crashed) or MP_FAIL. mem_limit counts graph
+ * structures too (0 = none). */
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg, size_t mem_limit,
                    kx_buffers *out, rg_err *err);
 void kx_buffers_free(kx_buffers *b);
 size_t kx_peak_bytes(const kx_buffers *b);   /* variant tensors + graph structures */
 void *kx_var_ptr(const kx_buffers *b, int var);
 
-/* Host copies of a problem's inputs in the device's element type, converted once into
- * page-locked memory and keyed by the float64 array they came from (which must outlive the
- * staging), plus one page-locked buffer reused by downloads: a sweep uploads the same
+/* Host copies of a problem's inputs in the device's element type (and of graph constants in
+ * the dst-sorted order of the problem's graph), made once into page-locked memory and keyed by
+ * the float64 array they came from (which must outlive the staging) and that order, plus one page-locked buffer reused by downloads: a sweep uploads the same
  * features and downloads outputs of the same size for every variant. */
 typedef struct kx_staging kx_staging;
 kx_staging *kx_staging_new(void);
 void kx_staging_free(kx_staging *s);
 
 /* Uploads the values of every input, graph-derived input, label and parameter (float64 on
- * the host, as the reference has them; NULL entries are skipped), poisons every other
- * buffer, then zero-fills the accumulation targets. float32 and bfloat16 inputs come from
- * (and are added to) the staging's converted copies. */
+ * the host, as the reference has them; NULL entries are skipped) into its buffer and its
+ * dst-ordered copy, poisons every other buffer, then zero-fills the accumulation targets.
+ * float32 and bfloat16 inputs, and the dst-ordered copies, come from (and are added to) the
+ * staging's copies. */
 int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, const double *const *host_values,
                kx_staging *stage, rg_err *err);
 /* Zero-fills the accumulation targets only (between timed repeats). */
