@@ -127,6 +127,41 @@ static const char SQL_BASELINES[] = PAIRS_CTE
     "       device_key as _device, b_commit || iif(g_commit is null, '', ',' || g_commit) as _commits\n"
     "from pairs order by device_key, model, task, dataset, dim_in, dim_out, heads, system, layer;\n";
 
+/* Where the optimum moves (issue 19): per problem whose float32 rows, all per-kernel-uniform, vary both tile and
+ * coarsening at one commit, the fastest config's schedule beside the fixed corner (tile 64, coarsening 4, launch
+ * bounds off, the dims-64 winner of the first sweeps) and which numeric axis the winner sits at the largest or
+ * smallest measured value of. */
+static const char SQL_SIZES[] =
+    "with ok as (\n"
+    "  select m.id, m.device_key, m.git_commit, m.median_ms, v.model, v.task, d.name as dataset, v.dim_in, v.dim_out,\n"
+    "         v.heads, json_extract(v.config, '$.tile') as tile, json_extract(v.config, '$.coarsen') as coarsen,\n"
+    "         coalesce(json_extract(v.config, '$.lb'), 0) as lb\n"
+    "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "  where m.system = 'generated' and m.status = 'ok' and " PRECISION("v.config") " = 'fp32'\n"
+    "    and instr(v.config, '.') = 0),\n"
+    "prob as (\n"
+    "  select device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, count(*) as n,\n"
+    "         min(tile) as tmin, max(tile) as tmax, min(coarsen) as cmin, max(coarsen) as cmax,\n"
+    "         min(iif(tile = 64 and coarsen = 4 and lb = 0, median_ms, null)) as corner\n"
+    "  from ok group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads\n"
+    "  having count(distinct tile) > 1 and count(distinct coarsen) > 1),\n"
+    "ranked as (\n"
+    "  select o.*, p.n, p.tmin, p.tmax, p.cmin, p.cmax, p.corner,\n"
+    "         row_number() over (partition by o.device_key, o.git_commit, o.model, o.task, o.dataset, o.dim_in,\n"
+    "                                         o.dim_out, o.heads order by o.median_ms, o.id) as rk\n"
+    "  from ok o join prob p using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads))\n"
+    "select model, task, dataset, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\", n as \"ok rows\",\n"
+    "       tile as \"best tile\", coarsen as \"best coarsen\", iif(lb, 'on', 'off') as \"best lb\",\n"
+    "       printf('%.4f', median_ms) as \"best ms\", " MS("corner", "tile 64, coarsen 4, lb off ms") ",\n"
+    "       iif(corner is null, '-', printf('%.2fx', corner / median_ms)) as \"corner / best\",\n"
+    "       trim(iif(tmax > tmin and tile = tmax, 'tile=max(' || tmax || ') ', '')\n"
+    "            || iif(tmax > tmin and tile = tmin, 'tile=min(' || tmin || ') ', '')\n"
+    "            || iif(cmax > cmin and coarsen = cmax, 'coarsen=max(' || cmax || ') ', '')\n"
+    "            || iif(cmax > cmin and coarsen = cmin, 'coarsen=min(' || cmin || ')', '')) as \"on the boundary\",\n"
+    "       substr(git_commit, 1, 7) as \"commit\", device_key as _device, git_commit as _commits\n"
+    "from ranked where rk = 1\n"
+    "order by device_key, model, task, dataset, dim_in, dim_out, heads, git_commit;\n";
+
 typedef struct pt_query {
     const char *name, *title, *about, *sql;
     int baseline_notes;   /* follow the table with the notes on what each baseline computes */
@@ -162,6 +197,13 @@ static const pt_query QUERIES[] = {
      "zero-fills included), `sum` (sum of kernel durations), `wall` (CUDA-event time of one call, launch gaps and "
      "Python overhead included).",
      SQL_BASELINES, 1},
+    {"sizes", "Where the optimum moves: the best schedule per size",
+     "Per problem (and commit) whose float32 rows without per-kernel overrides vary both the tile and the coarsening: "
+     "the fastest one's tile, coarsening and launch bounds beside the fixed corner (tile 64, coarsening 4, launch "
+     "bounds off; `-` where that point was not measured), and the axes on which the winner is the largest or smallest "
+     "value measured for that problem (`on the boundary`: read with the space each store's sweep used; the tile "
+     "cannot exceed 64 today, see docs/perf-notes.md).",
+     SQL_SIZES, 0},
 };
 #define NQUERIES ((int)(sizeof QUERIES / sizeof QUERIES[0]))
 
@@ -198,7 +240,7 @@ const char *pt_query_sql(const char *name)
     return NULL;
 }
 
-const char *pt_query_names(void) { return "counts best geomean baselines"; }
+const char *pt_query_names(void) { return "counts best geomean baselines sizes"; }
 
 /* ---------------------------------------------------------------- results ---- */
 

@@ -213,6 +213,49 @@ static void test_numbers(void **state)
     tu_rm_tree(dir);
 }
 
+/* One generated float32 row of HGT inference on aifb at a tile/coarsening/launch-bounds schedule. */
+static void put_schedule(fixture *fx, int tile, int coarsen, int lb, double ms)
+{
+    rg_err err;
+    char *json = rg_xasprintf("{\"compact\":\"direct\",\"tile\":%d,\"coarsen\":%d,\"lb\":%s}", tile, coarsen,
+                              lb ? "true" : "false");
+    rs_variant v = {.config_json = json, .model = "hgt", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 4};
+    int64_t var = rs_upsert_variant(fx->s, &v, &err);
+    free(json);
+    if (var <= 0) fail_msg("%s", err.msg);
+    int64_t ds = rs_upsert_dataset(fx->s, "aifb", NULL, &err);
+    char *dev = rs_device_key(GPU, 90);
+    rs_measurement m;
+    rs_measurement_init(&m);
+    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
+    m.system = "generated", m.layer = "", m.status = RS_OK, m.median_ms = ms;
+    if (rs_record(fx->s, &m, NULL, 0, NULL, 0, &err) <= 0) fail_msg("%s", err.msg);
+    free(dev);
+}
+
+/* sizes: the winner's schedule, the fixed corner against it, and the axes it sits at the edge of. */
+static void test_sizes(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/z.db", dir);
+    rg_err err;
+    fixture fx = {rs_open(path, &err), 0, NULL};
+    assert_non_null(fx.s);
+    assert_true(begin(&fx, "3333333ccccccccccccccccccccccccccccccccc") > 0);
+    static const int tiles[] = {16, 32, 64}, coarsens[] = {2, 4, 8};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) put_schedule(&fx, tiles[i], coarsens[j], 0, 1.0 + 0.1 * i + 0.01 * j);
+    put_schedule(&fx, 16, 4, 1, 0.5);   /* the winner: smallest tile, coarsening inside */
+    rs_close(fx.s);
+    const char *stores[] = {path};
+    char *t = tables_of(stores, 1);
+    assert_non_null(line_of(t, "| hgt | infer | aifb | 64,64/4 | 10 | 16 | 4 | on | 0.5000 | 1.2100 | 2.42x | tile=min(16) |"));
+    free(t);
+    free(path);
+    tu_rm_tree(dir);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -240,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_sections),
         cmocka_unit_test(test_numbers),
+        cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
