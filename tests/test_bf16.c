@@ -122,10 +122,13 @@ static const char *const PATHS[] = {
     "? __bfloat162float(__ldg(X",         /* GEMM scalar staging of X */
     "sv[rr] * (float)__bfloat162float",   /* outer product, scalar X */
     ": __float2bfloat16(0.f)",            /* mma=bf16 staging a bfloat16 X as it is (rows not 4-aligned) */
-    "xv[j] = (b + j < VIT && idx < NV && xbase[r] >= 0 && k0 + kk < K) ? ldg_bf16x4(X",  /* mma 16-byte staging */
-    "const float4 v = ldg_bf16x4(X",      /* mma outer product, 16-byte staging of a bfloat16 X */
+    "? __ldg((const uint4*)(X + xbase[r]",   /* mma=bf16 staging a bfloat16 X's bits, 16 bytes at a time */
+    "? __ldg((const uint2*)(X + xbase[r]",   /* ... 8 bytes at a time (rows of a multiple of 4, not 8) */
+    "? __ldg((const uint4*)(X + xb[xr]",     /* mma=bf16 outer product, the same */
+    "const float4 v = ldg_bf16x4(X",      /* mma=tf32 outer product, 16-byte staging of a bfloat16 X */
     "__float_to_tf32((xbase[r] >= 0 && k0 + kk < K) ? __bfloat162float",   /* mma=tf32 staging a converted X */
-    "*y = __double2bfloat16",             /* GEMM output rounded once */
+    "*y = __float2bfloat16_rn(v)",        /* GEMM output rounded once */
+    "st_bf16x4(Y",                        /* mma GEMM output, 4 elements in 8 bytes */
     "ld_bf16x4(",                         /* traversal 4-wide loads */
     "ld_bf16x2(",                         /* traversal 2-wide loads */
     "fma((double)__bfloat162float",       /* traversal dot products and row-wise linears */
@@ -187,14 +190,15 @@ static void test_bf16_sources_compile(void **state)
                 cg_variant_free(&v);
             }
     /* rows of 30 elements: no 4-wide access, so the GEMMs (float32 and tensor-core) stage X element
-     * by element */
+     * by element; of 20: 4-wide, not 8 */
     static const char *const narrow[] = {"store=bf16", "store=bf16,mma=bf16"};
-    for (int c = 0; c < 2; c++) {
-        cg_variant v;
-        build_variant("rgcn", "train", &(ir_dims){30, 30, 1}, narrow[c], &v);
-        add_bf16_kernels(&set, &v);
-        cg_variant_free(&v);
-    }
+    for (int w = 20; w <= 30; w += 10)
+        for (int c = 0; c < 2; c++) {
+            cg_variant v;
+            build_variant("rgcn", "train", &(ir_dims){w, w, 1}, narrow[c], &v);
+            add_bf16_kernels(&set, &v);
+            cg_variant_free(&v);
+        }
     for (int i = 0; i < NPATHS; i++)
         if (!set.covered[i]) fail_msg("no kernel shows path '%s'", PATHS[i]);
     kx_compiled comp;
