@@ -1,5 +1,5 @@
 /* Device-side template text shared by every generated kernel (the compact-row binary search, row-group
- * sums, activations, bfloat16 vector loads), put in front of each kernel that calls it. */
+ * sums, activations, bfloat16 vector loads and stores), put in front of each kernel that calls it. */
 #include "codegen/templates.h"
 #include "common/util.h"
 
