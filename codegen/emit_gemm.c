@@ -217,15 +217,29 @@ static const char *ldg4(const ir_var *v, const char *name, const char *at, char 
     return out;
 }
 
+/* Whether Y is written with plain stores (no atomic, no +=): so are all bfloat16 outputs, which
+ * are never accumulated (vt_bf16_exclusion). */
+static int y_plain(const gemm_shape *sh, const lw_gemm *gm)
+{
+    int plain = !(gm->y_atomic || sh->y_sums_heads || gm->accumulate);
+    RG_ASSERT(plain || !vt_is_bf16(sh->y));
+    return plain;
+}
+
 /* The statement writing the float `v` into Y's element `*y`: an atomic add, an add or a plain
- * store (rounded once to bfloat16 under store=bf16, whose variables are never accumulated). */
+ * store. A bfloat16 Y rounds the float once with a float conversion: the same value as
+ * vt_store's rounding from double (v is a float, exact in double), without the float64
+ * conversions, whose throughput on sm_90 is a fraction of the float32 ones'. */
 static void emit_y_store(rg_str *src, const char *indent, const gemm_shape *sh, const lw_gemm *gm)
 {
-    RG_ASSERT(!vt_is_bf16(sh->y) || !(gm->y_atomic || sh->y_sums_heads || gm->accumulate));
-    char val[96];
-    if (gm->y_atomic || sh->y_sums_heads) rg_str_printf(src, "%satomicAdd(y, v);\n", indent);
-    else if (gm->accumulate) rg_str_printf(src, "%s*y += v;\n", indent);
-    else rg_str_printf(src, "%s*y = %s;\n", indent, vt_store(sh->y, "v", val, sizeof val));
+    if (!y_plain(sh, gm)) {
+        if (gm->y_atomic || sh->y_sums_heads) rg_str_printf(src, "%satomicAdd(y, v);\n", indent);
+        else rg_str_printf(src, "%s*y += v;\n", indent);
+    } else if (vt_is_bf16(sh->y)) {
+        rg_str_printf(src, "%s*y = __float2bfloat16_rn(v);\n", indent);
+    } else {
+        rg_str_printf(src, "%s*y = v;\n", indent);
+    }
 }
 
 /* What both GEMM forms resolve before emitting: the shapes, the index expressions of X, Y
@@ -255,11 +269,16 @@ static void emit_shared_read(rg_str *src, const char *indent, const char *dst, c
                              int n);
 
 /* Whether rows of operand v (width elements read, row pitch ld, head offset head_stride) can be
- * read four elements at a time: float4 alignment is kept (buffers are cudaMalloc'd); a bfloat16
- * operand reads its four elements in 8 bytes. */
+ * read n elements at a time, each access aligned to n elements (buffers are cudaMalloc'd). */
+static int rows_aligned(const ir_var *v, int width, int ld, int head_stride, int n)
+{
+    return !vt_is_f64(v) && width % n == 0 && ld % n == 0 && head_stride % n == 0;
+}
+
+/* ... four at a time: float4 alignment for float32; a bfloat16 operand reads them in 8 bytes. */
 static int rows_vectorize(const ir_var *v, int width, int ld, int head_stride)
 {
-    return !vt_is_f64(v) && width % 4 == 0 && ld % 4 == 0 && head_stride % 4 == 0;
+    return rows_aligned(v, width, ld, head_stride, 4);
 }
 
 /* Whether the product can use 16-byte loads: X rows, their head offsets and the W slice
@@ -465,20 +484,21 @@ static void mma_store4(const mma_form *f, const char *dst, const char *v, char *
                  f->round, v, f->round, v, f->round, v);
 }
 
-/* The batched staging loop both tensor-core forms share: NV float4s of each of two operands per
- * step, VIT per thread, loaded SB at a time into registers a[] and b[] (all loads of a batch in
- * flight together), then stored. Opens the loop and its load phase, with idx in scope. */
-static void emit_batch_open(rg_str *src, const char *nv, const char *a, const char *b)
+/* The batched staging loop both tensor-core forms share: NV float4s of the second operand per
+ * step (and as many accesses of the first, or fewer when they are wider), VIT per thread, loaded
+ * SB at a time into registers a[] (of type atype) and b[] (all loads of a batch in flight
+ * together), then stored. Opens the loop and its load phase, with idx in scope. */
+static void emit_batch_open(rg_str *src, const char *nv, const char *atype, const char *a, const char *b)
 {
     rg_str_printf(src,
         "#define NV (%s)\n#define VIT ((NV + NT - 1) / NT)\n#define SB (VIT < 4 ? VIT : 4)\n"
         "        #pragma unroll\n"
         "        for (int b = 0; b < VIT; b += SB) {\n"
-        "            float4 %s[SB], %s[SB];\n"
+        "            %s %s[SB]%s %s[SB];\n"
         "            #pragma unroll\n"
         "            for (int j = 0; j < SB; j++) {\n"
         "                const int idx = tid + (b + j) * NT;\n",
-        nv, a, b);
+        nv, atype, a, strcmp(atype, "float4") ? "; float4" : ",", b);
 }
 
 /* Ends the load phase and opens the store phase of the batch (idx in scope, past the end skipped). */
@@ -497,22 +517,73 @@ static void emit_batch_close(rg_str *src)
     rg_str_puts(src, "            }\n        }\n");
 }
 
+/* How the vectorized tensor-core staging reads X. A bfloat16 X staged for bfloat16 fragments
+ * (store=bf16 with mma=bf16) and not scaled moves its bits: 16-byte loads of 8 elements where
+ * its rows keep that alignment, 8-byte loads of 4 otherwise, with no float round trip (it was
+ * read as floats and rounded back, 4 elements per load: the staging of store=bf16 moved half the
+ * bytes of float32's per instruction). Any other X is read as float4s (ldg4), scaled where the
+ * caller scales, and rounded by mma_store4. */
+typedef struct mma_xload {
+    int width;                 /* elements per access */
+    const char *type, *zero;   /* the registers of one access and their zero */
+    int bits;                  /* 1: bfloat16 bits in a uint2 or uint4 */
+} mma_xload;
+
+static mma_xload mma_x_access(const gemm_shape *sh, const mma_form *f, int scaled)
+{
+    if (vt_is_bf16(sh->x) && !strcmp(f->etype, "__nv_bfloat16") && !scaled) {
+        if (rows_aligned(sh->x, sh->K, sh->ldx, sh->x_head_stride, 8))
+            return (mma_xload){8, "uint4", "make_uint4(0u, 0u, 0u, 0u)", 1};
+        return (mma_xload){4, "uint2", "make_uint2(0u, 0u)", 1};
+    }
+    return (mma_xload){4, "float4", "make_float4(0.f, 0.f, 0.f, 0.f)", 0};
+}
+
+/* One access of X at `at`. */
+static const char *mma_x_load(const mma_xload *a, const ir_var *x, const char *at, char *out, size_t n)
+{
+    if (a->bits) snprintf(out, n, "__ldg((const %s*)(X + %s))", a->type, at);
+    else ldg4(x, "X", at, out, n);
+    return out;
+}
+
+/* The guard of the accesses of X in a batch of NV (the other operand's float4s): NV itself
+ * when X has as many, else its own count of `elems` elements (text) in `a->width` steps. */
+static const char *mma_x_count(const mma_xload *a, const char *elems, char *out, size_t n)
+{
+    if (a->width == 4) snprintf(out, n, "NV");
+    else snprintf(out, n, "%s / %d", elems, a->width);
+    return out;
+}
+
+/* The statement storing bfloat16 bits `v` of X as they are into the staged tile at `dst`. */
+static void mma_x_store_bits(const mma_xload *a, const char *dst, const char *v, char *out, size_t n)
+{
+    RG_ASSERT(a->bits);
+    snprintf(out, n, "*(%s*)&%s = %s;", a->type, dst, v);
+}
+
 /* Staging of one K step of the product on tensor cores with 16-byte loads (product_vectorizes):
  * each thread loads SB float4s of X and of W into registers, then rounds and stores them, so SB
  * loads of each operand are in flight at once instead of one scalar load at a time (the scalar
  * staging held the tensor-core kernels under the float32 ones, docs/perf-notes.md session 8). */
 static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const mma_form *f)
 {
-    char x4[128], xst[400], wst[400];
-    ldg4(sh->x, "X", "xbase[r] + k0 + kk", x4, sizeof x4);
-    mma_store4(f, "Xs[r][kk]", "xv[j]", xst, sizeof xst);
+    const mma_xload xa = mma_x_access(sh, f, 0);
+    char x4[128], xst[400], wst[400], nx[48], xguard[80] = "";
+    mma_x_load(&xa, sh->x, "xbase[r] + k0 + kk", x4, sizeof x4);
+    if (xa.bits) mma_x_store_bits(&xa, "Xs[r][kk]", "xv[j]", xst, sizeof xst);
+    else mma_store4(f, "Xs[r][kk]", "xv[j]", xst, sizeof xst);
     mma_store4(f, "Ws[r][c]", "wv[j]", wst, sizeof wst);
-    emit_batch_open(src, "TILE * KT / 4", "xv", "wv");
+    mma_x_count(&xa, "TILE * KT", nx, sizeof nx);
+    if (xa.width != 4) snprintf(xguard, sizeof xguard, "if (idx < %s) ", nx);
+    emit_batch_open(src, "TILE * KT / 4", xa.type, "xv", "wv");
+    /* KT is a multiple of 16, so a row of the tile is a whole number of accesses */
     rg_str_printf(src,
-        "                const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4;\n"
-        "                xv[j] = (b + j < VIT && idx < NV && xbase[r] >= 0 && k0 + kk < K) ? %s\n"
-        "                                                                             : make_float4(0.f, 0.f, 0.f, 0.f);\n",
-        x4);
+        "                const int r = idx / (KT / %d), kk = (idx %% (KT / %d)) * %d;\n"
+        "                xv[j] = (b + j < VIT && idx < %s && xbase[r] >= 0 && k0 + kk < K) ? %s\n"
+        "                                                                             : %s;\n",
+        xa.width, xa.width, xa.width, nx, x4, xa.zero);
     if (gm->transpose_w)
         rg_str_puts(src,
             "                const int wc = idx / (KT / 4), wr = (idx % (KT / 4)) * 4;\n"
@@ -524,7 +595,8 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
             "                wv[j] = (b + j < VIT && idx < NV && k0 + wr < K && col0 + wc < N)\n"
             "                            ? __ldg((const float4*)(Wt + (size_t)(k0 + wr) * N + col0 + wc)) : make_float4(0.f, 0.f, 0.f, 0.f);\n");
     emit_batch_stores(src);
-    rg_str_printf(src, "                { const int r = idx / (KT / 4), kk = (idx %% (KT / 4)) * 4; %s }\n", xst);
+    rg_str_printf(src, "                %s{ const int r = idx / (KT / %d), kk = (idx %% (KT / %d)) * %d; %s }\n", xguard,
+                  xa.width, xa.width, xa.width, xst);
     if (gm->transpose_w)
         rg_str_printf(src,
             "                { const int c = idx / (KT / 4), r = (idx %% (KT / 4)) * 4;\n"
@@ -537,34 +609,101 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
 
 /* Staging of TILE rows of the outer product on tensor cores with 16-byte loads: SB float4s of
  * X (times the row's scalar) and of dY in flight per thread, then rounded and stored, as
- * emit_mma_stage_vec does for the product. */
+ * emit_mma_stage_vec does for the product; without a scalar (sv[] is then 1, exact) a bfloat16
+ * X under mma=bf16 is copied as its bits (mma_x_access). */
 static void emit_mma_outer_stage_vec(rg_str *src, const gemm_shape *sh, const mma_form *f)
 {
-    char x4[128], y4[128], xst[400], dst[400];
-    ldg4(sh->x, "X", "xb[rr] + k0 + cc", x4, sizeof x4);
+    const mma_xload xa = mma_x_access(sh, f, sh->s != NULL);
+    char x4[128], y4[128], xst[400], dst[400], nx[48];
+    /* the float4 form reads X at dY's steps (rr, cc), the bits form in its own (xr, xc) */
+    mma_x_load(&xa, sh->x, xa.bits ? "xb[xr] + k0 + xc" : "xb[rr] + k0 + cc", x4, sizeof x4);
     ldg4(sh->y, "Y", "yb[rr] + n0 + cc", y4, sizeof y4);
-    mma_store4(f, "Xs[rr][cc]", "xv[j]", xst, sizeof xst);
     mma_store4(f, "Ds[rr][cc]", "dv[j]", dst, sizeof dst);
-    emit_batch_open(src, "TILE * TILE / 4", "xv", "dv");
+    emit_batch_open(src, "TILE * TILE / 4", xa.type, "xv", "dv");
+    if (!xa.bits) {
+        mma_store4(f, "Xs[rr][cc]", "xv[j]", xst, sizeof xst);
+        rg_str_printf(src,
+            "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
+            "                const bool in = b + j < VIT && idx < NV;\n"
+            "                xv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+            "                dv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+            "                if (in && xb[rr] >= 0 && k0 + cc < K) {\n"
+            "                    const float s_ = sv[rr];\n"
+            "                    const float4 v = %s;\n"
+            "                    xv[j] = make_float4(s_ * v.x, s_ * v.y, s_ * v.z, s_ * v.w);\n"
+            "                }\n"
+            "                if (in && yb[rr] >= 0 && n0 + cc < N) dv[j] = %s;\n",
+            x4, y4);
+        emit_batch_stores(src);
+        rg_str_printf(src,
+            "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
+            "                %s\n"
+            "                %s\n",
+            xst, dst);
+        emit_batch_close(src);
+        return;
+    }
+    mma_x_count(&xa, "TILE * TILE", nx, sizeof nx);
+    mma_x_store_bits(&xa, "Xs[xr][xc]", "xv[j]", xst, sizeof xst);
+    /* X in its own steps of xa.width (xr, xc), dY in float4s (rr, cc); TILE is a multiple of 16 */
     rg_str_printf(src,
         "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
+        "                const int xr = idx / (TILE / %d), xc = (idx %% (TILE / %d)) * %d;\n"
         "                const bool in = b + j < VIT && idx < NV;\n"
-        "                xv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
+        "                xv[j] = (in && idx < %s && xb[xr] >= 0 && k0 + xc < K) ? %s : %s;\n"
         "                dv[j] = make_float4(0.f, 0.f, 0.f, 0.f);\n"
-        "                if (in && xb[rr] >= 0 && k0 + cc < K) {\n"
-        "                    const float s_ = sv[rr];\n"
-        "                    const float4 v = %s;\n"
-        "                    xv[j] = make_float4(s_ * v.x, s_ * v.y, s_ * v.z, s_ * v.w);\n"
-        "                }\n"
         "                if (in && yb[rr] >= 0 && n0 + cc < N) dv[j] = %s;\n",
-        x4, y4);
+        xa.width, xa.width, xa.width, nx, x4, xa.zero, y4);
     emit_batch_stores(src);
     rg_str_printf(src,
         "                const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
-        "                %s\n"
+        "                const int xr = idx / (TILE / %d), xc = (idx %% (TILE / %d)) * %d;\n"
+        "                if (idx < %s) %s\n"
         "                %s\n",
-        xst, dst);
+        xa.width, xa.width, xa.width, nx, xst, dst);
     emit_batch_close(src);
+}
+
+/* The products' way out of Cs: times the per-row scalar, into Y with its scatter and atomics.
+ * A bfloat16 Y (plain stores) whose rows keep 8-byte alignment takes 4 elements per thread: one
+ * float4 of Cs (consecutive threads, consecutive float4s: no bank conflict), rounded in pairs
+ * and stored in 8 bytes (st_bf16x4), where element by element it took four 2-byte stores. */
+static void emit_mma_epilogue(rg_str *src, const gemm_exprs *ex, const lw_gemm *gm)
+{
+    const gemm_shape *sh = &ex->sh;
+    char scal[256] = "1.f";
+    if (vt_is_bf16(sh->y) && y_plain(sh, gm) && rows_vectorize(sh->y, sh->N, sh->ldy, sh->y_head_stride)) {
+        /* N is a multiple of 4, so a group starting below N ends below it */
+        rg_str_puts(src,
+            "    for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+            "        const int r = idx / (TILE / 4), c = (idx % (TILE / 4)) * 4;\n"
+            "        const int row = row0 + r, col = col0 + c;\n"
+            "        if (row >= seg_end || col >= N) continue;\n"
+            "        float4 v = *(const float4*)&Cs[r][c];\n");
+        static const char comp[4] = {'x', 'y', 'z', 'w'};
+        for (int u = 0; sh->s && u < 4; u++) {
+            char col[16];
+            snprintf(col, sizeof col, "col + %d", u);
+            scalar_expr(sh, ex->sidx, col, scal, sizeof scal);
+            rg_str_printf(src, "        v.%c *= %s;\n", comp[u], scal);
+        }
+        rg_str_printf(src,
+            "        st_bf16x4(Y + (size_t)(%s) * %d + (size_t)h * %d + col, v);\n"
+            "    }\n",
+            ex->yrow, sh->ldy, sh->y_head_stride);
+        return;
+    }
+    if (sh->s) scalar_expr(sh, ex->sidx, "col", scal, sizeof scal);
+    rg_str_printf(src,
+        "    for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+        "        const int r = idx / TILE, c = idx %% TILE;\n"
+        "        const int row = row0 + r, col = col0 + c;\n"
+        "        if (row >= seg_end || col >= N) continue;\n"
+        "        const float v = Cs[r][c] * %s;\n"
+        "        %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
+        scal, vt_ctype(sh->y), ex->yrow, sh->ldy, sh->y_head_stride);
+    emit_y_store(src, "        ", sh, gm);
+    rg_str_puts(src, "    }\n");
 }
 
 /* Y[S] (+)= s * X[G] x W[T] on tensor cores: a block owns TILE rows of one type segment and
@@ -644,18 +783,8 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     emit_mma_step(src, f, "row_major", "&Xs[fr * 16][kk]", kt + f->pad, "&Ws[kk][fc * 16]", T + f->pad, "KT");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
-    char scal[256] = "1.f";
-    if (sh->s) scalar_expr(sh, ex->sidx, "col", scal, sizeof scal);
-    rg_str_printf(src,
-        "    for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-        "        const int r = idx / TILE, c = idx %% TILE;\n"
-        "        const int row = row0 + r, col = col0 + c;\n"
-        "        if (row >= seg_end || col >= N) continue;\n"
-        "        const float v = Cs[r][c] * %s;\n"
-        "        %s* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n",
-        scal, vt_ctype(sh->y), ex->yrow, sh->ldy, sh->y_head_stride);
-    emit_y_store(src, "        ", sh, gm);
-    rg_str_puts(src, "    }\n}\n");
+    emit_mma_epilogue(src, ex, gm);
+    rg_str_puts(src, "}\n");
     k->flops = 2.0 * sh->K * sh->N * sh->heads;  /* per row; the executor multiplies by rows */
 }
 

@@ -1,5 +1,5 @@
 /* Device-side template text shared by every generated kernel (the compact-row binary search, row-group
- * sums, activations, bfloat16 vector loads), put in front of each kernel that calls it. */
+ * sums, activations, bfloat16 vector loads and stores), put in front of each kernel that calls it. */
 #include "codegen/templates.h"
 #include "common/util.h"
 
@@ -66,6 +66,13 @@ static const tpl_helper helpers[] = {
      "    const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.x));\n"
      "    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.y));\n"
      "    return make_float4(a.x, a.y, b.x, b.y);\n"
+     "}\n"},
+    /* four floats rounded once to bfloat16 and written in 8 bytes (p keeps that alignment) */
+    {"st_bf16x4",
+     "static __device__ __forceinline__ void st_bf16x4(__nv_bfloat16* p, float4 v)\n"
+     "{\n"
+     "    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);\n"
+     "    *reinterpret_cast<uint2*>(p) = make_uint2(*reinterpret_cast<const unsigned*>(&a), *reinterpret_cast<const unsigned*>(&b));\n"
      "}\n"},
     {"gelu_grad",
      "static __device__ __forceinline__ double gelu_grad(double g, double x)\n"

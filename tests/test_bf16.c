@@ -11,6 +11,7 @@
 #include "explorer/space.h"
 #include "measure/validate.h"
 #include "runtime/exec.h"
+#include "tests/kcover.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -122,10 +123,13 @@ static const char *const PATHS[] = {
     "? __bfloat162float(__ldg(X",         /* GEMM scalar staging of X */
     "sv[rr] * (float)__bfloat162float",   /* outer product, scalar X */
     ": __float2bfloat16(0.f)",            /* mma=bf16 staging a bfloat16 X as it is (rows not 4-aligned) */
-    "xv[j] = (b + j < VIT && idx < NV && xbase[r] >= 0 && k0 + kk < K) ? ldg_bf16x4(X",  /* mma 16-byte staging */
-    "const float4 v = ldg_bf16x4(X",      /* mma outer product, 16-byte staging of a bfloat16 X */
+    "? __ldg((const uint4*)(X + xbase[r]",   /* mma=bf16 staging a bfloat16 X's bits, 16 bytes at a time */
+    "? __ldg((const uint2*)(X + xbase[r]",   /* ... 8 bytes at a time (rows of a multiple of 4, not 8) */
+    "? __ldg((const uint4*)(X + xb[xr]",     /* mma=bf16 outer product, the same */
+    "const float4 v = ldg_bf16x4(X",      /* mma=tf32 outer product, 16-byte staging of a bfloat16 X */
     "__float_to_tf32((xbase[r] >= 0 && k0 + kk < K) ? __bfloat162float",   /* mma=tf32 staging a converted X */
-    "*y = __double2bfloat16",             /* GEMM output rounded once */
+    "*y = __float2bfloat16_rn(v)",        /* GEMM output rounded once */
+    "st_bf16x4(Y",                        /* mma GEMM output, 4 elements in 8 bytes */
     "ld_bf16x4(",                         /* traversal 4-wide loads */
     "ld_bf16x2(",                         /* traversal 2-wide loads */
     "fma((double)__bfloat162float",       /* traversal dot products and row-wise linears */
@@ -187,14 +191,15 @@ static void test_bf16_sources_compile(void **state)
                 cg_variant_free(&v);
             }
     /* rows of 30 elements: no 4-wide access, so the GEMMs (float32 and tensor-core) stage X element
-     * by element */
+     * by element; of 20: 4-wide, not 8 */
     static const char *const narrow[] = {"store=bf16", "store=bf16,mma=bf16"};
-    for (int c = 0; c < 2; c++) {
-        cg_variant v;
-        build_variant("rgcn", "train", &(ir_dims){30, 30, 1}, narrow[c], &v);
-        add_bf16_kernels(&set, &v);
-        cg_variant_free(&v);
-    }
+    for (int w = 20; w <= 30; w += 10)
+        for (int c = 0; c < 2; c++) {
+            cg_variant v;
+            build_variant("rgcn", "train", &(ir_dims){w, w, 1}, narrow[c], &v);
+            add_bf16_kernels(&set, &v);
+            cg_variant_free(&v);
+        }
     for (int i = 0; i < NPATHS; i++)
         if (!set.covered[i]) fail_msg("no kernel shows path '%s'", PATHS[i]);
     kx_compiled comp;
@@ -205,6 +210,160 @@ static void test_bf16_sources_compile(void **state)
            set.plan.nkernels, NPATHS, rg_now() - t0, comp.cache_hits);
     kx_compiled_free(&comp);
     kp_plan_free(&set.plan);
+}
+
+/* How a GEMM kernel reads X: 16 bytes of float32, 8 of bfloat16 widened to floats, bfloat16 bits
+ * in 16 or 8 bytes, or element by element. */
+typedef enum x_read { XR_SCALAR, XR_F32X4, XR_BF16X4, XR_BITS8, XR_BITS4 } x_read;
+
+static x_read x_read_of(const char *src)
+{
+    if (strstr(src, "__ldg((const float4*)(X + ")) return XR_F32X4;
+    if (strstr(src, "ldg_bf16x4(X + ")) return XR_BF16X4;
+    if (strstr(src, "__ldg((const uint4*)(X + ")) return XR_BITS8;
+    if (strstr(src, "__ldg((const uint2*)(X + ")) return XR_BITS4;
+    return XR_SCALAR;
+}
+
+/* The shapes of the GEMM tests: widths that are multiples of 8 (with heads of 16 and 32), of 4
+ * only, and of neither (6 is narrower than a fragment, 30 is not). */
+static const ir_dims gemm_shapes[] = {{64, 64, 1}, {64, 64, 4}, {128, 128, 1}, {128, 128, 4}, {20, 20, 1}, {30, 30, 1}, {6, 6, 1}};
+#define NSHAPES ((int)(sizeof gemm_shapes / sizeof gemm_shapes[0]))
+static const char *const mmas[] = {"off", "bf16", "tf32"};
+
+/* The variant of a model, task, shape, mma and store under the session-8 schedule (compact=direct,
+ * reorder=on, tile=64, coarsen=4, softmax=single where it applies). */
+static void build_gemm_variant(int m, int t, int d, int mma, int bf16, cg_variant *v)
+{
+    char *kv = rg_xasprintf("compact=direct,reorder=on,tile=64,coarsen=4,mma=%s%s%s", mmas[mma],
+                            m ? ",softmax=single" : "", bf16 ? ",store=bf16" : "");
+    build_variant(models[m], tasks[t], &gemm_shapes[d], kv, v);
+    free(kv);
+}
+
+/* What test_gemm_reads_follow_f32 saw, so that none of its checks is vacuous. */
+typedef struct gemm_seen {
+    int bits8, bits4, widened, scalar, vec_store, elem_store;
+} gemm_seen;
+
+/* One GEMM kernel under store=bf16 (b) against the same kernel under store=f32 (a), in a shape of
+ * row width w: X is read as widely as float32 reads it (bfloat16 bits under mma=bf16, 16 bytes
+ * when w is a multiple of 8), and a bfloat16 Y is written from float, 4 elements in 8 bytes by
+ * the tensor-core epilogue when w is a multiple of 4. */
+static void check_gemm_pair(const kp_kernel *a, const kp_kernel *b, int w, int mma, gemm_seen *seen)
+{
+    assert_string_equal(a->name, b->name);
+    x_read ra = x_read_of(a->source), rb = x_read_of(b->source);
+    int tensor = strstr(b->source, "nvcuda::wmma::mma_sync") != NULL;
+    if (!strstr(b->source, "const __nv_bfloat16* __restrict__ X")) {
+        assert_int_equal(ra, rb);
+    } else if (ra == XR_SCALAR) {
+        if (rb != XR_SCALAR) fail_msg("%s: float32 X element by element, bfloat16 X read as %d", b->name, rb);
+        seen->scalar++;
+    } else {
+        x_read want = !tensor || strcmp(mmas[mma], "bf16") ? XR_BF16X4 : w % 8 == 0 ? XR_BITS8 : XR_BITS4;
+        if (ra != XR_F32X4 || rb != want)
+            fail_msg("%s (rows of %d, mma=%s): X read as %d in float32 and %d in bfloat16, %d wanted:\n%s", b->name, w,
+                     mmas[mma], ra, rb, want, b->source);
+        seen->bits8 += rb == XR_BITS8;
+        seen->bits4 += rb == XR_BITS4;
+        seen->widened += rb == XR_BF16X4;
+    }
+    if (strstr(b->source, "__double2bfloat16")) fail_msg("%s rounds through float64:\n%s", b->name, b->source);
+    if (!strstr(b->source, "    __nv_bfloat16* __restrict__ Y") && !strstr(b->source, ", __nv_bfloat16* __restrict__ Y"))
+        return;
+    int vec = tensor && w % 4 == 0;
+    if (vec != (strstr(b->source, "st_bf16x4(Y + ") != NULL) ||
+        !vec != (strstr(b->source, "*y = __float2bfloat16_rn(v);") != NULL))
+        fail_msg("%s (rows of %d): %s bfloat16 stores of Y wanted:\n%s", b->name, w, vec ? "8-byte" : "element", b->source);
+    seen->vec_store += vec;
+    seen->elem_store += !vec;
+}
+
+/* Every GEMM of every model and task, shapes of rows that are multiples of 8, of 4 only and of
+ * neither, under mma off, bf16 and tf32: under store=bf16 X is read as widely as under store=f32
+ * (16-byte bits under mma=bf16 when rows allow, no float round trip; element by element where
+ * float32 is), Y is written with 8-byte stores by the tensor cores' epilogue, and no GEMM
+ * converts through float64. */
+static void test_gemm_reads_follow_f32(void **state)
+{
+    (void)state;
+    gemm_seen seen = {0};
+    for (int m = 0; m < 3; m++)
+        for (int t = 0; t < 2; t++)
+            for (int d = 0; d < NSHAPES; d++)
+                for (int mma = 0; mma < 3; mma++) {
+                    cg_variant a, b;
+                    build_gemm_variant(m, t, d, mma, 0, &a);
+                    build_gemm_variant(m, t, d, mma, 1, &b);
+                    assert_int_equal(a.plan.nkernels, b.plan.nkernels);
+                    for (int k = 0; k < a.plan.nkernels; k++)
+                        if (a.plan.kernels[k].category == KC_GEMM)
+                            check_gemm_pair(&a.plan.kernels[k], &b.plan.kernels[k], gemm_shapes[d].out_dim, mma, &seen);
+                    cg_variant_free(&a);
+                    cg_variant_free(&b);
+                }
+    printf("bfloat16 X: %d kernels 16-byte bits, %d 8-byte bits, %d widened, %d element by element; bfloat16 Y: %d "
+           "8-byte stores, %d element stores\n", seen.bits8, seen.bits4, seen.widened, seen.scalar, seen.vec_store,
+           seen.elem_store);
+    assert_true(seen.bits8 > 0 && seen.bits4 > 0 && seen.widened > 0 && seen.scalar > 0);
+    assert_true(seen.vec_store > 0 && seen.elem_store > 0);
+}
+
+/* A GEMM kernel's form: the branches of the emitter its text shows (tensor-core precision,
+ * product or outer product, W transposed, per-row scalar, element types of X and Y, how X is
+ * read and Y written). Kernels of one form differ by widths, strides, index arrays and schedule
+ * constants, where NVRTC's verdict does not change. */
+static uint64_t gemm_form(const kp_kernel *k)
+{
+    static const char *const marks[] = {
+        "m16n16k16", "precision::tf32", "outer product", "^T  (", "__ldg(S", "const __nv_bfloat16* __restrict__ X",
+        "__nv_bfloat16* __restrict__ Y", "st_bf16x4(Y", "*y = __float2bfloat16_rn(v)", "atomicAdd(y", "*y += v",
+        "__bfloat162float(__ldg(X", ": __float2bfloat16(0.f)"};
+    int f[sizeof marks / sizeof marks[0] + 1];
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) f[i] = strstr(k->source, marks[i]) != NULL;
+    f[sizeof marks / sizeof marks[0]] = (int)x_read_of(k->source);
+    return rg_fnv1a64(f, sizeof f, RG_FNV_SEED);
+}
+
+/* The same matrix (every model and task, the shapes above, mma off, bf16 and tf32, store f32 and
+ * bf16): NVRTC compiles for sm_90 a GEMM kernel of each form (gemm_form) that reads or writes
+ * bfloat16 (21 forms, a few seconds). The store=f32 GEMMs' text does not depend on store=bf16's
+ * paths (test_f32_unchanged) and test_codegen compiles them; traversals do not change with the
+ * GEMMs' precision (test_bf16_sources_compile and test_codegen compile theirs). */
+static void test_gemm_matrix_compiles(void **state)
+{
+    (void)state;
+    kc_set seen = {0};
+    kp_plan plan = {0};
+    int gemms = 0;
+    for (int m = 0; m < 3; m++)
+        for (int t = 0; t < 2; t++)
+            for (int d = 0; d < NSHAPES; d++)
+                for (int mma = 0; mma < 3; mma++)
+                    for (int bf16 = 0; bf16 < 2; bf16++) {
+                        cg_variant v;
+                        build_gemm_variant(m, t, d, mma, bf16, &v);
+                        for (int k = 0; k < v.plan.nkernels; k++) {
+                            const kp_kernel *kk = &v.plan.kernels[k];
+                            if (kk->category != KC_GEMM || !strstr(kk->source, "__nv_bfloat16* __restrict__")) continue;
+                            gemms++;
+                            if (!kc_set_add(&seen, gemm_form(kk))) continue;
+                            kp_kernel *c = kp_add_kernel(&plan);
+                            *c = *kk;
+                            c->source = rg_xstrdup(kk->source);
+                        }
+                        cg_variant_free(&v);
+                    }
+    kx_compiled comp;
+    rg_err err;
+    double t0 = rg_now();
+    if (kx_compile(&plan, 90, 2, &comp, &err)) fail_msg("%s", err.msg);
+    printf("GEMM matrix: %d GEMM kernels, one of each of %d forms compiled for sm_90 in %.1f s (%d from the cache)\n", gemms,
+           plan.nkernels, rg_now() - t0, comp.cache_hits);
+    kx_compiled_free(&comp);
+    kp_plan_free(&plan);
+    kc_set_free(&seen);
 }
 
 /* store=f32 is the default: the same canonical string and hash as a config without it (so every
@@ -411,6 +570,8 @@ int main(void)
         cmocka_unit_test(test_emulated_run_within_tolerance),
         cmocka_unit_test(test_floor_and_counts),
         cmocka_unit_test(test_bf16_sources_compile),
+        cmocka_unit_test(test_gemm_reads_follow_f32),
+        cmocka_unit_test(test_gemm_matrix_compiles),
         cmocka_unit_test(test_gpu_space_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
