@@ -162,6 +162,37 @@ static const char SQL_SIZES[] =
     "from ranked where rk = 1\n"
     "order by device_key, model, task, dataset, dim_in, dim_out, heads, git_commit;\n";
 
+/* Transfer across GPUs (issue 20): per problem measured on two devices over the same points, the config that is
+ * fastest on device A measured on device B, against B's own best (its oracle over the points both measured). */
+static const char SQL_TRANSFER[] =
+    "with ok as (\n"
+    "  select m.device_key, v.hash, v.model, v.task, d.name as dataset, v.dim_in, v.dim_out, v.heads,\n"
+    "         min(m.median_ms) as ms\n"
+    "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "  where m.system = 'generated' and m.status = 'ok'\n"
+    "  group by m.device_key, v.hash, v.model, v.task, d.name, v.dim_in, v.dim_out, v.heads),\n"
+    "both as (\n"
+    "  select a.device_key as dev_a, b.device_key as dev_b, a.hash, a.model, a.task, a.dataset, a.dim_in, a.dim_out,\n"
+    "         a.heads, a.ms as ms_a, b.ms as ms_b\n"
+    "  from ok a join ok b on a.hash = b.hash and a.dataset = b.dataset and a.device_key <> b.device_key),\n"
+    "ranked as (\n"
+    "  select *, row_number() over (partition by dev_a, dev_b, model, task, dataset, dim_in, dim_out, heads\n"
+    "                               order by ms_a, hash) as rk_a,\n"
+    "         min(ms_b) over (partition by dev_a, dev_b, model, task, dataset, dim_in, dim_out, heads) as oracle_b,\n"
+    "         count(*) over (partition by dev_a, dev_b, model, task, dataset, dim_in, dim_out, heads) as n\n"
+    "  from both)\n"
+    "select replace(dev_a, ' (sm_90)', '') || ' -> ' || replace(dev_b, ' (sm_90)', '') as transfer, model, task, dataset,\n"
+    "       dim_in || ',' || dim_out || '/' || heads as \"dims/heads\", n as \"points on both\",\n"
+    "       printf('%.4f', ms_b) as \"A's best on B ms\", printf('%.4f', oracle_b) as \"B's oracle ms\",\n"
+    "       printf('%.3fx', ms_b / oracle_b) as \"A's best / B's oracle\", hash as \"A's best\",\n"
+    "       '' as _commits, 0 as _k, dev_b as _device\n"
+    "from ranked where rk_a = 1 and n > 1\n"
+    "union all\n"
+    "select replace(dev_a, ' (sm_90)', '') || ' -> ' || replace(dev_b, ' (sm_90)', ''), 'geomean', '', '', '',\n"
+    "       sum(n), '-', '-', printf('%.3fx', exp(avg(ln(ms_b / oracle_b)))), count(*) || ' problems', '', 1, dev_b\n"
+    "from ranked where rk_a = 1 and n > 1 group by dev_a, dev_b\n"
+    "order by transfer, _k, model, task, dataset, \"dims/heads\";\n";
+
 typedef struct pt_query {
     const char *name, *title, *about, *sql;
     int baseline_notes;   /* follow the table with the notes on what each baseline computes */
@@ -204,6 +235,11 @@ static const pt_query QUERIES[] = {
      "value measured for that problem (`on the boundary`: read with the space each store's sweep used; the tile "
      "cannot exceed 64 today, see docs/perf-notes.md).",
      SQL_SIZES, 0},
+    {"transfer", "Transfer across GPUs: one device's best config on another",
+     "Per problem measured on two devices over the same variants (the points both measured ok): the variant fastest "
+     "on device A, timed on device B, against the fastest of those points on B (B's oracle over the shared points), "
+     "and the geometric mean over the problems. Each device's time is its best ok measurement of the variant.",
+     SQL_TRANSFER, 0},
 };
 #define NQUERIES ((int)(sizeof QUERIES / sizeof QUERIES[0]))
 
@@ -240,7 +276,7 @@ const char *pt_query_sql(const char *name)
     return NULL;
 }
 
-const char *pt_query_names(void) { return "counts best geomean baselines sizes"; }
+const char *pt_query_names(void) { return "counts best geomean baselines sizes transfer"; }
 
 /* ---------------------------------------------------------------- results ---- */
 

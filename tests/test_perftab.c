@@ -214,7 +214,7 @@ static void test_numbers(void **state)
 }
 
 /* One generated float32 row of HGT inference on aifb at a tile/coarsening/launch-bounds schedule. */
-static void put_schedule(fixture *fx, int tile, int coarsen, int lb, double ms)
+static void put_on(fixture *fx, const char *gpu, int tile, int coarsen, int lb, double ms)
 {
     rg_err err;
     char *json = rg_xasprintf("{\"compact\":\"direct\",\"tile\":%d,\"coarsen\":%d,\"lb\":%s}", tile, coarsen,
@@ -224,7 +224,7 @@ static void put_schedule(fixture *fx, int tile, int coarsen, int lb, double ms)
     free(json);
     if (var <= 0) fail_msg("%s", err.msg);
     int64_t ds = rs_upsert_dataset(fx->s, "aifb", NULL, &err);
-    char *dev = rs_device_key(GPU, 90);
+    char *dev = rs_device_key(gpu, 90);
     rs_measurement m;
     rs_measurement_init(&m);
     m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
@@ -232,6 +232,8 @@ static void put_schedule(fixture *fx, int tile, int coarsen, int lb, double ms)
     if (rs_record(fx->s, &m, NULL, 0, NULL, 0, &err) <= 0) fail_msg("%s", err.msg);
     free(dev);
 }
+
+static void put_schedule(fixture *fx, int tile, int coarsen, int lb, double ms) { put_on(fx, GPU, tile, coarsen, lb, ms); }
 
 /* sizes: the winner's schedule, the fixed corner against it, and the axes it sits at the edge of. */
 static void test_sizes(void **state)
@@ -252,6 +254,37 @@ static void test_sizes(void **state)
     char *t = tables_of(stores, 1);
     assert_non_null(line_of(t, "| hgt | infer | aifb | 64,64/4 | 10 | 16 | 4 | on | 0.5000 | 1.2100 | 2.42x | tile=min(16) |"));
     free(t);
+    free(path);
+    tu_rm_tree(dir);
+}
+
+/* transfer: the variant best on one GPU, timed on the other, against that one's best of the shared points. */
+static void test_transfer(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/t.db", dir);
+    rg_err err;
+    fixture fx = {rs_open(path, &err), 0, NULL};
+    assert_non_null(fx.s);
+    assert_true(begin(&fx, "4444444ddddddddddddddddddddddddddddddddd") > 0);
+    put_on(&fx, "GPU A", 16, 2, 0, 1.0);   /* A's best ... */
+    put_on(&fx, "GPU A", 32, 2, 0, 1.5);
+    put_on(&fx, "GPU A", 64, 2, 0, 2.0);   /* ... and a point only A measured */
+    put_on(&fx, "GPU B", 16, 2, 0, 0.9);   /* A's best on B: 0.9, B's best of the shared points: 0.6 */
+    put_on(&fx, "GPU B", 32, 2, 0, 0.6);
+    put_on(&fx, "GPU B", 16, 4, 0, 0.1);   /* only B: not an oracle of the shared points */
+    rs_close(fx.s);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    const char *stores[] = {path};
+    if (pt_write(stores, 1, mem, &err)) fail_msg("%s", err.msg);
+    fclose(mem);
+    assert_non_null(line_of(text, "| GPU A -> GPU B | hgt | infer | aifb | 64,64/4 | 2 | 0.9000 | 0.6000 | 1.500x |"));
+    assert_non_null(line_of(text, "| GPU B -> GPU A | hgt | infer | aifb | 64,64/4 | 2 | 1.5000 | 1.0000 | 1.500x |"));
+    assert_non_null(line_of(text, "| GPU A -> GPU B | geomean |  |  |  | 2 | - | - | 1.500x | 1 problems |"));
+    free(text);
     free(path);
     tu_rm_tree(dir);
 }
@@ -284,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_sections),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_transfer),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
