@@ -311,7 +311,7 @@ static void test_json_round_trip(void **state)
     assert_int_equal(sp_load("full", &sp, &err), 0);
     long points = 1;
     for (int d = 0; d < sp.ndims; d++) points *= sp.dims[d].nvals;
-    assert_int_equal(points, 2304 * 24 * 3 * 2);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2 */
+    assert_int_equal(points, 2304 * 24 * 3 * 2 * 2);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2, acc 2 */
     long *idx;
     int n = kc_pairwise(&sp, 4096, 11, &idx);
     for (int i = 0; i < n; i++) {
@@ -350,10 +350,10 @@ static void test_builtin_spaces(void **state)
     static const char *const want[2] = {
         "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 4\nlanes: 16 32\n"
-        "relabel: orig bfs\n",
+        "relabel: orig bfs\nacc: smem reg\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
-        "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\n"};
+        "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\nacc: smem reg\n"};
     const char *names[2] = {"default", "full"};
     for (int i = 0; i < 2; i++) {
         sp_space sp;
@@ -392,8 +392,8 @@ static void test_feature_encoding(void **state)
 {
     (void)state;
     static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile16", "tile64", "coarsen1",
-                                        "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off"};
-    assert_int_equal(CFG_NFEATURES, 11);
+                                        "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off", "acc_reg"};
+    assert_int_equal(CFG_NFEATURES, 12);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -401,11 +401,17 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
-    static const double want[] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1};
+    static const double want[] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);
-    assert_true(g == 1 && t == 1);   /* today's keys have their effects in the simulator's own model */
+    assert_true(g == 1 && t == 1);   /* the first keys have their effects in the simulator's own model */
+    /* acc=reg: its feature, and the simulator's guess for traversals without a barrier per edge */
+    assert_int_equal(cfg_parse(&c, "acc=reg", &err), 0);
+    cfg_features(&c, x);
+    assert_true(x[11] == 1);
+    cfg_sim_factors(&c, &g, &t);
+    assert_true(g == 1 && t == 0.9);
 }
 
 /* Names are SQL column names in the report and KEY=VAL keys: lower-case identifiers. */
