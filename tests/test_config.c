@@ -146,6 +146,44 @@ static void test_mma_key(void **state)
     expect_parse_error("mma=fp16", "config: mma must be off, tf32 or bf16 (got 'fp16')");
 }
 
+/* acc: smem (the default) keeps every stored hash; reg prints, parses back (also from JSON and per
+ * instance) and is invalid where no partial sums exist (pagg=off edge-centric traversals). */
+static void test_acc_key(void **state)
+{
+    (void)state;
+    cg_config c, back;
+    rg_err err;
+    cfg_default(&c);
+    uint64_t h_default = cfg_hash(&c);
+    assert_int_equal(cfg_parse(&c, "acc=smem", &err), 0);
+    assert_true(cfg_hash(&c) == h_default);
+    assert_int_equal(cfg_parse(&c, "acc=reg", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), 0);
+    assert_true(cfg_hash(&c) != h_default);
+    char *s = cfg_to_string(&c), *j = cfg_to_json(&c);
+    assert_string_equal(s, LEGACY_DEFAULT ",acc=reg");
+    cfg_default(&back);
+    assert_int_equal(cfg_parse_json(&back, j, &err), 0);
+    assert_int_equal(back.acc, CFG_ACC_REG);
+    assert_true(cfg_hash(&back) == cfg_hash(&c));
+    free(s), free(j);
+    expect_parse_error("acc=regf", "config: acc must be smem or reg (got 'regf')");
+    assert_int_equal(cfg_parse(&c, "pagg=off", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "invalid: acc=reg moves the per-destination partial sums into registers; pagg=off"));
+    /* a schedule key: one traversal instance may have it, and the rule sees that instance's pagg */
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "trav_3.acc=reg", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), 0);
+    s = cfg_to_string(&c);
+    assert_string_equal(s, LEGACY_DEFAULT ",trav_3.acc=reg");
+    free(s);
+    assert_int_equal(cfg_parse(&c, "trav_3.pagg=off", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "trav_3"));
+    assert_non_null(strstr(err.msg, "acc=reg"));
+}
+
 static void test_key_given_twice(void **state)
 {
     (void)state;
@@ -438,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_json_round_trip),       cmocka_unit_test(test_builtin_spaces),
         cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_feature_encoding),
         cmocka_unit_test(test_key_names),             cmocka_unit_test(test_mma_key),
+        cmocka_unit_test(test_acc_key),
         cmocka_unit_test(test_override_canonical_forms), cmocka_unit_test(test_override_precision),
         cmocka_unit_test(test_override_errors),
     };
