@@ -680,13 +680,13 @@ static void add_scratch(kgen *g, int *off, int var)
     g->scr_size += (int)ir_var_row_width(V(g, var));
 }
 
-/* Gives shared-memory homes to register-only temporaries and to per-node accumulators. */
 /* Whether statement i of the traversal runs in the kernel of `phase` (a node-centric kernel runs all). */
 static int in_kernel(const kgen *g, const int *phases, int phase, int i)
 {
     return phases[i] == phase || g->f == FORM_NODE;
 }
 
+/* Gives shared-memory homes to register-only temporaries and to per-node accumulators. */
 static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     for (int i = 0; i < tr->nstmts; i++) {
