@@ -53,6 +53,15 @@ static int cfg_rule_partial_agg(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_acc(const cg_config *c, rg_err *err)
+{
+    if (c->acc == CFG_ACC_REG && !c->node_centric && !c->partial_agg)
+        return rg_errf(err, "invalid: acc=reg moves the per-destination partial sums into registers; pagg=off "
+                            "edge-centric traversals keep none (each edge adds atomically), so it would duplicate "
+                            "acc=smem");
+    return 0;
+}
+
 /* ---- The table ---- */
 
 /* Each key's member read and written as an int code. */

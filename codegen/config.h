@@ -34,6 +34,11 @@ typedef enum cfg_order {
     CFG_ORDER_BFS      /* within each node type, breadth-first from the highest-degree node */
 } cfg_order;
 
+typedef enum cfg_acc {
+    CFG_ACC_SMEM,  /* traversal partial sums in a shared-memory scratch row per row group */
+    CFG_ACC_REG    /* in registers, each lane its own elements (codegen/emit_trav.c) */
+} cfg_acc;
+
 /* The kernel categories a per-kernel-capable key changes (CFG_SCHEDULE in config_keys.def). */
 enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
 

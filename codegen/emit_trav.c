@@ -10,6 +10,7 @@
 #define EDGE_CHUNK 32 /* edge-centric: consecutive edges per row group */
 #define NODE_CHUNK 64 /* node-centric: incoming edges per warp before a node is split across warps */
 #define SMEM_MAX 232448 /* dynamic shared memory one block may have on sm_90 (the runtime opts in above 48 KB) */
+#define REG_SLOTS 16    /* acc=reg: doubles of register accumulators a lane may hold (32 registers) */
 
 /* How a kernel walks its rows. Each statement is then evaluated at its own shape: a
  * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
@@ -35,7 +36,10 @@ typedef struct kgen {
     int *var_used, *var_written;  /* per var: appears as a kernel parameter / is written */
     int arr_used[KG__COUNT];
     int *scr_off;                 /* per var: scratch offset or -1 */
-    int *acc_off;                 /* per var: accumulator offset or -1 */
+    int *acc_off;                 /* per var: accumulator offset or -1 (unused by one in registers) */
+    int *reg_slots;               /* per var: acc=reg: the accumulator's registers per lane, 0: in scratch */
+    int owned;                    /* inside open_row_loop's register-order loop (k_ names the register) */
+    rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
     int *wacc_off;                /* per weight: accumulator of the current edge type's slice, or -1 */
     int scr_size;
     int needs_cr;
@@ -54,6 +58,69 @@ static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
 
 /* The barrier of a row group: the whole warp when a row has 32 lanes. */
 static const char *gsync(const kgen *g) { return g->L == 32 ? "__syncwarp()" : "__syncwarp(gmask)"; }
+
+/* acc=reg: elements of a w-wide accumulator row a lane takes at once: the vector width where the row
+ * takes it, so that a statement's vector loads (one per V elements) and its registers walk the
+ * row in the same order. */
+static int reg_vec(const kgen *g, int w) { return w % g->V == 0 ? g->V : 1; }
+
+/* acc=reg: registers per lane of a w-wide accumulator row: its steps of L x reg_vec elements. */
+static int reg_count(const kgen *g, int w)
+{
+    int vr = reg_vec(g, w);
+    return (w + g->L * vr - 1) / (g->L * vr) * vr;
+}
+
+/* The home of element `el` of var v in the row's scratch (off: scr_off, acc_off or wacc_off): its
+ * shared-memory address, or, for an accumulator in registers, the current lane's register k_ (only
+ * inside open_row_loop's register-order loop, where el is the loop's element i). Every access to
+ * the scratch row is printed here. */
+static void row_home(const kgen *g, const int *off, int v, const char *el, char *out, size_t n)
+{
+    if (off == g->acc_off && g->reg_slots[v]) {
+        RG_ASSERT(g->owned);
+        snprintf(out, n, "ra%d[k_]", v);
+        return;
+    }
+    RG_ASSERT(off[v] >= 0);
+    snprintf(out, n, "scr[%d + %s]", off[v], el);
+}
+
+/* A lane's loop over the elements of a w-wide row: i = lane, lane + L, ... or, when `reg` (the row
+ * is an accumulator in registers), in register order: element i = (c_ * L + lane) * Vr + u is
+ * register k_ = c_ * Vr + u (Vr = reg_vec), both loops unrolled so that k_ is a constant and the
+ * array stays in registers; `loads` (vector loads at i0, or NULL) open each step. */
+static void open_row_loop(kgen *g, rg_str *b, int w, int reg, const char *loads)
+{
+    if (!reg) {
+        rg_str_printf(b, "        for (int i = lane; i < %d; i += %d) {\n", w, g->L);
+        return;
+    }
+    int vr = reg_vec(g, w);
+    rg_str_printf(b,
+                  "        #pragma unroll\n"
+                  "        for (int c_ = 0; c_ < %d; c_++) {\n"
+                  "            const int i0 = (c_ * %d + lane) * %d;\n"
+                  "            if (i0 < %d) {\n%s"
+                  "            #pragma unroll\n"
+                  "            for (int u = 0; u < %d; u++) {\n"
+                  "            const int i = i0 + u, k_ = c_ * %d + u; (void)k_;\n",
+                  reg_count(g, w) / vr, g->L, vr, w, loads ? loads : "", vr, vr);
+    g->owned = 1;
+}
+
+static void close_row_loop(kgen *g, rg_str *b, int reg)
+{
+    rg_str_puts(b, reg ? "            }\n            }\n        }\n" : "        }\n");
+    g->owned = 0;
+}
+
+/* Whether statement s adds into an accumulator in registers (its element loop is then
+ * open_row_loop's register-order one). */
+static int stores_to_regs(const kgen *g, const ir_stmt *s)
+{
+    return s->out.acc == IR_ACC_DST && g->acc_off[s->out.var] >= 0 && g->reg_slots[s->out.var];
+}
 
 
 static const char *arr(kgen *g, kp_graph_array a)
@@ -176,11 +243,12 @@ static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *
     char el[160], row[96];
     elem_expr(v, h, d, el, sizeof el);
     if (g->acc_off[op->var] >= 0 && op->acc == IR_ACC_DST) {
-        snprintf(out, n, "scr[%d + %s]", g->acc_off[op->var], el);
+        RG_ASSERT(lvalue || !g->reg_slots[op->var]);   /* plan_registers: no statement reads one back */
+        row_home(g, g->acc_off, op->var, el, out, n);
         return 0;
     }
     if (g->scr_off[op->var] >= 0) {
-        snprintf(out, n, "scr[%d + %s]", g->scr_off[op->var], el);
+        row_home(g, g->scr_off, op->var, el, out, n);
         return 0;
     }
     if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
@@ -246,10 +314,11 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
     char ref[512];
     g->var_written[s->out.var] = 1;
     if (dk == DEST_WACC) {
-        char el[160];
+        char el[160], home[200];
         elem_expr(V(g, s->out.var), "h", "d", el, sizeof el);
+        row_home(g, g->wacc_off, s->out.var, el, home, sizeof home);
         g->var_used[s->out.var] = 1;
-        rg_str_printf(&g->body, "            atomicAdd(&scr[%d + %s], (double)(%s));\n", g->wacc_off[s->out.var], el, value);
+        rg_str_printf(&g->body, "            atomicAdd(&%s, (double)(%s));\n", home, value);
         return 0;
     }
     if (operand_at(g, &s->out, "h", "d", 1, ref, sizeof ref, err)) return -1;
@@ -367,10 +436,11 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     iter_shape(g, s, &H, &D);
     int Ho = vt_heads(out), Do = out->dim;
     int concat_like = s->op == IR_OP_CONCAT || s->op == IR_OP_SLICE;
+    int reg = stores_to_regs(g, s);
     if (!concat_like && (Ho < H || Do < D)) {
         /* a narrower output receives the sum over the broadcast axis */
+        open_row_loop(g, &g->body, Ho * Do, reg, NULL);
         rg_str_printf(&g->body,
-                      "        for (int i = lane; i < %d; i += %d) {\n"
                       "            const int h0 = i / %d, d0 = i %% %d;\n"
                       "            double r = 0.0;\n"
                       "            for (int hh = 0; hh < %d; hh++)\n"
@@ -379,18 +449,29 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
                       "                    r += %s;\n"
                       "                }\n"
                       "            { const int h = h0, d = d0; (void)h; (void)d;\n",
-                      Ho * Do, g->L, Do, Do, Ho < H ? H : 1, Do < D ? D : 1, Ho < H ? "hh" : "h0", Do < D ? "dd" : "d0",
+                      Do, Do, Ho < H ? H : 1, Do < D ? D : 1, Ho < H ? "hh" : "h0", Do < D ? "dd" : "d0",
                       val);
         if (emit_store(g, s, "r", err)) return -1;
-        rg_str_puts(&g->body, "            }\n        }\n");
+        rg_str_puts(&g->body, "            }\n");
+        close_row_loop(g, &g->body, reg);
         return 0;
     }
     int vec = g->nvec > 0;
-    if (vec) open_vec_elem_loop(g, out);
-    else open_elem_loop(g, out);
+    if (reg) {
+        /* vector loads cover V elements at i0, which the register order walks together */
+        RG_ASSERT(!vec || reg_vec(g, vt_heads(out) * out->dim) == g->V);
+        open_row_loop(g, &g->body, vt_heads(out) * out->dim, 1, vec ? g->vec_loads.s : NULL);
+        rg_str_printf(&g->body, "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n", out->dim,
+                      out->dim);
+    } else if (vec) {
+        open_vec_elem_loop(g, out);
+    } else {
+        open_elem_loop(g, out);
+    }
     rg_str_printf(&g->body, "            const double r = %s;\n", val);
     if (emit_store(g, s, "r", err)) return -1;
-    rg_str_puts(&g->body, vec ? "            }\n        }\n" : "        }\n");
+    if (reg) close_row_loop(g, &g->body, 1);
+    else rg_str_puts(&g->body, vec ? "            }\n        }\n" : "        }\n");
     return 0;
 }
 
@@ -414,6 +495,7 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     int H, Dmax;
     iter_shape(g, s, &H, &Dmax);
     char ra[512], rb[512];
+    RG_ASSERT(!stores_to_regs(g, s));   /* lane 0 stores each head's sum: plan_registers keeps those shared */
     if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
         operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
         return -1;
@@ -458,8 +540,9 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
     long long ldx = ir_var_row_width(x), wslice = (long long)vt_heads(w) * K * N;
     const char *welem = s->transpose_w ? "(size_t)nn * K_ + k" : "(size_t)k * N_ + nn";
     char xk[64];
+    int reg = stores_to_regs(g, s);
+    open_row_loop(g, &g->body, vt_heads(out) * out->dim, reg, NULL);
     rg_str_printf(&g->body,
-                  "        for (int i = lane; i < %d; i += %d) {\n"
                   "            const int h = i / %d, d = i %% %d; (void)d;\n"
                   "            const int K_ = %d, N_ = %d;\n"
                   "            const int hh = %s, nn = %s;\n"
@@ -467,13 +550,13 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
                   "            double r = 0.0;\n"
                   "            for (int k = 0; k < K_; k++) r = fma((double)%s, (double)wr[%s], r);\n",
-                  vt_heads(out) * out->dim, g->L, per_head ? out->dim : vt_heads(out) * out->dim,
+                  per_head ? out->dim : vt_heads(out) * out->dim,
                   per_head ? out->dim : vt_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
                   s->in[0].var, xrow, ldx, per_head && vt_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
                   wslice, vt_load(x, "xr[k]", xk, sizeof xk), welem);
     (void)N;
     if (emit_store(g, s, "r", err)) return -1;
-    rg_str_puts(&g->body, "        }\n");
+    close_row_loop(g, &g->body, reg);
     return 0;
 }
 
@@ -494,20 +577,23 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
         if (operand_ref(g, &s->in[0], "h", "d", xr, sizeof xr, err) ||
             operand_ref(g, &s->in[1], "h", "d", dr, sizeof dr, err))
             return -1;
-        if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE)
+        char home[200];
+        if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE) {
+            row_home(g, g->wacc_off, s->out.var, wel, home, sizeof home);
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
                           "            const int h = i / %d, d = i %% %d;\n"
-                          "            atomicAdd(&scr[%d + %s], (double)(%s) * (double)(%s));\n"
+                          "            atomicAdd(&%s, (double)(%s) * (double)(%s));\n"
                           "        }\n",
-                          BH * BD, g->L, BD, BD, g->wacc_off[s->out.var], wel, dr, xr);
-        else
+                          BH * BD, g->L, BD, BD, home, dr, xr);
+        } else {
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
                           "            const int h = i / %d, d = i %% %d;\n"
                           "            atomicAdd(&v%d[(size_t)(%s) * %d + %s], %s * %s);\n"
                           "        }\n",
                           BH * BD, g->L, BD, BD, s->out.var, wrow, H * w->dim, wel, dr, xr);
+        }
         return 0;
     }
     int K = w->rows_dim, N = w->dim;
@@ -539,6 +625,16 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
     return 0;
 }
 
+/* Whether an operand of s is read from the shared scratch row. */
+static int reads_shared(const kgen *g, const ir_stmt *s)
+{
+    for (int k = 0; k < s->nin; k++) {
+        int v = s->in[k].var;
+        if (v >= 0 && (g->scr_off[v] >= 0 || (g->acc_off[v] >= 0 && s->in[k].acc == IR_ACC_DST))) return 1;
+    }
+    return 0;
+}
+
 static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
 {
     int rc;
@@ -551,6 +647,9 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
     default: rc = emit_elementwise(g, s, err); break;
     }
     if (rc) return -1;
+    /* a statement that adds into its lane's own registers and reads nothing shared leaves nothing
+     * another lane reads, nor a shared value a later write could overtake: no barrier */
+    if (stores_to_regs(g, s) && !reads_shared(g, s)) return 0;
     rg_str_printf(&g->body, "        %s;\n", gsync(g));
     return 0;
 }
@@ -596,14 +695,22 @@ static void add_scratch(kgen *g, int *off, int var)
 {
     if (off[var] >= 0) return;
     off[var] = g->scr_size;
+    /* an accumulator in registers has no shared home: the offset only marks it as an accumulator */
+    if (off == g->acc_off && g->reg_slots[var]) return;
     g->scr_size += (int)ir_var_row_width(V(g, var));
+}
+
+/* Whether statement i of the traversal runs in the kernel of `phase` (a node-centric kernel runs all). */
+static int in_kernel(const kgen *g, const int *phases, int phase, int i)
+{
+    return phases[i] == phase || g->f == FORM_NODE;
 }
 
 /* Gives shared-memory homes to register-only temporaries and to per-node accumulators. */
 static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     for (int i = 0; i < tr->nstmts; i++) {
-        if (phases[i] != phase && g->f != FORM_NODE) continue;
+        if (!in_kernel(g, phases, phase, i)) continue;
         const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
         int v = s->out.var;
         if (!g->mat[v] && s->out.acc == IR_ACC_ROW) add_scratch(g, g->scr_off, v);
@@ -619,6 +726,62 @@ static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phas
     }
 }
 
+/* Why accumulator v cannot live in registers, or NULL. A lane holds only the elements it owns, so
+ * every statement must touch v at its own element: stores in an element loop over v's row, which
+ * a dot product is not (lane 0 stores each head's sum), and no reads (a later phase reads the
+ * sums broadcast over another shape: elements other lanes own). */
+static const char *reg_obstacle(const kgen *g, const lw_trav *tr, const int *phases, int phase, int v)
+{
+    const ir_var *x = V(g, v);
+    if (ir_var_row_width(x) != (int64_t)vt_heads(x) * x->dim) return "its row is not heads x dim elements";
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i)) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        for (int k = 0; k < s->nin; k++)
+            if (s->in[k].var == v && s->in[k].acc == IR_ACC_DST)
+                return "a statement reads it back, at elements other lanes own";
+        if (s->out.var == v && s->out.acc == IR_ACC_DST && s->op == IR_OP_DOT)
+            return "a dot product stores it, one lane per head";
+    }
+    return NULL;
+}
+
+/* acc=reg: puts the accumulators that allow it in registers (reg_slots), at most REG_SLOTS doubles
+ * a lane, and notes where each one lives; returns how many it placed. */
+static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    if (g->cfg->acc != CFG_ACC_REG) return 0;
+    int used = 0, placed = 0;
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->acc_off[v] < 0) continue;
+        int w = (int)ir_var_row_width(V(g, v));
+        const char *why = reg_obstacle(g, tr, phases, phase, v);
+        if (!why && used + reg_count(g, w) > REG_SLOTS) why = "a lane would hold more than 16 doubles of registers";
+        if (why) {
+            rg_str_printf(&g->acc_note, "; acc=reg: %s stays in shared memory: %s", V(g, v)->name, why);
+            continue;
+        }
+        g->reg_slots[v] = reg_count(g, w);
+        used += g->reg_slots[v];
+        placed++;
+        rg_str_printf(&g->acc_note, "; acc=reg: %s in %d register(s) a lane", V(g, v)->name, g->reg_slots[v]);
+    }
+    return placed;
+}
+
+/* The scratch row of a kernel: shared homes for temporaries and accumulators, then, under acc=reg,
+ * registers for the accumulators that allow them and shared homes again for the rest only. */
+static void plan_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, int nphases)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        for (int p = 0; p < (g->f == FORM_NODE ? nphases : 1); p++)
+            plan_scratch(g, tr, phases, g->f == FORM_NODE ? p : phase);
+        if (pass || !plan_registers(g, tr, phases, phase)) return;
+        for (int v = 0; v < g->ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = -1;
+        g->scr_size = 0;
+    }
+}
+
 /* ---- kernel assembly ---- */
 
 /* Per-row temporaries that statements accumulate into (+=) start at zero on every row. */
@@ -627,8 +790,10 @@ static void emit_zero_row_scratch(kgen *g)
     int any = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->scr_off[v] < 0 || !V(g, v)->zero_init) continue;
-        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
-                      (long long)ir_var_row_width(V(g, v)), g->L, g->scr_off[v]);
+        char home[64];
+        row_home(g, g->scr_off, v, "i", home, sizeof home);
+        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += %d) %s = 0.0;\n",
+                      (long long)ir_var_row_width(V(g, v)), g->L, home);
         any = 1;
     }
     if (any) rg_str_printf(&g->body, "        %s;\n", gsync(g));
@@ -656,28 +821,36 @@ static void emit_row_context(kgen *g, const cg_config *cfg)
  * says several warps share it. */
 static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const char *atomic_cond)
 {
+    int shared = 0, regs = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->acc_off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
         if (!g->mat[v] && !reset) continue;
-        rg_str_printf(b, "        for (int i = lane; i < %d; i += %d) {\n", w, g->L);
+        int reg = g->reg_slots[v] > 0;
+        shared |= !reg;
+        regs |= reg;
+        char sum[64];
+        open_row_loop(g, b, w, reg, NULL);
+        row_home(g, g->acc_off, v, "i", sum, sizeof sum);
         if (g->mat[v]) {
             RG_ASSERT(!vt_is_bf16(V(g, v)));   /* an accumulation target: float32 (vt_bf16_exclusion) */
             g->var_used[v] = g->var_written[v] = 1;
             char dst[128];
             snprintf(dst, sizeof dst, "v%d[(size_t)(%s) * %d + i]", v, node, w);
             if (!atomic_cond)
-                rg_str_printf(b, "            %s += scr[%d + i];\n", dst, g->acc_off[v]);
+                rg_str_printf(b, "            %s += %s;\n", dst, sum);
             else if (!strcmp(atomic_cond, "1"))
-                rg_str_printf(b, "            atomicAdd(&%s, scr[%d + i]);\n", dst, g->acc_off[v]);
+                rg_str_printf(b, "            atomicAdd(&%s, %s);\n", dst, sum);
             else
-                rg_str_printf(b, "            if (%s) atomicAdd(&%s, scr[%d + i]); else %s += scr[%d + i];\n", atomic_cond,
-                              dst, g->acc_off[v], dst, g->acc_off[v]);
+                rg_str_printf(b, "            if (%s) atomicAdd(&%s, %s); else %s += %s;\n", atomic_cond, dst, sum, dst,
+                              sum);
         }
-        if (reset) rg_str_printf(b, "            scr[%d + i] = 0.0;\n", g->acc_off[v]);
-        rg_str_puts(b, "        }\n");
+        if (reset) rg_str_printf(b, "            %s = 0.0;\n", sum);
+        close_row_loop(g, b, reg);
     }
-    rg_str_printf(b, "        %s;\n", gsync(g));
+    /* registers are the lane's own: the barrier is for shared rows (a vector statement wrote them
+     * in another element order than this loop's) */
+    if (shared || !regs) rg_str_printf(b, "        %s;\n", gsync(g));
 }
 
 /* Adds the weight-gradient partial sums of edge type `tvar` and clears them. */
@@ -687,12 +860,14 @@ static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
         if (g->wacc_off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
         g->var_used[v] = g->var_written[v] = 1;
+        char home[64];
+        row_home(g, g->wacc_off, v, "i", home, sizeof home);
         rg_str_printf(b,
                       "        for (int i = lane; i < %d; i += %d) {\n"
-                      "            atomicAdd(&v%d[(size_t)(%s) * %d + i], scr[%d + i]);\n"
-                      "            scr[%d + i] = 0.0;\n"
+                      "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s);\n"
+                      "            %s = 0.0;\n"
                       "        }\n",
-                      w, g->L, v, tvar, w, g->wacc_off[v], g->wacc_off[v]);
+                      w, g->L, v, tvar, w, home, home);
     }
     rg_str_printf(b, "        %s;\n", gsync(g));
 }
@@ -704,17 +879,33 @@ static int has_wacc(const kgen *g)
     return 0;
 }
 
+/* Clears the kernel's accumulators before its first row, declaring those in registers. */
 static void emit_zero_acc(kgen *g)
 {
+    int shared = 0, regs = 0;
+    char home[64];
     for (int v = 0; v < g->ir->nvars; v++)
-        if (g->wacc_off[v] >= 0)
-            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
-                          (long long)ir_var_row_width(V(g, v)), g->L, g->wacc_off[v]);
-    for (int v = 0; v < g->ir->nvars; v++)
-        if (g->acc_off[v] >= 0)
-            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
-                          (long long)ir_var_row_width(V(g, v)), g->L, g->acc_off[v]);
-    rg_str_printf(&g->body, "    %s;\n", gsync(g));
+        if (g->wacc_off[v] >= 0) {
+            row_home(g, g->wacc_off, v, "i", home, sizeof home);
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) %s = 0.0;\n",
+                          (long long)ir_var_row_width(V(g, v)), g->L, home);
+            shared = 1;
+        }
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->acc_off[v] < 0) continue;
+        if (g->reg_slots[v]) {
+            rg_str_printf(&g->body, "    double ra%d[%d];   /* %s: this lane's elements, in open_row_loop's order */\n"
+                                    "    #pragma unroll\n    for (int k_ = 0; k_ < %d; k_++) ra%d[k_] = 0.0;\n",
+                          v, g->reg_slots[v], V(g, v)->name, g->reg_slots[v], v);
+            regs = 1;
+            continue;
+        }
+        row_home(g, g->acc_off, v, "i", home, sizeof home);
+        rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) %s = 0.0;\n",
+                      (long long)ir_var_row_width(V(g, v)), g->L, home);
+        shared = 1;
+    }
+    if (shared || !regs) rg_str_printf(&g->body, "    %s;\n", gsync(g));
 }
 
 static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_err *err)
@@ -986,6 +1177,7 @@ static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const
     g->var_written = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->scr_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->acc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    g->reg_slots = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->wacc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = -1;
 }
@@ -996,6 +1188,8 @@ static void kgen_free(kgen *g)
     free(g->var_written);
     free(g->scr_off);
     free(g->acc_off);
+    free(g->reg_slots);
+    rg_str_free(&g->acc_note);
     free(g->wacc_off);
     rg_str_free(&g->body);
     rg_str_free(&g->vec_loads);
@@ -1007,11 +1201,7 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
 {
     kgen g;
     kgen_init(&g, ir, cfg, mat, f);
-    if (f == FORM_NODE) {
-        for (int p = 0; p < nphases; p++) plan_scratch(&g, tr, phases, p);
-    } else {
-        plan_scratch(&g, tr, phases, phase);
-    }
+    plan_rows(&g, tr, phases, phase, nphases);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;
     long long smem = (long long)g.rpb * (g.scr_size > 0 ? g.scr_size : 1) * (long long)sizeof(double);
@@ -1025,12 +1215,12 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
         k->category = KC_TRAVERSAL;
         k->backward = backward;
         rg_str src = {0};
-        char comment[160];
+        char comment[1024];
         static const char *form_names[] = {"edge-centric", "edge-centric, dst-sorted partial aggregation",
                                            "node-centric over incoming edges", "compact (src, etype) rows",
                                            "node rows", "edge-type rows", "once"};
-        snprintf(comment, sizeof comment, "%s: traversal, %s%s, %d statement(s)", name, form_names[f],
-                 split ? " (heavy nodes split across warps)" : "", tr->nstmts);
+        snprintf(comment, sizeof comment, "%s: traversal, %s%s, %d statement(s)%s", name, form_names[f],
+                 split ? " (heavy nodes split across warps)" : "", tr->nstmts, g.acc_note.s ? g.acc_note.s : "");
         assemble(&g, k, &src, comment, split);
         k->source = src.s;
         for (int i = 0; i < tr->nstmts; i++) k->flops += 2.0;  /* per row and element, rough */

@@ -253,6 +253,56 @@ static void test_thread_mappings_compile(void **state)
     kp_plan_free(&plan);
 }
 
+/* acc=reg across the traversal forms and schedules (every model and task, edge- and node-centric,
+ * both softmax forms, lanes 4, 16 and 32, vec 1, 2 and 4, store f32 and bf16): every accumulator
+ * is placed, in registers or in shared memory with its reason, and NVRTC compiles for sm_90 every
+ * traversal kernel the key changed. pagg=off is refused by the key's rule (tests/test_config.c). */
+static const char *const acc_schedules[] = {
+    "acc=reg",
+    "acc=reg,trav=node,softmax=single,lanes=16,store=bf16",
+    "acc=reg,lanes=16,vec=4,softmax=single,store=bf16",
+    "acc=reg,trav=node,vec=2",
+    "acc=reg,lanes=4,softmax=single",   /* 16 registers for a 64-wide row: the cap keeps one in shared memory */
+    NULL,
+};
+
+static void test_acc_reg_compiles(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
+    kp_plan plan = {0};
+    int variants = 0, distinct = 0, in_regs = 0, capped = 0;
+    rg_err err;
+    for (int m = 0; m < 3; m++)
+        for (int t = 0; t < 2; t++)
+            for (int i = 0; acc_schedules[i]; i++) {
+                cg_config cfg;
+                cfg_default(&cfg);
+                assert_int_equal(cfg_parse(&cfg, acc_schedules[i], &err), 0);
+                if (cfg_validate(&cfg, &err)) fail_msg("%s: %s", acc_schedules[i], err.msg);
+                cg_variant v;
+                int rc = build_variant(models[m], tasks[t], &cfg, &v, &err);
+                if (rc == PL_INAPPLICABLE && cfg.softmax == CFG_SOFTMAX_SINGLE && m == 0) continue;
+                if (rc) fail_msg("%s %s %s: %s", models[m], tasks[t], acc_schedules[i], err.msg);
+                variants++;
+                for (int k = 0; k < v.plan.nkernels; k++) {
+                    const kp_kernel *kk = &v.plan.kernels[k];
+                    if (!strstr(kk->source, "acc=reg: ")) continue;   /* no accumulator: the acc=smem text */
+                    in_regs += strstr(kk->source, "register(s) a lane") != NULL;
+                    capped += strstr(kk->source, "more than 16 doubles") != NULL;
+                    distinct += queue90(&plan, kk);
+                }
+                cg_variant_free(&v);
+            }
+    assert_true(in_regs > 0 && capped > 0);
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("acc=reg: %d variants, %d distinct traversal kernels new to this run compiled for sm_90 (%d from the cache)\n",
+           variants, distinct, c.cache_hits);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
 /* The traversal kernels of one mapping: how many, and how many contain each of want[]. */
 static void count_traversals(const char *model, const char *task, const char *config, const char *const *want,
                              int *found, int *travs, int *block_x)
@@ -310,6 +360,33 @@ static void test_thread_mapping_shows_in_sources(void **state)
     count_traversals("hgt", "train", "compact=direct", none, found, &travs, &block_x);
     assert_int_equal(found[0] + found[1] + found[2], 0);
     assert_int_equal(block_x, 256);
+}
+
+/* acc=reg: RGCN inference's aggregation keeps its partial sums in registers, with no shared scratch
+ * access and no barrier at all (one statement adds into registers, the flush is the lane's own);
+ * acc=smem has both. Where a later phase reads a sum back (node-centric two-pass softmax), that
+ * sum stays in shared memory and the kernel says why, while the aggregation beside it moves. */
+static void test_acc_reg_in_sources(void **state)
+{
+    (void)state;
+    int found[8], travs, block_x;
+    const char *const marks[] = {"scr[", "__syncwarp", "double ra", "acc=reg: h in ", NULL};
+    static const char *const lanes[] = {"", ",lanes=16", ",vec=4,lanes=16"};
+    for (int l = 0; l < 3; l++) {
+        char kv[64];
+        snprintf(kv, sizeof kv, "acc=reg%s", lanes[l]);
+        count_traversals("rgcn", "infer", kv, marks, found, &travs, &block_x);
+        assert_int_equal(travs, 1);
+        assert_int_equal(found[0] + found[1], 0);
+        assert_int_equal(found[2] + found[3], 2);
+        count_traversals("rgcn", "infer", lanes[l][0] ? lanes[l] + 1 : "", marks, found, &travs, &block_x);   /* acc=smem */
+        assert_int_equal(found[0] + found[1], 2);
+        assert_int_equal(found[2] + found[3], 0);
+    }
+    const char *const node[] = {"acc=reg: att_sum stays in shared memory: a statement reads it back",
+                                "acc=reg: h in 2 register(s) a lane", NULL};
+    count_traversals("rgat", "infer", "acc=reg,trav=node", node, found, &travs, &block_x);
+    assert_true(found[0] >= 1 && found[1] >= 1);
 }
 
 /* A mapping that does not apply to a problem says why, before anything is emitted. */
@@ -434,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_thread_mapping_shows_in_sources),
         cmocka_unit_test(test_thread_mapping_refusals),
         cmocka_unit_test(test_thread_mappings_compile),
+        cmocka_unit_test(test_acc_reg_in_sources),
+        cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
         cmocka_unit_test(test_hgt_infer_space_compiles),

@@ -146,6 +146,44 @@ static void test_mma_key(void **state)
     expect_parse_error("mma=fp16", "config: mma must be off, tf32 or bf16 (got 'fp16')");
 }
 
+/* acc: smem (the default) keeps every stored hash; reg prints, parses back (also from JSON and per
+ * instance) and is invalid where no partial sums exist (pagg=off edge-centric traversals). */
+static void test_acc_key(void **state)
+{
+    (void)state;
+    cg_config c, back;
+    rg_err err;
+    cfg_default(&c);
+    uint64_t h_default = cfg_hash(&c);
+    assert_int_equal(cfg_parse(&c, "acc=smem", &err), 0);
+    assert_true(cfg_hash(&c) == h_default);
+    assert_int_equal(cfg_parse(&c, "acc=reg", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), 0);
+    assert_true(cfg_hash(&c) != h_default);
+    char *s = cfg_to_string(&c), *j = cfg_to_json(&c);
+    assert_string_equal(s, LEGACY_DEFAULT ",acc=reg");
+    cfg_default(&back);
+    assert_int_equal(cfg_parse_json(&back, j, &err), 0);
+    assert_int_equal(back.acc, CFG_ACC_REG);
+    assert_true(cfg_hash(&back) == cfg_hash(&c));
+    free(s), free(j);
+    expect_parse_error("acc=regf", "config: acc must be smem or reg (got 'regf')");
+    assert_int_equal(cfg_parse(&c, "pagg=off", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "invalid: acc=reg moves the per-destination partial sums into registers; pagg=off"));
+    /* a schedule key: one traversal instance may have it, and the rule sees that instance's pagg */
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "trav_3.acc=reg", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), 0);
+    s = cfg_to_string(&c);
+    assert_string_equal(s, LEGACY_DEFAULT ",trav_3.acc=reg");
+    free(s);
+    assert_int_equal(cfg_parse(&c, "trav_3.pagg=off", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "trav_3"));
+    assert_non_null(strstr(err.msg, "acc=reg"));
+}
+
 static void test_key_given_twice(void **state)
 {
     (void)state;
@@ -311,7 +349,7 @@ static void test_json_round_trip(void **state)
     assert_int_equal(sp_load("full", &sp, &err), 0);
     long points = 1;
     for (int d = 0; d < sp.ndims; d++) points *= sp.dims[d].nvals;
-    assert_int_equal(points, 2304 * 24 * 3 * 2);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2 */
+    assert_int_equal(points, 2304 * 24 * 3 * 2 * 2);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2, acc 2 */
     long *idx;
     int n = kc_pairwise(&sp, 4096, 11, &idx);
     for (int i = 0; i < n; i++) {
@@ -350,10 +388,10 @@ static void test_builtin_spaces(void **state)
     static const char *const want[2] = {
         "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 4\nlanes: 16 32\n"
-        "relabel: orig bfs\n",
+        "relabel: orig bfs\nacc: smem reg\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
-        "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\n"};
+        "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\nacc: smem reg\n"};
     const char *names[2] = {"default", "full"};
     for (int i = 0; i < 2; i++) {
         sp_space sp;
@@ -392,8 +430,8 @@ static void test_feature_encoding(void **state)
 {
     (void)state;
     static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile16", "tile64", "coarsen1",
-                                        "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off"};
-    assert_int_equal(CFG_NFEATURES, 11);
+                                        "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off", "acc_reg"};
+    assert_int_equal(CFG_NFEATURES, 12);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -401,11 +439,17 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
-    static const double want[] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1};
+    static const double want[] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);
-    assert_true(g == 1 && t == 1);   /* today's keys have their effects in the simulator's own model */
+    assert_true(g == 1 && t == 1);   /* the first keys have their effects in the simulator's own model */
+    /* acc=reg: its feature, and the simulator's guess for traversals without a barrier per edge */
+    assert_int_equal(cfg_parse(&c, "acc=reg", &err), 0);
+    cfg_features(&c, x);
+    assert_true(x[11] == 1);
+    cfg_sim_factors(&c, &g, &t);
+    assert_true(g == 1 && t == 0.9);
 }
 
 /* Names are SQL column names in the report and KEY=VAL keys: lower-case identifiers. */
@@ -432,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_json_round_trip),       cmocka_unit_test(test_builtin_spaces),
         cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_feature_encoding),
         cmocka_unit_test(test_key_names),             cmocka_unit_test(test_mma_key),
+        cmocka_unit_test(test_acc_key),
         cmocka_unit_test(test_override_canonical_forms), cmocka_unit_test(test_override_precision),
         cmocka_unit_test(test_override_errors),
     };
