@@ -37,6 +37,27 @@ static int cfg_rule_block_threads(const cg_config *c, rg_err *err)
     return 0;
 }
 
+/* The tiles at the ends of the axis. Tile 8's block (8 / coarsen rows x 4 column pairs) is under
+ * a warp beyond coarsen 1: lanes of every warp idle, and at most 32 blocks per SM. Tile 16's
+ * sub-warp blocks (coarsen 8, 16) stay valid: the committed stores measured them (never the
+ * fastest of a problem in session6/9-sizes.db), and a rule must not orphan stored variants.
+ * The tensor-core forms need tiles of whole 16 x 16 fragments, and stage the float32 result
+ * tile (TILE x TILE + 4) through static shared memory: 66 KB at tile 128. */
+static int cfg_rule_tile(const cg_config *c, rg_err *err)
+{
+    if (c->tile < 16 && cfg_block_threads(c) < 32)
+        return rg_errf(err, "invalid: tile=%d with coarsen=%d gives %d threads per block, under a warp (idle lanes)",
+                       c->tile, c->coarsen, cfg_block_threads(c));
+    if (c->mma != CFG_MMA_OFF && c->tile < 16)
+        return rg_errf(err, "invalid: mma needs tile >= 16: a %d-wide tile is narrower than a 16 x 16 fragment",
+                       c->tile);
+    if (c->mma != CFG_MMA_OFF && c->tile > 64)
+        return rg_errf(err, "invalid: mma stages the %d x %d float32 result tile through shared memory (%d KB), over "
+                            "the 48 KB a kernel may declare",
+                       c->tile, c->tile + 4, c->tile * (c->tile + 4) * 4 / 1024);
+    return 0;
+}
+
 static int cfg_rule_w_regs(const cg_config *c, rg_err *err)
 {
     if (c->w_regs && c->tile > 32)

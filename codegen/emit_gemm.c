@@ -290,28 +290,49 @@ static int product_vectorizes(const gemm_shape *sh, const lw_gemm *gm, const cg_
     return gm->transpose_w ? 1 : sh->N % 4 == 0;
 }
 
+/* The K step of the float32 forms: the inner extent of their shared tiles (TILE x KT of X and
+ * KT x TILE of W in the products; KT rows of X and dY per step in the outer products). The tile
+ * itself up to 64, so tiles 16/32/64 keep the text their stored times were measured with; 32 at
+ * tile 128, whose two tiles then take 35 KB of the 48 KB of static shared memory (two 128 x 132
+ * float tiles took 135 KB). A multiple of 4: float4 staging and 16-byte aligned padded rows. */
+static int gemm_k_step(int T) { return T <= 64 ? T : 32; }
+
+/* "#define TILE" and, where the K step differs from the tile, "#define KT"; returns the name the
+ * kernel text gives the K step ("TILE" where they agree: the text stays as it was). */
+static const char *emit_tile_defines(rg_str *src, int T)
+{
+    int kt = gemm_k_step(T);
+    RG_ASSERT(kt % 4 == 0 && T % kt == 0);
+    rg_str_printf(src, "#define TILE %d\n", T);
+    if (kt == T) return "TILE";
+    rg_str_printf(src, "#define KT %d\n", kt);
+    return "KT";
+}
+
 /* Main loop of the vectorized product: X and W tiles loaded with float4, rows padded by 4
  * floats (aligned, and rows start on other banks). A thread owns C consecutive rows, so
  * four k steps cost C float4 reads of X and four CW-wide reads of W for 4 C CW FMAs. */
-static void emit_product_vec_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, int C, int CW)
+static void emit_product_vec_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, int C, int CW, const char *kn)
 {
     char x4[128];
+    /* X is TILE rows x KT, W KT rows x TILE: as many float4s each, so one loop stages both */
     rg_str_printf(src,
-        "    __shared__ __align__(16) float Xs[TILE][TILE + 4];\n"
-        "    __shared__ __align__(16) float Ws[TILE][TILE + 4];\n"
-        "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
-        "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
-        "            const int r = idx / (TILE / 4), kk = (idx %% (TILE / 4)) * 4;\n"
+        "    __shared__ __align__(16) float Xs[TILE][%s + 4];\n"
+        "    __shared__ __align__(16) float Ws[%s][TILE + 4];\n"
+        "    for (int k0 = 0; k0 < K; k0 += %s) {\n"
+        "        for (int idx = tid; idx < TILE * %s / 4; idx += NT) {\n"
+        "            const int r = idx / (%s / 4), kk = (idx %% (%s / 4)) * 4;\n"
         "            *(float4*)&Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? %s\n"
         "                                                              : make_float4(0.f, 0.f, 0.f, 0.f);\n",
-        ldg4(sh->x, "X", "xbase[r] + k0 + kk", x4, sizeof x4));
+        kn, kn, kn, kn, kn, kn, ldg4(sh->x, "X", "xbase[r] + k0 + kk", x4, sizeof x4));
     if (gm->transpose_w)
         /* W^T: a column of the tile is contiguous in memory, scattered into shared rows */
-        rg_str_puts(src,
-            "            { const int c = idx / (TILE / 4), r = (idx % (TILE / 4)) * 4;\n"
+        rg_str_printf(src,
+            "            { const int c = idx / (%s / 4), r = (idx %% (%s / 4)) * 4;\n"
             "              const float4 v = (col0 + c < N && k0 + r < K) ? __ldg((const float4*)(Wt + (size_t)(col0 + c) * K + k0 + r))\n"
             "                                                          : make_float4(0.f, 0.f, 0.f, 0.f);\n"
-            "              Ws[r][c] = v.x; Ws[r + 1][c] = v.y; Ws[r + 2][c] = v.z; Ws[r + 3][c] = v.w; }\n");
+            "              Ws[r][c] = v.x; Ws[r + 1][c] = v.y; Ws[r + 2][c] = v.z; Ws[r + 3][c] = v.w; }\n",
+            kn, kn);
     else
         rg_str_puts(src,
             "            { const int r = idx / (TILE / 4), c = (idx % (TILE / 4)) * 4;\n"
@@ -321,11 +342,11 @@ static void emit_product_vec_loop(rg_str *src, const gemm_shape *sh, const lw_ge
         "        }\n"
         "        __syncthreads();\n"
         "        #pragma unroll 2\n"
-        "        for (int j = 0; j < TILE; j += 4) {\n"
+        "        for (int j = 0; j < %s; j += 4) {\n"
         "            float4 xq[%d];\n"
         "            #pragma unroll\n"
         "            for (int i = 0; i < %d; i++) xq[i] = *(const float4*)&Xs[ty * %d + i][j];\n",
-        C, C, C);
+        kn, C, C, C);
     static const char comp[4] = {'x', 'y', 'z', 'w'};
     for (int jj = 0; jj < 4; jj++) {
         char row[32];
@@ -393,6 +414,7 @@ static const char *mma_fallback(const gemm_shape *sh, const cg_config *cfg, char
  * of them (as it gives each thread C rows on the float32 path). */
 static void mma_warps(const cg_config *cfg, int *nw, int *fpw)
 {
+    RG_ASSERT(cfg->tile >= 16 && cfg->tile <= 64);   /* cfg_rule_tile */
     int frags = (cfg->tile / 16) * (cfg->tile / 16);
     *fpw = cfg->coarsen < frags ? cfg->coarsen : frags;
     *nw = frags / *fpw;
@@ -788,15 +810,16 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     k->flops = 2.0 * sh->K * sh->N * sh->heads;  /* per row; the executor multiplies by rows */
 }
 
-/* The loop over a tile's rows of an outer product (dW += X^T dY): each row's X and dY offsets
- * and per-row scalar staged in shared memory (xb, yb, sv; -1 past the segment), then a barrier.
- * The float32 and tensor-core forms share it; the loop stays open for their staging. */
-static void emit_row_staging(rg_str *src, const char *xrow, int ldx, int xhs, const char *yrow, int ldy, int yhs,
-                             const char *scal)
+/* The loop over a chunk's rows of an outer product (dW += X^T dY), `kn` rows (the name of the K
+ * step) at a time: each row's X and dY offsets and per-row scalar staged in shared memory (xb, yb,
+ * sv; -1 past the segment), then a barrier. The float32 and tensor-core forms share it; the loop
+ * stays open for their staging. */
+static void emit_row_staging(rg_str *src, const char *kn, const char *xrow, int ldx, int xhs, const char *yrow, int ldy,
+                             int yhs, const char *scal)
 {
     rg_str_printf(src,
-        "    for (int r0 = row0; r0 < seg_end; r0 += TILE) {\n"
-        "        for (int rr = tid; rr < TILE; rr += NT) {\n"
+        "    for (int r0 = row0; r0 < seg_end; r0 += %s) {\n"
+        "        for (int rr = tid; rr < %s; rr += NT) {\n"
         "            const int row = r0 + rr;\n"
         "            if (row < seg_end) {\n"
         "                xb[rr] = (long)(%s) * %d + (long)h * %d;\n"
@@ -807,7 +830,7 @@ static void emit_row_staging(rg_str *src, const char *xrow, int ldx, int xhs, co
         "            }\n"
         "        }\n"
         "        __syncthreads();\n",
-        xrow, ldx, xhs, yrow, ldy, yhs, scal);
+        kn, kn, xrow, ldx, xhs, yrow, ldy, yhs, scal);
 }
 
 /* dW[T] += s * X[G]^T dY[S] on tensor cores: a block reduces CHUNK rows of one segment into a
@@ -854,7 +877,7 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
         ex->segend, ntiles, ntiles);
     emit_mma_smem(src, f, "Xs", T, T, "Ds", T, T, T);
     emit_mma_acc_init(src, f);
-    emit_row_staging(src, ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
+    emit_row_staging(src, "TILE", ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
     char xs[256], dv[200];
     mma_stage_x(sh->x, f, "(xb[rr] >= 0 && k0 + cc < K)", "sv[rr] * ", "xb[rr] + k0 + cc", xs, sizeof xs);
     if (rows_vectorize(sh->x, sh->K, sh->ldx, sh->x_head_stride) && rows_vectorize(sh->y, sh->N, sh->ldy, sh->y_head_stride))
@@ -883,7 +906,8 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
     k->flops = 2.0 * sh->K * sh->N * sh->heads;
 }
 
-static void emit_product_scalar_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg, int C);
+static void emit_product_scalar_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg, int C,
+                                     const char *kn);
 
 static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src,
                         rg_err *err)
@@ -918,8 +942,9 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
                   k->name, sh.y->name, gm->y_idx == LW_IDX_ROW ? "row" : yrow,
                   gm->y_atomic || gm->accumulate ? "+=" : "=", sh.s ? "s * " : "", sh.x->name, xrow, sh.w->name, wsl,
                   gm->transpose_w ? "^T" : "", T, C, CW, cfg->w_regs ? "registers" : "shared memory", fallback);
-    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n", T, TY,
-                  CW, NT, sh.K, sh.N);
+    const char *kn = emit_tile_defines(src, T);
+    rg_str_printf(src, "#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n", TY, CW, NT, sh.K,
+                  sh.N);
     rg_str_puts(src, "extern \"C\" __global__ void ");
     launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
@@ -950,9 +975,9 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
         xrow, sh.ldx, sh.x_head_stride, C, C);
     int vec = product_vectorizes(&sh, gm, cfg);
     if (vec) {
-        emit_product_vec_loop(src, &sh, gm, C, CW);
+        emit_product_vec_loop(src, &sh, gm, C, CW, kn);
     } else {
-        emit_product_scalar_loop(src, &sh, gm, cfg, C);
+        emit_product_scalar_loop(src, &sh, gm, cfg, C, kn);
     }
     /* the vectorized loop gives a thread consecutive rows, the scalar one rows TY apart */
     char rowof[48];
@@ -980,28 +1005,30 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     return 0;
 }
 
-static void emit_product_scalar_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg, int C)
+static void emit_product_scalar_loop(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const cg_config *cfg, int C,
+                                     const char *kn)
 {
     char x[128];
-    rg_str_puts(src, "    __shared__ float Xs[TILE][TILE + 1];\n");
-    if (!cfg->w_regs) rg_str_puts(src, "    __shared__ float Ws[TILE][TILE + 1];\n");
+    /* X is TILE rows x KT, W KT rows x TILE: one loop over TILE * KT elements stages both */
+    rg_str_printf(src, "    __shared__ float Xs[TILE][%s + 1];\n", kn);
+    if (!cfg->w_regs) rg_str_printf(src, "    __shared__ float Ws[%s][TILE + 1];\n", kn);
     rg_str_printf(src,
-        "    for (int k0 = 0; k0 < K; k0 += TILE) {\n"
-        "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-        "            const int r = idx / TILE, kk = idx %% TILE;\n"
+        "    for (int k0 = 0; k0 < K; k0 += %s) {\n"
+        "        for (int idx = tid; idx < TILE * %s; idx += NT) {\n"
+        "            const int r = idx / %s, kk = idx %% %s;\n"
         "            Xs[r][kk] = (xbase[r] >= 0 && k0 + kk < K) ? %s : 0.f;\n",
-        ldg(sh->x, "X", "xbase[r] + k0 + kk", x, sizeof x));
+        kn, kn, kn, kn, ldg(sh->x, "X", "xbase[r] + k0 + kk", x, sizeof x));
     const char *welem = gm->transpose_w ? "Wt[(size_t)(c) * K + (r)]" : "Wt[(size_t)(r) * N + (c)]";
     if (!cfg->w_regs)
         rg_str_printf(src,
             "            { const int r = k0 + idx / TILE, c = col0 + idx %% TILE;\n"
             "              Ws[idx / TILE][idx %% TILE] = (r < K && c < N) ? __ldg(&%s) : 0.f; }\n", welem);
-    rg_str_puts(src, "        }\n        __syncthreads();\n"
-                     "        #pragma unroll 8\n"
-                     "        for (int j = 0; j < TILE; j++) {\n"
-                     "            float w[CW];\n"
-                     "            #pragma unroll\n"
-                     "            for (int q = 0; q < CW; q++) {\n");
+    rg_str_printf(src, "        }\n        __syncthreads();\n"
+                       "        #pragma unroll 8\n"
+                       "        for (int j = 0; j < %s; j++) {\n"
+                       "            float w[CW];\n"
+                       "            #pragma unroll\n"
+                       "            for (int q = 0; q < CW; q++) {\n", kn);
     if (cfg->w_regs)
         rg_str_printf(src,
             "                const int r = k0 + j, c = col0 + tx * CW + q;\n"
@@ -1074,8 +1101,9 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
     k->block_y = TY;
     rg_str_printf(src, "\n/* %s: %s[%s] += %s%s[%s]^T x %s[%s]  (outer product, tile %d, %d x %d per thread%s) */\n",
                   k->name, sh.w->name, wsl, sh.s ? "s * " : "", sh.x->name, xrow, sh.y->name, yrow, T, C, CW, fallback);
-    rg_str_printf(src, "#define TILE %d\n#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n#define CHUNK %d\n",
-                  T, TY, CW, NT, sh.K, sh.N, chunk);
+    const char *kn = emit_tile_defines(src, T);
+    rg_str_printf(src, "#define TY %d\n#define CW %d\n#define NT %d\n#define K %d\n#define N %d\n#define CHUNK %d\n", TY, CW,
+                  NT, sh.K, sh.N, chunk);
     rg_str_puts(src, "extern \"C\" __global__ void ");
     launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
@@ -1095,21 +1123,22 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         "    const int k0 = (blockIdx.y / %d) * TILE, n0 = (blockIdx.y %% %d) * TILE;\n"
         "    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;\n"
         "    /* rows padded by 4 floats: 16-byte aligned vector accesses, rows on other banks */\n"
-        "    __shared__ __align__(16) float Xs[TILE][TILE + 4];\n"
-        "    __shared__ __align__(16) float Ds[TILE][TILE + 4];\n"
-        "    __shared__ long xb[TILE], yb[TILE];\n"
-        "    __shared__ float sv[TILE];\n"
+        "    __shared__ __align__(16) float Xs[%s][TILE + 4];\n"
+        "    __shared__ __align__(16) float Ds[%s][TILE + 4];\n"
+        "    __shared__ long xb[%s], yb[%s];\n"
+        "    __shared__ float sv[%s];\n"
         "    float acc[%d][CW];\n"
         "    #pragma unroll\n"
         "    for (int i = 0; i < %d; i++)\n"
         "        #pragma unroll\n"
         "        for (int q = 0; q < CW; q++) acc[i][q] = 0.f;\n",
-        segend, ntiles, ntiles, C, C);
-    emit_row_staging(src, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal);
+        segend, ntiles, ntiles, kn, kn, kn, kn, kn, C, C);
+    /* a step stages KT rows of X (TILE columns from k0) and of dY (TILE from n0) */
+    emit_row_staging(src, kn, xrow, sh.ldx, sh.x_head_stride, yrow, sh.ldy, dy_head_stride, scal);
     char ld[200];
     if (vec_x)
         rg_str_printf(src,
-            "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+            "        for (int idx = tid; idx < %s * TILE / 4; idx += NT) {\n"
             "            const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
             "            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);\n"
             "            if (xb[rr] >= 0 && k0 + cc < K) {\n"
@@ -1119,36 +1148,36 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
             "            }\n"
             "            *(float4*)&Xs[rr][cc] = v;\n"
             "        }\n",
-            ldg4(sh.x, "X", "xb[rr] + k0 + cc", ld, sizeof ld));
+            kn, ldg4(sh.x, "X", "xb[rr] + k0 + cc", ld, sizeof ld));
     else
         rg_str_printf(src,
-            "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+            "        for (int idx = tid; idx < %s * TILE; idx += NT) {\n"
             "            const int rr = idx / TILE, cc = idx %% TILE;\n"
             "            Xs[rr][cc] = (xb[rr] >= 0 && k0 + cc < K) ? sv[rr] * (float)%s : 0.f;\n"
             "        }\n",
-            ldg(sh.x, "X", "xb[rr] + k0 + cc", ld, sizeof ld));
+            kn, ldg(sh.x, "X", "xb[rr] + k0 + cc", ld, sizeof ld));
     if (vec_y)
         rg_str_printf(src,
-            "        for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+            "        for (int idx = tid; idx < %s * TILE / 4; idx += NT) {\n"
             "            const int rr = idx / (TILE / 4), cc = (idx %% (TILE / 4)) * 4;\n"
             "            *(float4*)&Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? %s\n"
             "                                                             : make_float4(0.f, 0.f, 0.f, 0.f);\n"
             "        }\n",
-            ldg4(sh.y, "Y", "yb[rr] + n0 + cc", ld, sizeof ld));
+            kn, ldg4(sh.y, "Y", "yb[rr] + n0 + cc", ld, sizeof ld));
     else
         rg_str_printf(src,
-            "        for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+            "        for (int idx = tid; idx < %s * TILE; idx += NT) {\n"
             "            const int rr = idx / TILE, cc = idx %% TILE;\n"
             "            Ds[rr][cc] = (yb[rr] >= 0 && n0 + cc < N) ? (float)%s : 0.f;\n"
             "        }\n",
-            ldg(sh.y, "Y", "yb[rr] + n0 + cc", ld, sizeof ld));
+            kn, ldg(sh.y, "Y", "yb[rr] + n0 + cc", ld, sizeof ld));
     /* a thread owns C consecutive dW rows and CW consecutive columns, so each step over j
      * reads two short vectors from shared memory for C x CW fused multiply-adds */
     rg_str_printf(src,
         "        __syncthreads();\n"
         "        #pragma unroll 8\n"
-        "        for (int j = 0; j < TILE; j++) {\n"
-        "            float xv[%d], d[CW];\n", C);
+        "        for (int j = 0; j < %s; j++) {\n"
+        "            float xv[%d], d[CW];\n", kn, C);
     emit_shared_read(src, "            ", "xv", "Xs[j]", "ty", C);
     emit_shared_read(src, "            ", "d", "Ds[j]", "tx", CW);
     rg_str_printf(src,

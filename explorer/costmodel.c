@@ -1221,10 +1221,17 @@ static int coef_involves(int j, int f)
  * A feature with some coefficients but not all is a damaged file, and stays an error. */
 static void zero_new_features(load_state *st)
 {
+    /* which features are new is decided on the file's coefficients alone, before any is zeroed:
+     * two features added at once share a pair coefficient, which zeroing the first would mark
+     * as read, making the second look present */
+    int fresh[NC];
     for (int f = 0; f < NC; f++) {
         int any = 0;
         for (int j = 0; j < NFEAT && !any; j++) any = coef_involves(j, f) && st->seen[K_COEF + j];
-        if (any) continue;
+        fresh[f] = !any;
+    }
+    for (int f = 0; f < NC; f++) {
+        if (!fresh[f]) continue;
         for (int j = 0; j < NFEAT; j++)
             if (coef_involves(j, f)) st->seen[K_COEF + j] = 1;   /* calloc'ed: already 0 */
         if (!strstr(st->new_features, cfg_feature_name(f)))

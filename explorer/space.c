@@ -69,7 +69,7 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
 /* A built-in space as the text a space file holds, from the key table: "default" has the papers'
  * dimensions (compaction x reordering x tile x coarsening x launch bounds) and the traversal form,
  * the softmax form, the GEMMs' precision (mma), traversal mappings and accumulators, and node
- * relabelling, 27648 points; "full" adds the W operand in registers, traversals without partial
+ * relabelling, 46080 points; "full" adds the W operand in registers, traversals without partial
  * aggregation and more mapping values. */
 static char *builtin_text(int full)
 {
@@ -129,15 +129,16 @@ int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
 {
     long total = 1;
     for (int i = 0; i < s->ndims; i++) total *= s->dims[i].nvals;
-    /* one point is about 100 bytes: a million is what a search samples from, not what a sweep
-     * measures (spaces past 10,000 points are searched under a budget: explore replay) */
-    if (total > 1000000) return rg_errf(err, "space %s has %ld points: too many (at most 1000000)", s->name, total);
+    /* one point is about 1 KB (its config, per-instance overrides included, and its reason): two
+     * million is what a search samples from, not what a sweep measures (spaces past 2,000 valid
+     * points are searched under a budget: explore replay) */
+    if (total > 2000000) return rg_errf(err, "space %s has %ld points: too many (at most 2000000)", s->name, total);
     sp_point *p = rg_xcalloc((size_t)total, sizeof *p);
     for (long k = 0; k < total; k++) {
         sp_config_at(s, k, &p[k].cfg);
         rg_err why;
         p[k].valid = cfg_validate(&p[k].cfg, &why) == 0;
-        if (!p[k].valid) snprintf(p[k].reason, sizeof p[k].reason, "%s", why.msg);
+        if (!p[k].valid) snprintf(p[k].reason, sizeof p[k].reason, "%.*s", (int)sizeof p[k].reason - 1, why.msg);
     }
     *points = p;
     *n = (int)total;

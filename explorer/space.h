@@ -25,7 +25,8 @@ typedef struct sp_space {
 typedef struct sp_point {
     cg_config cfg;
     int valid;
-    char reason[sizeof(rg_err)];   /* why it is invalid */
+    char reason[320];   /* why it is invalid (a validity rule's one line; rg_err's whole buffer would
+                         * make the full space's million points 2.7 GB) */
 } sp_point;
 
 /* "default", "full" (both from the key table, codegen/config_keys.def), or a file of lines

@@ -219,7 +219,7 @@ static void test_unknown_key_suggestion(void **state)
 static void test_bad_values(void **state)
 {
     (void)state;
-    expect_parse_error("tile=48", "config: tile must be 16, 32 or 64 (got '48')");
+    expect_parse_error("tile=48", "config: tile must be 8, 16, 32, 64 or 128 (got '48')");
     expect_parse_error("compact=yes", "config: compact must be off, bsearch or direct (got 'yes')");
     expect_parse_error("w=foo", "config: w must be shmem or reg (got 'foo')");
     expect_parse_error("launch_bounds=2", "config: launch_bounds must be on or off (got '2')");
@@ -309,7 +309,7 @@ static void test_override_errors(void **state)
                                            "store, codegen/config_keys.def says why); per-kernel keys: tile, coarsen, lb, "
                                            "w, pagg, mma, vec, lanes, tblock");
     expect_parse_error("trav_3.relabel=bfs", "relabel is not per-kernel");
-    expect_parse_error("gemm_2.tile=48", "config: gemm_2.tile must be 16, 32 or 64 (got '48')");
+    expect_parse_error("gemm_2.tile=48", "config: gemm_2.tile must be 8, 16, 32, 64 or 128 (got '48')");
     expect_parse_error("trav_3.tblock=64", "config: trav_3.tblock must be 128, 256 or 512 (got '64')");
     expect_parse_error("gemm_2.tile=16,gemm_2.tile=32", "config: gemm_2.tile given twice");
     expect_parse_error("gemm_2.lb=on,gemm_2.launch_bounds=off", "config: gemm_2.lb given twice");
@@ -339,7 +339,7 @@ static void test_override_errors(void **state)
 }
 
 /* Points of the full space survive JSON and back: those covering every pair of values of every
- * two keys, and 4096 more drawn with a fixed seed (all 331,776 took seconds, minutes under ASan);
+ * two keys, and 4096 more drawn with a fixed seed (all 552,960 take seconds, minutes under ASan);
  * JSON that is not a flat config object is refused. */
 static void test_json_round_trip(void **state)
 {
@@ -349,7 +349,7 @@ static void test_json_round_trip(void **state)
     assert_int_equal(sp_load("full", &sp, &err), 0);
     long points = 1;
     for (int d = 0; d < sp.ndims; d++) points *= sp.dims[d].nvals;
-    assert_int_equal(points, 2304 * 24 * 3 * 2 * 2);   /* 1728 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2, acc 2 */
+    assert_int_equal(points, 3840 * 24 * 3 * 2 * 2);   /* 2880 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 2, mma 3, store 2, acc 2 */
     long *idx;
     int n = kc_pairwise(&sp, 4096, 11, &idx);
     for (int i = 0; i < n; i++) {
@@ -386,10 +386,10 @@ static void test_builtin_spaces(void **state)
 {
     (void)state;
     static const char *const want[2] = {
-        "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
+        "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 4\nlanes: 16 32\n"
         "relabel: orig bfs\nacc: smem reg\n",
-        "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 16 32 64\ncoarsen: 1 2 4 8\n"
+        "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
         "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\nacc: smem reg\n"};
     const char *names[2] = {"default", "full"};
@@ -429,9 +429,10 @@ static void test_space_alias_twice(void **state)
 static void test_feature_encoding(void **state)
 {
     (void)state;
-    static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile16", "tile64", "coarsen1",
-                                        "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off", "acc_reg"};
-    assert_int_equal(CFG_NFEATURES, 12);
+    static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile8", "tile16", "tile64",
+                                        "tile128", "coarsen1", "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off",
+                                        "acc_reg"};
+    assert_int_equal(CFG_NFEATURES, 14);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -439,7 +440,7 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
-    static const double want[] = {1, 0, 0, 0, 1, 1, 0, 1, 1, 0, 1, 0};
+    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);
@@ -447,7 +448,7 @@ static void test_feature_encoding(void **state)
     /* acc=reg: its feature, and the simulator's guess for traversals without a barrier per edge */
     assert_int_equal(cfg_parse(&c, "acc=reg", &err), 0);
     cfg_features(&c, x);
-    assert_true(x[11] == 1);
+    assert_true(x[13] == 1);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 0.9);
 }

@@ -685,6 +685,42 @@ static void test_model_file_with_missing_coefficients(void **state)
     tu_rm_tree(dir);
 }
 
+/* A model file written before two config features were added at once (tile8 and tile128 came
+ * together) loads with both taken as new: their pair coefficient is one of the absent lines, and
+ * zeroing the first feature's once counted it as present for the second, which then looked like
+ * a damaged file (156 coefficients "missing"). */
+static void test_model_file_before_two_features(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set(&s);
+    cm_model m, back;
+    rg_err err;
+    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
+    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
+    assert_int_equal(cm_save(&m, path, &err), 0);
+    char *text = tu_read_file(path, NULL);
+    rg_str old = {0};
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (!strstr(line, "tile8") && !strstr(line, "tile128")) rg_str_printf(&old, "%s\n", line);
+    char *oldpath = tu_write_file(dir, "old.txt", old.s);
+    char *warned;
+    assert_int_equal(load_capturing(oldpath, &back, &warned), 0);
+    assert_non_null(strstr(warned, "no coefficients for tile8, tile128"));
+    assert_null(strstr(warned, "missing"));
+    for (int j = 0; j < cm_nfeatures(); j++) {
+        const char *n = cm_feature_name(j);
+        if (strstr(n, "tile8") || strstr(n, "tile128")) assert_true(back.sections[0].ranker.coef[j] == 0);
+    }
+    free(warned);
+    cm_model_free(&back);
+    rg_str_free(&old);
+    free(text), free(oldpath), free(path);
+    cm_model_free(&m);
+    cm_set_free(&s);
+    tu_rm_tree(dir);
+}
+
 /* Dims and heads reach the features: log dims and heads with every config bit, and the idle
  * share of a GEMM tile wider than the product (full width or one head's). */
 static void test_size_features(void **state)
@@ -1039,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_model_file_round_trip),
         cmocka_unit_test(test_model_file_errors),
         cmocka_unit_test(test_model_file_with_missing_coefficients),
+        cmocka_unit_test(test_model_file_before_two_features),
         cmocka_unit_test(test_size_features),
         cmocka_unit_test(test_spearman_known),
         cmocka_unit_test(test_score_ranking),
