@@ -625,18 +625,12 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
     return 0;
 }
 
-/* Whether an operand of s is read from memory other lanes write in this kernel: the shared scratch
- * row, or a device variable an earlier statement of the kernel stored (the per-edge attention values a
- * training plan keeps: one lane per head writes them, every lane reads them). Without the barrier
- * after a register accumulation that reads such a value, RGAT and HGT training with trav=node and
- * one head gave NaN on the H100 (session 9); with it they validate. */
+/* Whether an operand of s is read from the shared scratch row. */
 static int reads_shared(const kgen *g, const ir_stmt *s)
 {
     for (int k = 0; k < s->nin; k++) {
         int v = s->in[k].var;
-        if (v < 0) continue;
-        if (g->scr_off[v] >= 0 || (g->acc_off[v] >= 0 && s->in[k].acc == IR_ACC_DST)) return 1;
-        if (g->var_written[v] && v != s->out.var) return 1;
+        if (v >= 0 && (g->scr_off[v] >= 0 || (g->acc_off[v] >= 0 && s->in[k].acc == IR_ACC_DST))) return 1;
     }
     return 0;
 }
