@@ -48,6 +48,10 @@ static int cfg_rule_tile(const cg_config *c, rg_err *err)
     if (c->tile < 16 && cfg_block_threads(c) < 32)
         return rg_errf(err, "invalid: tile=%d with coarsen=%d gives %d threads per block, under a warp (idle lanes)",
                        c->tile, c->coarsen, cfg_block_threads(c));
+    if (c->tile > 64 && cfg_block_threads(c) > 512 && cfg_block_threads(c) <= 1024)
+        return rg_errf(err, "invalid: tile=%d with coarsen=%d gives %d threads per block: the weight-gradient outer "
+                            "product then cannot launch (too many registers per thread on the H100)",
+                       c->tile, c->coarsen, cfg_block_threads(c));
     if (c->mma != CFG_MMA_OFF && c->tile < 16)
         return rg_errf(err, "invalid: mma needs tile >= 16: a %d-wide tile is narrower than a 16 x 16 fragment",
                        c->tile);
