@@ -638,26 +638,39 @@ static int feature_index(const char *name)
     return -1;
 }
 
+/* A fitted model written to DIR/model.txt, then again to DIR/old.txt without the lines that contain
+ * any of `drop` (NULL-terminated), as an older writer would have left them out; returns old.txt. */
+static char *older_model_file(const char *dir, const char *const *drop, cm_set *s, cm_model *m)
+{
+    rg_err err;
+    fixture_set(s);
+    assert_int_equal(cm_fit(s, NULL, m, &err), 0);
+    char *path = rg_xasprintf("%s/model.txt", dir);
+    assert_int_equal(cm_save(m, path, &err), 0);
+    char *text = tu_read_file(path, NULL);
+    rg_str old = {0};
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        int keep = 1;
+        for (int i = 0; drop[i]; i++) keep &= strstr(line, drop[i]) == NULL;
+        if (keep) rg_str_printf(&old, "%s\n", line);
+    }
+    char *oldpath = tu_write_file(dir, "old.txt", old.s);
+    rg_str_free(&old);
+    free(text), free(path);
+    return oldpath;
+}
+
 /* A model file without some ranking coefficients (written before those features existed)
  * loads: the missing ones are 0, the rest as written, with one warning for the file. */
 static void test_model_file_with_missing_coefficients(void **state)
 {
     (void)state;
     cm_set s;
-    fixture_set(&s);
     cm_model m, back;
-    rg_err err;
-    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
-    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
-    assert_int_equal(cm_save(&m, path, &err), 0);
-    size_t len;
-    char *text = tu_read_file(path, &len);
-    /* drop the size features' lines and one more, as an older writer would have */
-    rg_str old = {0};
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-        if (!strstr(line, "tile_idle_") && !strstr(line, "ranking.coef.reorder ="))
-            rg_str_printf(&old, "%s\n", line);
-    char *oldpath = tu_write_file(dir, "old.txt", old.s);
+    char *dir = tu_tmpdir();
+    /* the size features' lines and one more */
+    static const char *const drop[] = {"tile_idle_", "ranking.coef.reorder =", NULL};
+    char *oldpath = older_model_file(dir, drop, &s, &m);
     char *warned;
     assert_int_equal(load_capturing(oldpath, &back, &warned), 0);
     assert_non_null(strstr(warned, "3 ranking coefficients missing"));
@@ -678,8 +691,7 @@ static void test_model_file_with_missing_coefficients(void **state)
     assert_true(back.sections[0].ranker.coef[feature_index("tile_idle_head_dim")] == 0);
     free(warned);
     cm_model_free(&back);
-    rg_str_free(&old);
-    free(text), free(oldpath), free(path);
+    free(oldpath);
     cm_model_free(&m);
     cm_set_free(&s);
     tu_rm_tree(dir);
@@ -693,17 +705,10 @@ static void test_model_file_before_two_features(void **state)
 {
     (void)state;
     cm_set s;
-    fixture_set(&s);
     cm_model m, back;
-    rg_err err;
-    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
-    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
-    assert_int_equal(cm_save(&m, path, &err), 0);
-    char *text = tu_read_file(path, NULL);
-    rg_str old = {0};
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-        if (!strstr(line, "tile8") && !strstr(line, "tile128")) rg_str_printf(&old, "%s\n", line);
-    char *oldpath = tu_write_file(dir, "old.txt", old.s);
+    char *dir = tu_tmpdir();
+    static const char *const drop[] = {"tile8", "tile128", NULL};
+    char *oldpath = older_model_file(dir, drop, &s, &m);
     char *warned;
     assert_int_equal(load_capturing(oldpath, &back, &warned), 0);
     assert_non_null(strstr(warned, "no coefficients for tile8, tile128"));
@@ -714,8 +719,7 @@ static void test_model_file_before_two_features(void **state)
     }
     free(warned);
     cm_model_free(&back);
-    rg_str_free(&old);
-    free(text), free(oldpath), free(path);
+    free(oldpath);
     cm_model_free(&m);
     cm_set_free(&s);
     tu_rm_tree(dir);

@@ -18,10 +18,29 @@ typedef struct fixture {
     const char *store;   /* the next variants' store key (NULL: float32 storage) */
 } fixture;
 
+/* One measurement of a variant with config JSON `json` (dims 64, HEADS heads) on GPU. */
+static void record(fixture *fx, const char *json, const char *model, const char *task, int heads, const char *dataset,
+                   const char *gpu, const char *system, const char *layer, rs_status st, double ms,
+                   const rs_metric *metrics, size_t nmetrics)
+{
+    rg_err err;
+    rs_variant v = {.config_json = json, .model = model, .task = task, .dim_in = 64, .dim_out = 64, .heads = heads};
+    int64_t var = rs_upsert_variant(fx->s, &v, &err);
+    if (var <= 0) fail_msg("%s", err.msg);
+    int64_t ds = rs_upsert_dataset(fx->s, dataset, NULL, &err);
+    assert_true(ds > 0);
+    char *dev = rs_device_key(gpu, 90);
+    rs_measurement m;
+    rs_measurement_init(&m);
+    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
+    m.system = system, m.layer = layer, m.status = st, m.median_ms = ms;
+    if (rs_record(fx->s, &m, NULL, 0, metrics, nmetrics, &err) <= 0) fail_msg("%s", err.msg);
+    free(dev);
+}
+
 static void put(fixture *fx, const char *system, const char *layer, const char *model, const char *task,
                 const char *dataset, int tag, rs_status st, double ms, const rs_metric *metrics, size_t nmetrics)
 {
-    rg_err err;
     rgj_writer w = {0};
     rgj_begin_object(&w);
     rgj_kv_string(&w, "system", system);
@@ -31,19 +50,8 @@ static void put(fixture *fx, const char *system, const char *layer, const char *
     if (fx->store) rgj_kv_string(&w, "store", fx->store);
     rgj_end_object(&w);
     char *json = rgj_finish(&w);
-    rs_variant v = {.config_json = json, .model = model, .task = task, .dim_in = 64, .dim_out = 64, .heads = 1};
-    int64_t var = rs_upsert_variant(fx->s, &v, &err);
+    record(fx, json, model, task, 1, dataset, GPU, system, layer, st, ms, metrics, nmetrics);
     free(json);
-    if (var <= 0) fail_msg("%s", err.msg);
-    int64_t ds = rs_upsert_dataset(fx->s, dataset, NULL, &err);
-    assert_true(ds > 0);
-    char *dev = rs_device_key(GPU, 90);
-    rs_measurement m;
-    rs_measurement_init(&m);
-    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
-    m.system = system, m.layer = layer, m.status = st, m.median_ms = ms;
-    if (rs_record(fx->s, &m, NULL, 0, metrics, nmetrics, &err) <= 0) fail_msg("%s", err.msg);
-    free(dev);
 }
 
 static int64_t begin(fixture *fx, const char *commit)
@@ -213,24 +221,13 @@ static void test_numbers(void **state)
     tu_rm_tree(dir);
 }
 
-/* One generated float32 row of HGT inference on aifb at a tile/coarsening/launch-bounds schedule. */
+/* One generated float32 row of HGT inference on aifb (4 heads) at a tile/coarsening/launch-bounds schedule. */
 static void put_on(fixture *fx, const char *gpu, int tile, int coarsen, int lb, double ms)
 {
-    rg_err err;
     char *json = rg_xasprintf("{\"compact\":\"direct\",\"tile\":%d,\"coarsen\":%d,\"lb\":%s}", tile, coarsen,
                               lb ? "true" : "false");
-    rs_variant v = {.config_json = json, .model = "hgt", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 4};
-    int64_t var = rs_upsert_variant(fx->s, &v, &err);
+    record(fx, json, "hgt", "infer", 4, "aifb", gpu, "generated", "", RS_OK, ms, NULL, 0);
     free(json);
-    if (var <= 0) fail_msg("%s", err.msg);
-    int64_t ds = rs_upsert_dataset(fx->s, "aifb", NULL, &err);
-    char *dev = rs_device_key(gpu, 90);
-    rs_measurement m;
-    rs_measurement_init(&m);
-    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
-    m.system = "generated", m.layer = "", m.status = RS_OK, m.median_ms = ms;
-    if (rs_record(fx->s, &m, NULL, 0, NULL, 0, &err) <= 0) fail_msg("%s", err.msg);
-    free(dev);
 }
 
 static void put_schedule(fixture *fx, int tile, int coarsen, int lb, double ms) { put_on(fx, GPU, tile, coarsen, lb, ms); }
@@ -275,12 +272,8 @@ static void test_transfer(void **state)
     put_on(&fx, "GPU B", 32, 2, 0, 0.6);
     put_on(&fx, "GPU B", 16, 4, 0, 0.1);   /* only B: not an oracle of the shared points */
     rs_close(fx.s);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
     const char *stores[] = {path};
-    if (pt_write(stores, 1, mem, &err)) fail_msg("%s", err.msg);
-    fclose(mem);
+    char *text = tables_of(stores, 1);
     assert_non_null(line_of(text, "| GPU A -> GPU B | hgt | infer | aifb | 64,64/4 | 2 | 0.9000 | 0.6000 | 1.500x |"));
     assert_non_null(line_of(text, "| GPU B -> GPU A | hgt | infer | aifb | 64,64/4 | 2 | 1.5000 | 1.0000 | 1.500x |"));
     assert_non_null(line_of(text, "| GPU A -> GPU B | geomean |  |  |  | 2 | - | - | 1.500x | 1 problems |"));
