@@ -784,16 +784,22 @@ static void plan_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, 
 
 /* ---- kernel assembly ---- */
 
+/* Zeroes var v's row in the scratch (off: scr_off, acc_off or wacc_off), each lane its elements. */
+static void emit_zero_row(kgen *g, const char *indent, const int *off, int v)
+{
+    char home[64];
+    row_home(g, off, v, "i", home, sizeof home);
+    rg_str_printf(&g->body, "%sfor (int i = lane; i < %lld; i += %d) %s = 0.0;\n", indent,
+                  (long long)ir_var_row_width(V(g, v)), g->L, home);
+}
+
 /* Per-row temporaries that statements accumulate into (+=) start at zero on every row. */
 static void emit_zero_row_scratch(kgen *g)
 {
     int any = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->scr_off[v] < 0 || !V(g, v)->zero_init) continue;
-        char home[64];
-        row_home(g, g->scr_off, v, "i", home, sizeof home);
-        rg_str_printf(&g->body, "        for (int i = lane; i < %lld; i += %d) %s = 0.0;\n",
-                      (long long)ir_var_row_width(V(g, v)), g->L, home);
+        emit_zero_row(g, "        ", g->scr_off, v);
         any = 1;
     }
     if (any) rg_str_printf(&g->body, "        %s;\n", gsync(g));
@@ -883,12 +889,9 @@ static int has_wacc(const kgen *g)
 static void emit_zero_acc(kgen *g)
 {
     int shared = 0, regs = 0;
-    char home[64];
     for (int v = 0; v < g->ir->nvars; v++)
         if (g->wacc_off[v] >= 0) {
-            row_home(g, g->wacc_off, v, "i", home, sizeof home);
-            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) %s = 0.0;\n",
-                          (long long)ir_var_row_width(V(g, v)), g->L, home);
+            emit_zero_row(g, "    ", g->wacc_off, v);
             shared = 1;
         }
     for (int v = 0; v < g->ir->nvars; v++) {
@@ -900,9 +903,7 @@ static void emit_zero_acc(kgen *g)
             regs = 1;
             continue;
         }
-        row_home(g, g->acc_off, v, "i", home, sizeof home);
-        rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) %s = 0.0;\n",
-                      (long long)ir_var_row_width(V(g, v)), g->L, home);
+        emit_zero_row(g, "    ", g->acc_off, v);
         shared = 1;
     }
     if (shared || !regs) rg_str_printf(&g->body, "    %s;\n", gsync(g));

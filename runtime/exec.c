@@ -109,23 +109,28 @@ int kx_graph_upload(const hg_graph *g, kx_graph *out, rg_err *err)
     return 0;
 }
 
+/* Per-edge rows of `row_bytes` each, row q of the copy being row in_eid[q]: the one gather both
+ * traversal-ordered kinds (graph arrays, graph-constant variables) are made by. Caller frees. */
+static void *gather_in_order(const hg_graph *g, const void *rows, size_t row_bytes)
+{
+    size_t E = (size_t)g->num_edges;
+    char *out = rg_xmalloc(E * row_bytes > 0 ? E * row_bytes : 1);
+    for (size_t q = 0; q < E; q++)
+        memcpy(out + q * row_bytes, (const char *)rows + (size_t)g->in_eid[q] * row_bytes, row_bytes);
+    return out;
+}
+
 int32_t *kx_in_order_array(const hg_graph *g, kp_graph_array a)
 {
     RG_ASSERT(kp_graph_array_in_order(a));
     const int32_t *x = a == KG_IN_SRC ? g->src : a == KG_IN_ETYPE ? g->etype : a == KG_IN_DST ? g->dst
                                                                             : g->edge_compact;
-    size_t E = (size_t)g->num_edges;
-    int32_t *out = rg_xmalloc((E ? E : 1) * sizeof(int32_t));
-    for (size_t q = 0; q < E; q++) out[q] = x[g->in_eid[q]];
-    return out;
+    return gather_in_order(g, x, sizeof(int32_t));
 }
 
 double *kx_in_order_values(const hg_graph *g, const double *rows, int64_t width)
 {
-    size_t E = (size_t)g->num_edges, w = (size_t)width;
-    double *out = rg_xmalloc((E * w > 0 ? E * w : 1) * sizeof(double));
-    for (size_t q = 0; q < E; q++) memcpy(out + q * w, rows + (size_t)g->in_eid[q] * w, w * sizeof(double));
-    return out;
+    return gather_in_order(g, rows, (size_t)width * sizeof(double));
 }
 
 /* Uploads a traversal-ordered array the first time a plan binds it: a variant that never walks
