@@ -11,6 +11,8 @@
 #define NODE_CHUNK 64 /* node-centric: incoming edges per warp before a node is split across warps */
 #define SMEM_MAX 232448 /* dynamic shared memory one block may have on sm_90 (the runtime opts in above 48 KB) */
 #define REG_SLOTS 16    /* acc=reg: doubles of register accumulators a lane may hold (32 registers) */
+#define WACC_SLOTS 8    /* weight-gradient sums: edge-type slots a row group keeps at most */
+#define WACC_BLOCK 4096 /* ... and the doubles of shared memory a block gives them (32 KB) */
 
 /* How a kernel walks its rows. Each statement is then evaluated at its own shape: a
  * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
@@ -41,6 +43,8 @@ typedef struct kgen {
     int owned;                    /* inside open_row_loop's register-order loop (k_ names the register) */
     rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
     int *wacc_off;                /* per weight: accumulator of the current edge type's slice, or -1 */
+    int wslots;                   /* edge-type slots of each such accumulator (wsl names the current one) */
+    int run;                      /* rows a row group walks (edge forms: positions; unique rows) */
     int scr_size;
     int needs_cr;
     int needs_e;                  /* a statement reads an edge variable at row e (edge id) */
@@ -83,7 +87,10 @@ static void row_home(const kgen *g, const int *off, int v, const char *el, char 
         return;
     }
     RG_ASSERT(off[v] >= 0);
-    snprintf(out, n, "scr[%d + %s]", off[v], el);
+    if (off == g->wacc_off && g->wslots > 1)
+        snprintf(out, n, "scr[%d + wsl * %lld + %s]", off[v], (long long)ir_var_row_width(V(g, v)), el);
+    else
+        snprintf(out, n, "scr[%d + %s]", off[v], el);
 }
 
 /* A lane's loop over the elements of a w-wide row: i = lane, lane + L, ... or, when `reg` (the row
@@ -697,13 +704,23 @@ static void add_scratch(kgen *g, int *off, int var)
     off[var] = g->scr_size;
     /* an accumulator in registers has no shared home: the offset only marks it as an accumulator */
     if (off == g->acc_off && g->reg_slots[var]) return;
-    g->scr_size += (int)ir_var_row_width(V(g, var));
+    g->scr_size += (int)ir_var_row_width(V(g, var)) * (off == g->wacc_off ? g->wslots : 1);
 }
 
 /* Whether statement i of the traversal runs in the kernel of `phase` (a node-centric kernel runs all). */
 static int in_kernel(const kgen *g, const int *phases, int phase, int i)
 {
     return phases[i] == phase || g->f == FORM_NODE;
+}
+
+/* Whether statement s sums a weight gradient over the rows into partial sums per edge type (a run
+ * of unique rows is sorted by type; the edge forms take slots, see plan_wacc). */
+static int wacc_candidate(const kgen *g, const ir_stmt *s)
+{
+    int form_ok = g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE || g->f == FORM_UNIQUE;
+    const ir_var *v = V(g, s->out.var);
+    return form_ok && g->cfg->partial_agg && s->accumulate && s->out.acc == IR_ACC_ETYPE &&
+           v->kind == IR_VAR_WEIGHT && ir_var_row_width(v) <= 256;
 }
 
 /* Gives shared-memory homes to register-only temporaries and to per-node accumulators. */
@@ -717,13 +734,33 @@ static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phas
         if ((g->f == FORM_NODE || g->f == FORM_EDGE_DSTRUN) && s->out.acc == IR_ACC_DST && s->accumulate &&
             V(g, v)->kind == IR_VAR_NODE)
             add_scratch(g, g->acc_off, v);
-        /* weight gradients summed over edges: partial sums per run of one edge type, one atomic
-         * per element at each change of type, instead of one per edge on a handful of addresses */
-        int edge_form = g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE;
-        if (edge_form && g->cfg->partial_agg && s->accumulate && s->out.acc == IR_ACC_ETYPE &&
-            V(g, v)->kind == IR_VAR_WEIGHT && ir_var_row_width(V(g, v)) <= 256)
-            add_scratch(g, g->wacc_off, v);
+        /* weight gradients summed over rows: partial sums per edge type (plan_wacc), instead of one
+         * atomic per row and element on a handful of addresses */
+        if (wacc_candidate(g, s)) add_scratch(g, g->wacc_off, v);
     }
+}
+
+/* The rows a row group walks and the edge-type slots of its weight-gradient sums. Without such sums
+ * the forms keep their runs (32 positions, one unique row). With them the run is the config's wrun:
+ * the sums reach device memory once per slot and run instead of once per change of edge type, on a
+ * handful of contended addresses. A dst-sorted run sees its destinations' edge types over and over
+ * (in_eid keeps each node's edges in (etype, src) order), so it keeps up to WACC_SLOTS types at once
+ * within WACC_BLOCK doubles a block; unique rows are sorted by type (one slot); a node-centric warp
+ * takes one node whatever the run. */
+static void plan_wacc(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    int64_t width = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        if (in_kernel(g, phases, phase, i) && wacc_candidate(g, s)) width += ir_var_row_width(V(g, s->out.var));
+    }
+    g->wslots = 1;
+    g->run = g->f == FORM_EDGE_DSTRUN ? DST_RUN : g->f == FORM_EDGE ? EDGE_CHUNK : 1;
+    if (!width || g->f == FORM_NODE) return;
+    g->run = g->cfg->wrun;
+    if (g->f == FORM_UNIQUE) return;
+    int64_t fit = WACC_BLOCK / (width * g->rpb);
+    g->wslots = fit < 1 ? 1 : fit > WACC_SLOTS ? WACC_SLOTS : (int)fit;
 }
 
 /* Why accumulator v cannot live in registers, or NULL. A lane holds only the elements it owns, so
@@ -773,6 +810,7 @@ static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int pha
  * registers for the accumulators that allow them and shared homes again for the rest only. */
 static void plan_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, int nphases)
 {
+    plan_wacc(g, tr, phases, phase);
     for (int pass = 0; pass < 2; pass++) {
         for (int p = 0; p < (g->f == FORM_NODE ? nphases : 1); p++)
             plan_scratch(g, tr, phases, g->f == FORM_NODE ? p : phase);
@@ -859,7 +897,8 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
     if (shared || !regs) rg_str_printf(b, "        %s;\n", gsync(g));
 }
 
-/* Adds the weight-gradient partial sums of edge type `tvar` and clears them. */
+/* Adds the weight-gradient partial sums of the current slot (wsl), which belong to edge type
+ * `tvar`, and clears them. */
 static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
 {
     for (int v = 0; v < g->ir->nvars; v++) {
@@ -878,6 +917,50 @@ static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
     rg_str_printf(b, "        %s;\n", gsync(g));
 }
 
+/* The per-row prefix of a kernel with weight-gradient sums: at a change of edge type, the type's
+ * slot (t mod wslots) becomes current, and the other type it held, if any, is flushed first. */
+static void emit_wslot_switch(kgen *g, rg_str *b)
+{
+    if (g->wslots == 1) {
+        rg_str_puts(b, "            if (t != tcur) {\n                if (tcur >= 0) {\n");
+        emit_wflush(g, b, "tcur");
+        rg_str_puts(b, "                }\n                tcur = t;\n            }\n");
+        return;
+    }
+    rg_str_printf(b,
+                  "            if (t != tcur) {\n"
+                  "                wsl = t %% %d;\n"
+                  "                if (wtag[wsl] != t) {\n"
+                  "                    if (wtag[wsl] >= 0) {\n",
+                  g->wslots);
+    emit_wflush(g, b, "wtag[wsl]");
+    rg_str_puts(b, "                    }\n                    wtag[wsl] = t;\n                }\n"
+                   "                tcur = t;\n            }\n");
+}
+
+/* The slots' bookkeeping, declared before the rows (tcur: the type of the current slot). */
+static void emit_wslot_decls(kgen *g)
+{
+    if (g->wslots == 1) return;
+    rg_str_printf(&g->body, "    int wsl = 0, wtag[%d];   /* current slot; each slot's edge type, -1: free */\n"
+                            "    for (int k_ = 0; k_ < %d; k_++) wtag[k_] = -1;\n",
+                  g->wslots, g->wslots);
+}
+
+/* Flushes every slot still holding sums after the rows. */
+static void emit_wslot_final(kgen *g, rg_str *b)
+{
+    if (g->wslots == 1) {
+        rg_str_puts(b, "    if (tcur >= 0) {\n");
+        emit_wflush(g, b, "tcur");
+        rg_str_puts(b, "    }\n");
+        return;
+    }
+    rg_str_printf(b, "    for (wsl = 0; wsl < %d; wsl++) {\n        if (wtag[wsl] < 0) continue;\n", g->wslots);
+    emit_wflush(g, b, "wtag[wsl]");
+    rg_str_puts(b, "    }\n");
+}
+
 static int has_wacc(const kgen *g)
 {
     for (int v = 0; v < g->ir->nvars; v++)
@@ -891,7 +974,8 @@ static void emit_zero_acc(kgen *g)
     int shared = 0, regs = 0;
     for (int v = 0; v < g->ir->nvars; v++)
         if (g->wacc_off[v] >= 0) {
-            emit_zero_row(g, "    ", g->wacc_off, v);
+            rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
+                          (long long)ir_var_row_width(V(g, v)) * g->wslots, g->L, g->wacc_off[v]);
             shared = 1;
         }
     for (int v = 0; v < g->ir->nvars; v++) {
@@ -1020,27 +1104,25 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         return -1;
     }
     const char *body0 = bodies[0].s ? bodies[0].s : "";
-    /* weight-gradient partial sums: flushed whenever the edge type changes, and at the end */
+    /* weight-gradient partial sums: flushed when their slot changes edge type, and at the end */
     rg_str tprefix = {0};
     int wacc = has_wacc(g);
-    if (wacc) {
-        rg_str_puts(&tprefix, "            if (t != tcur) {\n                if (tcur >= 0) {\n");
-        emit_wflush(g, &tprefix, "tcur");
-        rg_str_puts(&tprefix, "                }\n                tcur = t;\n            }\n");
-    }
+    if (wacc) emit_wslot_switch(g, &tprefix);
     const char *tpre = wacc ? tprefix.s : NULL;
     switch (g->f) {
     case FORM_EDGE:
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
                          "    const int q_end = min(q0 + %d, num_rows);\n    int tcur = -1; (void)tcur;\n", g->rpb,
-                      EDGE_CHUNK, EDGE_CHUNK);
+                      g->run, g->run);
+        emit_wslot_decls(g);
         emit_zero_acc(g);
         emit_edge_loop(g, "q0", "q_end", 0, NULL, tpre, body0);
         break;
     case FORM_EDGE_DSTRUN: {
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
                          "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)tcur;\n",
-                      g->rpb, DST_RUN, DST_RUN);
+                      g->rpb, g->run, g->run);
+        emit_wslot_decls(g);
         emit_zero_acc(g);
         rg_str prefix = {0};
         rg_str_puts(&prefix, "            if (dn != cur) {\n                if (cur >= 0) {\n");
@@ -1076,28 +1158,35 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
         break;
     default: {
-        /* one row per warp: unique pairs, nodes, types, or the single global row */
+        /* one row per warp: unique pairs, nodes, types, or the single global row; a run of unique
+         * rows where weight gradients are summed (plan_wacc) */
         static const char *row_decl[] = {[FORM_UNIQUE] = "u", [FORM_NODE_DOM] = "n", [FORM_TYPE] = "t"};
         rg_str ctx = g->body;
         g->body = (rg_str){0};
         emit_row_context(g, g->cfg);
         rg_str ctxs = g->body;
         g->body = ctx;
-        if (g->f == FORM_GLOBAL)
-            rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n", g->rpb);
-        else
-            rg_str_printf(b, "    const int %s = blockIdx.x * %d + warp;\n    if (%s >= num_rows) return;\n",
-                          row_decl[g->f], g->rpb, row_decl[g->f]);
-        rg_str_printf(b, "    {\n%s%s    }\n", ctxs.s ? ctxs.s : "", body0);
+        if (g->run > 1) {   /* a run of unique rows, summing weight gradients per edge type */
+            RG_ASSERT(g->f == FORM_UNIQUE && wacc);
+            rg_str_printf(b, "    const int u0 = (blockIdx.x * %d + warp) * %d;\n    if (u0 >= num_rows) return;\n"
+                             "    const int u_end = min(u0 + %d, num_rows);\n    int tcur = -1;\n",
+                          g->rpb, g->run, g->run);
+            emit_zero_acc(g);
+            rg_str_printf(b, "    for (int u = u0; u < u_end; u++) {\n%s%s%s    }\n", ctxs.s ? ctxs.s : "", tpre, body0);
+            emit_wslot_final(g, b);
+        } else {
+            if (g->f == FORM_GLOBAL)
+                rg_str_printf(b, "    if (blockIdx.x * %d + warp >= num_rows) return;\n", g->rpb);
+            else
+                rg_str_printf(b, "    const int %s = blockIdx.x * %d + warp;\n    if (%s >= num_rows) return;\n",
+                              row_decl[g->f], g->rpb, row_decl[g->f]);
+            rg_str_printf(b, "    {\n%s%s    }\n", ctxs.s ? ctxs.s : "", body0);
+        }
         rg_str_free(&ctxs);
         break;
     }
     }
-    if (wacc && (g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE)) {
-        rg_str_puts(b, "    if (tcur >= 0) {\n");
-        emit_wflush(g, b, "tcur");
-        rg_str_puts(b, "    }\n");
-    }
+    if (wacc && (g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE)) emit_wslot_final(g, b);
     rg_str_free(&tprefix);
     for (int p = 0; p < np; p++) rg_str_free(&bodies[p]);
     return 0;
@@ -1158,7 +1247,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
     k->grid_rows_size = rows_size(g->f);
     k->tile_rowset = KR_IN_EDGES;
     k->tile_rows = NODE_CHUNK;
-    k->rows_per_block = g->f == FORM_EDGE_DSTRUN ? g->rpb * DST_RUN : g->f == FORM_EDGE ? g->rpb * EDGE_CHUNK : g->rpb;
+    k->rows_per_block = g->rpb * g->run;
     k->block_x = g->cfg->tblock;
     k->shmem_bytes = g->rpb * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(double);
 }

@@ -47,6 +47,15 @@ static int known_wrong_mapping(const pl_problem *p, const cg_config *cfg, rg_err
     return 1;
 }
 
+/* wrun changes only the kernels that sum weight gradients, which an inference plan has none of. */
+static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
+{
+    if (cfg->wrun == 32 || pl_is_train(p->task)) return 1;
+    rg_errf(err, "wrun=%d changes only the traversals that sum weight gradients, and inference has none: it would "
+                 "duplicate wrun=32", cfg->wrun);
+    return 0;
+}
+
 int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
 {
     /* the global schedule (i = -1), then each overridden instance's, named in the reason */
@@ -56,7 +65,8 @@ int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         cg_config one;
         if (inst) cfg_for_instance(cfg, inst, &one);
         else one = *cfg;
-        if (et_mapping_applies(&one, &p->dims, err) && !known_wrong_mapping(p, &one, err)) continue;
+        if (et_mapping_applies(&one, &p->dims, err) && run_applies(p, &one, err) && !known_wrong_mapping(p, &one, err))
+            continue;
         if (inst) rg_err_prefix(err, "%s", inst);
         return 0;
     }

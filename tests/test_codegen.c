@@ -392,6 +392,51 @@ static void test_acc_reg_in_sources(void **state)
     assert_true(found[0] >= 1 && found[1] >= 1);
 }
 
+/* Weight gradients summed over rows (RGAT's attention vectors in training): the unique-row kernel
+ * walks a run of wrun rows and the dst-sorted edge kernel runs of wrun positions with edge-type slots,
+ * as many as fit 32 KB of a block (8 at dims 64, 2 at 256: one slot is 256 doubles a row group); the
+ * launch covers wrun rows per row group. Inference has no such sums: wrun other than 32 is refused. */
+static void test_weight_gradient_runs(void **state)
+{
+    (void)state;
+    static const struct { const char *kv; int run, slots, dims; } cases[] = {
+        {"softmax=single", 32, 8, 64}, {"softmax=single,wrun=128", 128, 8, 64}, {"wrun=512", 512, 2, 256}};
+    for (int c = 0; c < 3; c++) {
+        rg_err err;
+        cg_config cfg;
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, cases[c].kv, &err), 0);
+        const ir_dims d = {cases[c].dims, cases[c].dims, 1};
+        cg_variant v;
+        if (build_variant_dims("rgat", "train", &d, &cfg, &v, &err)) fail_msg("%s: %s", cases[c].kv, err.msg);
+        char unique_run[64], slots[32];
+        snprintf(unique_run, sizeof unique_run, "const int u0 = (blockIdx.x * 8 + warp) * %d;", cases[c].run);
+        snprintf(slots, sizeof slots, "wtag[%d];", cases[c].slots);
+        int nunique = 0, nslots = 0;
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            int u = strstr(kk->source, unique_run) != NULL, sl = strstr(kk->source, slots) != NULL;
+            if (u || sl) assert_int_equal(kk->rows_per_block, 8 * cases[c].run);
+            nunique += u;
+            nslots += sl;
+        }
+        if (nunique != 1 || nslots != 1)
+            fail_msg("%s: %d unique-row runs, %d slotted edge kernels (want 1 and 1)", cases[c].kv, nunique, nslots);
+        cg_variant_free(&v);
+    }
+    int found[2], travs, block_x;
+    const char *const none[] = {"wtag[", "const int u0", NULL};
+    count_traversals("rgat", "infer", "softmax=single", none, found, &travs, &block_x);
+    assert_int_equal(found[0] + found[1], 0);
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "wrun=128", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "wrun=128 changes only the traversals that sum weight gradients"));
+}
+
 /* A mapping that does not apply to a problem says why, before anything is emitted. */
 static void test_thread_mapping_refusals(void **state)
 {
@@ -523,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_thread_mapping_refusals),
         cmocka_unit_test(test_thread_mappings_compile),
         cmocka_unit_test(test_acc_reg_in_sources),
+        cmocka_unit_test(test_weight_gradient_runs),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
