@@ -400,6 +400,52 @@ static void open_vec_elem_loop(kgen *g, const ir_var *out)
                   g->V, total, g->L * g->V, g->vec_loads.s, g->V, out->dim, out->dim);
 }
 
+/* Whether a vectorized statement's V results go to device memory in one vector atomic: a float32
+ * row added into atomically (the scatter of a gradient to the rows of its sources), V consecutive
+ * elements of one head, which sit 4 V bytes aligned (rows and heads are multiples of V wide). */
+static int vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out)
+{
+    int bad;
+    rg_err ignored;
+    if (g->V != 2 && g->V != 4) return 0;
+    if (vt_is_f64(out) || vt_is_bf16(out) || out->dim % g->V) return 0;
+    return dest_of(g, s, &ignored, &bad) == DEST_ATOMIC && !bad;
+}
+
+/* The vector loop of such a statement: each lane computes its V elements at i0 into registers, then
+ * adds them with one atomicAdd of a float2 or float4, which sm_90 has for global memory (4 or 2 times
+ * fewer atomic operations at the L2 than a float each); an older target adds them one by one. */
+static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, const char *val, rg_err *err)
+{
+    int total = vt_heads(out) * out->dim;
+    char ref[512];
+    if (operand_at(g, &s->out, "h", "d", 1, ref, sizeof ref, err)) return -1;
+    g->var_written[s->out.var] = 1;
+    rg_str_printf(&g->body,
+                  "        for (int i0 = lane * %d; i0 < %d; i0 += %d) {\n%s"
+                  "            float av_[%d];\n"
+                  "            #pragma unroll\n"
+                  "            for (int u = 0; u < %d; u++) {\n"
+                  "                const int i = i0 + u;\n"
+                  "                const int h = i / %d, d = i %% %d; (void)h; (void)d;\n"
+                  "                av_[u] = (float)(%s);\n"
+                  "            }\n"
+                  "            const int h = i0 / %d, d = i0 %% %d; (void)h; (void)d;\n"
+                  "#if __CUDA_ARCH__ >= 900\n",
+                  g->V, total, g->L * g->V, g->vec_loads.s, g->V, g->V, out->dim, out->dim, val, out->dim, out->dim);
+    if (g->V == 4)
+        rg_str_printf(&g->body, "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n", ref);
+    else
+        rg_str_printf(&g->body, "            atomicAdd((float2*)&%s, make_float2(av_[0], av_[1]));\n", ref);
+    rg_str_printf(&g->body,
+                  "#else\n"
+                  "            for (int u = 0; u < %d; u++) atomicAdd(&%s + u, av_[u]);\n"
+                  "#endif\n"
+                  "        }\n",
+                  g->V, ref);
+    return 0;
+}
+
 static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var);
@@ -471,6 +517,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         rg_str_printf(&g->body, "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n", out->dim,
                       out->dim);
     } else if (vec) {
+        if (vector_atomic(g, s, out)) return emit_vector_atomic(g, s, out, val, err);
         open_vec_elem_loop(g, out);
     } else {
         open_elem_loop(g, out);

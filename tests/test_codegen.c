@@ -425,6 +425,16 @@ static void test_weight_gradient_runs(void **state)
         cg_variant_free(&v);
     }
     int found[2], travs, block_x;
+    /* vectorized rows scatter their gradients with one float4 / float2 atomic a lane */
+    const char *const vatom[] = {"atomicAdd((float4*)&", "atomicAdd((float2*)&", NULL};
+    count_traversals("rgat", "train", "lanes=16,vec=4", vatom, found, &travs, &block_x);
+    assert_true(found[0] >= 1);
+    assert_int_equal(found[1], 0);
+    count_traversals("hgt", "train", "lanes=16,vec=2", vatom, found, &travs, &block_x);
+    assert_true(found[1] >= 1);
+    assert_int_equal(found[0], 0);
+    count_traversals("hgt", "train", "lanes=16", vatom, found, &travs, &block_x);
+    assert_int_equal(found[0] + found[1], 0);
     const char *const none[] = {"wtag[", "const int u0", NULL};
     count_traversals("rgat", "infer", "softmax=single", none, found, &travs, &block_x);
     assert_int_equal(found[0] + found[1], 0);
