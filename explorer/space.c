@@ -69,7 +69,7 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
 /* A built-in space as the text a space file holds, from the key table: "default" has the papers'
  * dimensions (compaction x reordering x tile x coarsening x launch bounds) and the traversal form,
  * the softmax form, the GEMMs' precision (mma), traversal mappings and accumulators, and node
- * relabelling, 46080 points; "full" adds the W operand in registers, traversals without partial
+ * relabelling, and the run of the traversals that sum weight gradients, 92160 points; "full" adds the W operand in registers, traversals without partial
  * aggregation and more mapping values. */
 static char *builtin_text(int full)
 {

@@ -73,13 +73,16 @@ static void collect(const kp_kernel *k, void *ctx)
     if (queue90(&s->sm90, k) && fp32_queued++ % 4 == 0) add_copy(&s->sm80, k);
 }
 
-/* softmax=single for rgcn, a traversal mapping wider than the rows, or acc=reg with trav=node in
- * training (refused: wrong on the H100): the only points that may not apply. */
+/* softmax=single for rgcn, a traversal mapping wider than the rows, acc=reg with trav=node in
+ * training (refused: wrong on the H100) or wrun in inference (nothing to change): the only points
+ * that may not apply. */
 static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err *why)
 {
     rg_err e;
     if (c->acc == CFG_ACC_REG && c->node_centric && pl_is_train(p->task) &&
         strstr(why->msg, "acc=reg with trav=node is refused in training"))
+        return 1;
+    if (c->wrun != 32 && !pl_is_train(p->task) && strstr(why->msg, "changes only the traversals that sum weight gradients"))
         return 1;
     return (c->softmax == CFG_SOFTMAX_SINGLE && !strcmp(p->model, "rgcn")) || !et_mapping_applies(c, &p->dims, &e);
 }

@@ -82,7 +82,7 @@ static void test_time_floors(void **state)
     assert_true(fabs(fl_l2_time_ms(&f, 50e6, 1e13, 1e14) - 4e-3) < 1e-12);
 }
 
-/* The valid variants of the default space (29,184 at dims 64): each one that brings a GEMM or traversal
+/* The valid variants of the default space (58,368 at dims 64): each one that brings a GEMM or traversal
  * schedule class not seen yet (so every kernel the space generates), and every 8th of the others: the
  * floor is at most its analytic counts. */
 static void check_space(const char *model, const char *task)
