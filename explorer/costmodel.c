@@ -1383,6 +1383,49 @@ int cm_count(const char *model, const char *task, int dim_in, int dim_out, int h
     return rc;
 }
 
+/* cm_count per structure. The counts read the program and its plan, which the structure keys alone
+ * decide: a per-kernel-capable key changes how an instance's kernels run, never which kernels exist
+ * or what they store (codegen/config_keys.def, CFG_SCHEDULE). So each structure is built once, where
+ * a search's ordering of the default space built every point (58,368 at dims 64 in training, most of
+ * a 60-second search); whether a schedule applies to the problem is still asked per point. */
+typedef struct count_memo {
+    int n, cap;
+    struct memo_entry { uint64_t structure; cm_counts counts; } *e;
+} count_memo;
+
+static uint64_t structure_hash(const cg_config *c)
+{
+    cg_config s = *c, d;
+    cfg_default(&d);
+    s.noverrides = 0;
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        if (cfg_key_kernels(k)) k->set(&s, k->get(&d));
+    }
+    return cfg_hash(&s);
+}
+
+static int count_by_structure(count_memo *m, const char *model, const char *task, int dim_in, int dim_out, int heads,
+                              const hg_graph *g, const cg_config *cfg, cm_counts *out)
+{
+    pl_problem p = {.model = model, .task = task, .dims = {dim_in, dim_out, heads}};
+    if (!pl_schedule_applies(&p, cfg, NULL)) return -1;
+    uint64_t h = structure_hash(cfg);
+    for (int i = 0; i < m->n; i++)
+        if (m->e[i].structure == h) {
+            *out = m->e[i].counts;
+            return 0;
+        }
+    /* a build that fails (a schedule the emitter refuses) says nothing of the structure's counts */
+    if (cm_count(model, task, dim_in, dim_out, heads, g, cfg, out, NULL)) return -1;
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 16;
+        m->e = rg_xrealloc(m->e, (size_t)m->cap * sizeof *m->e);
+    }
+    m->e[m->n++] = (struct memo_entry){h, *out};
+    return 0;
+}
+
 typedef struct ranked {
     double pred;
     int index;
@@ -1422,11 +1465,15 @@ int cm_order(const cm_model *m, const xb_problem *p, const hg_graph *g, const cg
     cm_counts *counts = rg_xcalloc((size_t)(n ? n : 1), sizeof *counts);
     cg_config *ok_cfg = rg_xmalloc((size_t)(n ? n : 1) * sizeof *ok_cfg);
     int *ok_index = rg_xmalloc((size_t)(n ? n : 1) * sizeof *ok_index), nok = 0;
+    count_memo memo = {0};
     for (int i = 0; i < n; i++) {
-        if (cm_count(p->model, sec->task, p->dim_in, p->dim_out, prob.heads, g, &cfgs[i], &counts[nok], NULL)) continue;
+        if (count_by_structure(&memo, p->model, sec->task, p->dim_in, p->dim_out, prob.heads, g, &cfgs[i],
+                               &counts[nok]))
+            continue;
         ok_cfg[nok] = cfgs[i];
         ok_index[nok++] = i;
     }
+    free(memo.e);
     double *ok_pred = rg_xmalloc((size_t)(nok ? nok : 1) * sizeof *ok_pred);
     cm_predict(sec, &prob, ok_cfg, counts, nok, ok_pred);
     ranked *r = rg_xmalloc((size_t)(n ? n : 1) * sizeof *r);
