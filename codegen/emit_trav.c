@@ -42,7 +42,7 @@ typedef struct kgen {
     int *reg_slots;               /* per var: acc=reg: the accumulator's registers per lane, 0: in scratch */
     int owned;                    /* inside open_row_loop's register-order loop (k_ names the register) */
     rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
-    int *wacc_off;                /* per weight: accumulator of the current edge type's slice, or -1 */
+    int *wacc_off;                /* per weight: partial sums of its slice, wslots edge types of them, or -1 */
     int wslots;                   /* edge-type slots of each such accumulator (wsl names the current one) */
     int run;                      /* rows a row group walks (edge forms: positions; unique rows) */
     int scr_size;
