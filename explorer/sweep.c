@@ -535,6 +535,16 @@ static int by_time(const void *a, const void *b)
     return (x->ms > y->ms) - (x->ms < y->ms);
 }
 
+typedef struct point_hash {
+    const char *hex;
+    int i;
+} point_hash;
+
+static int cmp_point_hash(const void *a, const void *b)
+{
+    return strcmp(((const point_hash *)a)->hex, ((const point_hash *)b)->hex);
+}
+
 /* The newest outcome of each point of the space for this problem, device and commit: what
  * this run measured and what earlier runs did (resume). */
 static int collect_outcomes(job *j, outcome **out, int *n, rg_err *err)
@@ -548,11 +558,24 @@ static int collect_outcomes(job *j, outcome **out, int *n, rg_err *err)
     outcome *o = rg_xcalloc((size_t)j->n + 1, sizeof *o);
     int *latest = rg_xmalloc(((size_t)j->n + 1) * sizeof *latest);
     for (int i = 0; i < j->n; i++) latest[i] = -1;
+    /* the points by hash, so that each row finds its point in log time: a search over the default
+     * space reads back tens of thousands of rows (its invalid points) against as many points */
+    point_hash *by_hash = rg_xmalloc(((size_t)j->n + 1) * sizeof *by_hash);
+    for (int i = 0; i < j->n; i++) by_hash[i] = (point_hash){j->hex[i], i};
+    qsort(by_hash, (size_t)j->n, sizeof *by_hash, cmp_point_hash);
     for (size_t r = 0; r < nrows; r++) {
         if (rows[r].dim_in != p->dim_in || rows[r].dim_out != p->dim_out || rows[r].heads != p->heads) continue;
-        for (int i = 0; i < j->n; i++)
-            if (!strcmp(rows[r].hash, j->hex[i])) latest[i] = (int)r;   /* rows come in id order */
+        point_hash key = {rows[r].hash, -1};
+        const point_hash *hit = bsearch(&key, by_hash, (size_t)j->n, sizeof *by_hash, cmp_point_hash);
+        if (!hit) continue;
+        /* every point of that hash (a space may list one config twice); rows come in id order, so
+         * the last row of a point stands */
+        long lo = hit - by_hash, hi = lo;
+        while (lo > 0 && !strcmp(by_hash[lo - 1].hex, key.hex)) lo--;
+        while (hi + 1 < j->n && !strcmp(by_hash[hi + 1].hex, key.hex)) hi++;
+        for (long k = lo; k <= hi; k++) latest[by_hash[k].i] = (int)r;
     }
+    free(by_hash);
     int k = 0;
     for (int i = 0; i < j->n; i++) {
         if (latest[i] < 0) continue;
@@ -981,12 +1004,28 @@ static xw_worker *start_worker(job *j, xw_config *wc, rg_err *err)
     return xw_start(wc, j->p, &j->info, err);
 }
 
+/* Runs fn's writes in one store transaction (rs_batch_begin): a default-space search registers
+ * 92,160 variants and records tens of thousands of invalid points before it measures anything. */
+static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
+{
+    if (rs_batch_begin(j->s->store, err)) return -1;
+    int rc = fn(j, err);
+    rg_err end_err;
+    if (rs_batch_end(j->s->store, &end_err) && !rc) {
+        *err = end_err;
+        rc = -1;
+    }
+    return rc;
+}
+
+static int register_and_plan(job *j, rg_err *err) { return register_variants(j, err) || plan_work(j, err) ? -1 : 0; }
+
 static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
 {
     if (begin_run(j->s, &j->info, err)) return -1;
     j->sum->run_id = j->s->run_id;
     j->dataset_id = rs_upsert_dataset(j->s->store, j->p->dataset, &j->info.stats, err);
-    if (j->dataset_id < 0 || register_variants(j, err) || plan_work(j, err)) return -1;
+    if (j->dataset_id < 0 || batched(j, register_and_plan, err)) return -1;
     const xs_options *o = &j->s->o;
     if (j->strategy) {
         snprintf(j->sum->strategy, sizeof j->sum->strategy, "%s", j->strategy);
@@ -1008,7 +1047,7 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
         fprintf(stderr, "the space has %d valid points, too many to sweep: searching %d of them (%d%%) with %s "
                         "(--exhaustive measures every point, --budget and --strategy choose)\n",
                 j->sum->valid, j->sum->budget, XS_DEFAULT_SEARCH_PERCENT, j->strategy);
-    if (record_invalid(j, err)) return -1;
+    if (batched(j, record_invalid, err)) return -1;
     return j->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 

@@ -19,6 +19,7 @@
 struct rs_store {
     sqlite3 *db;
     char *path;
+    int batch;   /* inside rs_batch_begin: each write joins the batch's transaction */
 };
 
 /* Long enough for a sweep process to outwait a merge or an export of another process. */
@@ -212,11 +213,39 @@ static int step_done(rs_store *s, sqlite3_stmt *st, rg_err *err, const char *wha
 
 /* BEGIN IMMEDIATE takes the write lock up front: in WAL mode a deferred transaction that
  * later upgrades fails with SQLITE_BUSY without waiting, the busy timeout only covers this. */
-static int begin_write(rs_store *s, rg_err *err) { return exec_sql(s, "BEGIN IMMEDIATE", err); }
-static int commit(rs_store *s, rg_err *err) { return exec_sql(s, "COMMIT", err); }
+static int begin_write(rs_store *s, rg_err *err)
+{
+    if (!s->batch) return exec_sql(s, "BEGIN IMMEDIATE", err);
+    /* a write that failed inside the batch rolled it back: none may go on outside it */
+    if (sqlite3_get_autocommit(s->db)) return rg_errf(err, "%s: an earlier write of this batch failed", s->path);
+    return 0;
+}
+static int commit(rs_store *s, rg_err *err) { return s->batch ? 0 : exec_sql(s, "COMMIT", err); }
+
 static void rollback(rs_store *s)
 {
     if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int rs_batch_begin(rs_store *s, rg_err *err)
+{
+    RG_ASSERT(!s->batch);
+    if (begin_write(s, err)) return -1;
+    s->batch = 1;
+    return 0;
+}
+
+int rs_batch_end(rs_store *s, rg_err *err)
+{
+    RG_ASSERT(s->batch);
+    s->batch = 0;
+    if (sqlite3_get_autocommit(s->db))
+        return rg_errf(err, "%s: a write of the batch failed, so none of its rows were kept", s->path);
+    if (commit(s, err)) {
+        rollback(s);
+        return -1;
+    }
+    return 0;
 }
 
 static void new_uuid(char out[37])

@@ -66,6 +66,13 @@ int rs_check_group(const char *group, rg_err *err);
 
 /* Inserts a run with a fresh uuid, started_at = now and this process's pid; returns its id,
  * or -1. */
+/* Groups the writes between them into one transaction (a sweep registers tens of thousands of
+ * variants and invalid points: a commit each took most of a one-minute search). The write lock is
+ * held until rs_batch_end, which commits; a write that fails inside rolls the whole batch back, the
+ * batch's later writes fail, and rs_batch_end says so. Batches do not nest. */
+int rs_batch_begin(rs_store *s, rg_err *err);
+int rs_batch_end(rs_store *s, rg_err *err);
+
 int64_t rs_begin_run(rs_store *s, const rs_run_info *info, rg_err *err);
 int rs_finish_run(rs_store *s, int64_t run_id, rs_run_status status, rg_err *err);
 

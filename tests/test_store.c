@@ -386,6 +386,41 @@ static void child_sweep(const char *path, int worker, int n)
     _exit(0);
 }
 
+/* A batch keeps all its writes or, when one of them fails, none: the later writes of a failed batch
+ * are refused and rs_batch_end says why. */
+static void test_batch_all_or_nothing(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/b.db", dir);
+    rs_store *s = open_ok(path);
+    rg_err err;
+    assert_int_equal(rs_batch_begin(s, &err), 0);
+    for (int t = 1; t <= 50; t++) variant(s, "rgat", "train", t, 64);
+    assert_int_equal(rs_batch_end(s, &err), 0);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM variants"), 50);
+    /* a hash already stored for another config fails inside the batch */
+    assert_int_equal(rs_batch_begin(s, &err), 0);
+    variant(s, "rgat", "train", 51, 64);
+    rs_variant clash = {.config_json = "{\"tile\":99}", .hash = variant_hash("rgat", "train", 1, 64), .model = "rgat",
+                        .task = "train", .dim_in = 64, .dim_out = 64, .heads = 1};
+    assert_true(rs_upsert_variant(s, &clash, &err) < 0);
+    assert_non_null(strstr(err.msg, "already stored for a different config"));
+    rs_variant later = {.config_json = "{\"tile\":7}", .model = "rgat", .task = "train", .dim_in = 64, .dim_out = 64,
+                        .heads = 1};
+    assert_true(rs_upsert_variant(s, &later, &err) < 0);
+    assert_non_null(strstr(err.msg, "an earlier write of this batch failed"));
+    assert_int_equal(rs_batch_end(s, &err), -1);
+    assert_non_null(strstr(err.msg, "none of its rows were kept"));
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM variants"), 50);
+    /* and the store takes writes again */
+    variant(s, "rgat", "train", 52, 64);
+    assert_int_equal(tu_sql_int(path, "SELECT count(*) FROM variants"), 51);
+    rs_close(s);
+    free(path);
+    tu_rm_tree(dir);
+}
+
 static void test_two_concurrent_writers(void **state)
 {
     (void)state;
@@ -798,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_record_and_best),
         cmocka_unit_test(test_set_metric_replaces),
         cmocka_unit_test(test_resume_lookup),
+        cmocka_unit_test(test_batch_all_or_nothing),
         cmocka_unit_test(test_two_concurrent_writers),
         cmocka_unit_test(test_kill_mid_sweep_leaves_complete_rows),
         cmocka_unit_test(test_merge),
