@@ -175,17 +175,15 @@ static void put(fixture *fx, const char *gpu, const char *system, const char *la
     rgj_end_object(&w);
     char *json = rgj_finish(&w);
     rs_variant v = {.config_json = json, .model = model, .task = task, .dim_in = dims, .dim_out = dims, .heads = 1};
-    int64_t var = rs_upsert_variant(fx->s, &v, &err);
-    free(json);
-    assert_true(var > 0);
     int64_t ds = rs_upsert_dataset(fx->s, dataset, NULL, &err);
     assert_true(ds > 0);
     char *dev = rs_device_key(gpu, 90);
     rs_measurement m;
     rs_measurement_init(&m);
-    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
+    m.run_id = fx->run, m.dataset_id = ds, m.device_key = dev;
     m.system = system, m.layer = layer, m.status = st, m.median_ms = ms, m.peak_mem_bytes = peak;
-    if (rs_record(fx->s, &m, NULL, 0, NULL, 0, &err) <= 0) fail_msg("%s", err.msg);
+    tu_store_measurement(fx->s, &v, &m, NULL, 0, NULL, 0);
+    free(json);
     free(dev);
 }
 

@@ -255,17 +255,12 @@ static void fixture_set(cm_set *s) { fixture_set_with(s, fixture_time); }
 static int64_t record_on(rs_store *st, const char *device, int64_t run, int64_t ds, const cg_config *cfg, double ms,
                          rs_status status, const cm_counts *k, int with_counts)
 {
-    rg_err err;
     char *json = cfg_to_json(cfg);
     rs_variant v = {.config_json = json, .model = "rgat", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 1};
-    int64_t vid = rs_upsert_variant(st, &v, &err);
-    free(json);
-    assert_true(vid > 0);
     rs_measurement m;
     rs_measurement_init(&m);
     m.run_id = run;
     m.dataset_id = ds;
-    m.variant_id = vid;
     m.device_key = device;
     m.status = status;
     if (status == RS_OK) {
@@ -281,8 +276,8 @@ static int64_t record_on(rs_store *st, const char *device, int64_t run, int64_t 
                        {"", "analytic_bytes", "count", k->bytes},
                        {"", "analytic_atomics", "count", k->atomics},
                        {"", "analytic_launches", "count", k->launches}};
-    int64_t id = rs_record(st, &m, kt, status == RS_OK ? 3 : 0, mt, with_counts ? 4 : 0, &err);
-    assert_true(id > 0);
+    int64_t id = tu_store_measurement(st, &v, &m, kt, status == RS_OK ? 3 : 0, mt, with_counts ? 4 : 0);
+    free(json);
     return id;
 }
 

@@ -47,19 +47,14 @@ static double time_of(int d, int z, const cg_config *c)
 
 static void record(rs_store *st, int64_t run, int64_t ds, int z, const cg_config *cfg, double ms)
 {
-    rg_err err;
     char *json = cfg_to_json(cfg);
     /* one variant per config and size: the size goes into the hash, as the sweep's does */
     rs_variant v = {.config_json = json, .hash = cfg_hash(cfg) ^ (uint64_t)(z + 1) * 0x9e3779b97f4a7c15ull, .model = "rgat",
                     .task = "infer", .dim_in = DIM[z], .dim_out = DIM[z], .heads = HEADS[z]};
-    int64_t vid = rs_upsert_variant(st, &v, &err);
-    free(json);
-    if (vid <= 0) fail_msg("%s", err.msg);
     rs_measurement m;
     rs_measurement_init(&m);
     m.run_id = run;
     m.dataset_id = ds;
-    m.variant_id = vid;
     m.device_key = DEVICE;
     m.status = RS_OK;
     m.median_ms = m.min_ms = m.max_ms = ms;
@@ -68,7 +63,8 @@ static void record(rs_store *st, int64_t run, int64_t ds, int z, const cg_config
                        {"", "analytic_bytes", "count", 1e6 * dim * (cfg->compact == CFG_COMPACT_OFF ? 2 : 1)},
                        {"", "analytic_atomics", "count", cfg->node_centric ? 0 : 1e5 * dim},
                        {"", "analytic_launches", "count", 3}};
-    assert_true(rs_record(st, &m, NULL, 0, mt, 4, &err) > 0);
+    tu_store_measurement(st, &v, &m, NULL, 0, mt, 4);
+    free(json);
 }
 
 /* The store; size `held` (-1: none) has its times multiplied by a factor that reorders its configs. */

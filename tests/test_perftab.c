@@ -25,16 +25,14 @@ static void record(fixture *fx, const char *json, const char *model, const char 
 {
     rg_err err;
     rs_variant v = {.config_json = json, .model = model, .task = task, .dim_in = 64, .dim_out = 64, .heads = heads};
-    int64_t var = rs_upsert_variant(fx->s, &v, &err);
-    if (var <= 0) fail_msg("%s", err.msg);
     int64_t ds = rs_upsert_dataset(fx->s, dataset, NULL, &err);
     assert_true(ds > 0);
     char *dev = rs_device_key(gpu, 90);
     rs_measurement m;
     rs_measurement_init(&m);
-    m.run_id = fx->run, m.dataset_id = ds, m.variant_id = var, m.device_key = dev;
+    m.run_id = fx->run, m.dataset_id = ds, m.device_key = dev;
     m.system = system, m.layer = layer, m.status = st, m.median_ms = ms;
-    if (rs_record(fx->s, &m, NULL, 0, metrics, nmetrics, &err) <= 0) fail_msg("%s", err.msg);
+    tu_store_measurement(fx->s, &v, &m, NULL, 0, metrics, nmetrics);
     free(dev);
 }
 

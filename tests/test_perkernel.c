@@ -174,14 +174,10 @@ static void record(rs_store *st, int64_t run, int64_t ds, const char *kv, const 
     if (cfg_parse(&c, kv, &err)) fail_msg("%s: %s", kv, err.msg);
     char *json = cfg_to_json(&c);
     rs_variant v = {.config_json = json, .hash = cfg_hash(&c), .model = "rgat", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 1};
-    int64_t vid = rs_upsert_variant(st, &v, &err);
-    free(json);
-    assert_true(vid > 0);
     rs_measurement m;
     rs_measurement_init(&m);
     m.run_id = run;
     m.dataset_id = ds;
-    m.variant_id = vid;
     m.device_key = DEVICE;
     rs_kernel_time kt[8];
     double sum = 0;
@@ -191,7 +187,8 @@ static void record(rs_store *st, int64_t run, int64_t ds, const char *kv, const 
     }
     m.median_ms = m.min_ms = m.max_ms = sum;
     rs_metric span = {"", "span_ms", "ms", sum + span_extra};
-    assert_true(rs_record(st, &m, kt, (size_t)nk, &span, span_extra > 0, &err) > 0);
+    tu_store_measurement(st, &v, &m, kt, (size_t)nk, &span, span_extra > 0);
+    free(json);
 }
 
 /* Structure trav=edge: gemm_2 is fastest at tile 16 (1.0 or 1.2 ms: median 1.1), gemm_5 at tile 32

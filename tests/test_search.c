@@ -74,17 +74,12 @@ static hg_stats stats_of(int d)
 
 static void record(rs_store *st, int64_t run, int64_t ds, const cg_config *cfg, double ms, rs_status status)
 {
-    rg_err err;
     char *json = cfg_to_json(cfg);
     rs_variant v = {.config_json = json, .model = "rgat", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 1};
-    int64_t vid = rs_upsert_variant(st, &v, &err);
-    free(json);
-    assert_true(vid > 0);
     rs_measurement m;
     rs_measurement_init(&m);
     m.run_id = run;
     m.dataset_id = ds;
-    m.variant_id = vid;
     m.device_key = DEVICE;
     m.status = status;
     if (status == RS_OK) m.median_ms = m.min_ms = m.max_ms = ms;
@@ -93,7 +88,8 @@ static void record(rs_store *st, int64_t run, int64_t ds, const cg_config *cfg, 
                        {"", "analytic_bytes", "count", 4e8 * (cfg->compact == CFG_COMPACT_OFF ? 2 : 1)},
                        {"", "analytic_atomics", "count", 0},
                        {"", "analytic_launches", "count", 3}};
-    assert_true(rs_record(st, &m, NULL, 0, mt, status == RS_OK ? 4 : 0, &err) > 0);
+    tu_store_measurement(st, &v, &m, NULL, 0, mt, status == RS_OK ? 4 : 0);
+    free(json);
 }
 
 /* The store; held_scale multiplies dataset held's times (1: as the others). A compile error of

@@ -140,3 +140,14 @@ int tu_have_program(const char *program)
     free(copy);
     return found;
 }
+
+int64_t tu_store_measurement(rs_store *s, const rs_variant *v, rs_measurement *m, const rs_kernel_time *kernels,
+                             size_t nkernels, const rs_metric *metrics, size_t nmetrics)
+{
+    rg_err err;
+    m->variant_id = rs_upsert_variant(s, v, &err);
+    if (m->variant_id <= 0) fail_msg("variant %s: %s", v->config_json, err.msg);
+    int64_t id = rs_record(s, m, kernels, nkernels, metrics, nmetrics, &err);
+    if (id <= 0) fail_msg("measurement of %s: %s", v->config_json, err.msg);
+    return id;
+}

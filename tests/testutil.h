@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include "codegen/config.h"
 #include "codegen/ir.h"
+#include "results/store.h"
 
 /* ../shared/datasets (or $RGNN_TEST_DATA) if present, else NULL. */
 const char *tu_shared_datasets(void);
@@ -63,5 +64,9 @@ char *tu_write_file(const char *dir, const char *name, const char *text);
 /* The first column of the first row of a query on an SQLite file (opened read-only); the test
  * fails when the query cannot run or returns no row. */
 int64_t tu_sql_int(const char *db_path, const char *sql);
+/* Stores one measurement of variant v (upserted first; m->variant_id is set from it) with its
+ * kernel times and metrics; the test fails on any store error. Returns the measurement's id. */
+int64_t tu_store_measurement(rs_store *s, const rs_variant *v, rs_measurement *m, const rs_kernel_time *kernels,
+                             size_t nkernels, const rs_metric *metrics, size_t nmetrics);
 
 #endif
