@@ -469,6 +469,16 @@ void cfg_for_instance(const cg_config *c, const char *inst, cg_config *out)
         if (!strcmp(c->overrides[i].inst, inst)) KEYS[c->overrides[i].key].set(out, c->overrides[i].code);
 }
 
+void cfg_structure(const cg_config *c, cg_config *out)
+{
+    cg_config d;
+    cfg_default(&d);
+    *out = *c;
+    out->noverrides = 0;
+    for (int i = 0; i < CFG_NKEYS; i++)
+        if (cfg_key_kernels(&KEYS[i])) KEYS[i].set(out, KEYS[i].get(&d));
+}
+
 /* A JSON string without escapes (config names and values never need them) into out. */
 static const char *json_word(const char *p, rg_str *out)
 {

@@ -115,6 +115,9 @@ uint64_t cfg_hash(const cg_config *c);
 int cfg_validate(const cg_config *c, rg_err *err);
 /* The config instance `inst` is built with: the global values with its overrides applied (none left). */
 void cfg_for_instance(const cg_config *c, const char *inst, cg_config *out);
+/* c's structure: its structure keys, every per-kernel-capable key at its default, no overrides.
+ * Two configs of one structure launch the same kernels on the same variables (CFG_SCHEDULE). */
+void cfg_structure(const cg_config *c, cg_config *out);
 struct cfg_key;
 /* Sets (or replaces) inst's override of key k; one equal to the global value removes it. Fails when
  * k is not per-kernel-capable, code is not one of its values, the name is not an instance name, or

@@ -1393,24 +1393,14 @@ typedef struct count_memo {
     struct memo_entry { uint64_t structure; cm_counts counts; } *e;
 } count_memo;
 
-static uint64_t structure_hash(const cg_config *c)
-{
-    cg_config s = *c, d;
-    cfg_default(&d);
-    s.noverrides = 0;
-    for (int i = 0; i < CFG_NKEYS; i++) {
-        const cfg_key *k = cfg_key_at(i);
-        if (cfg_key_kernels(k)) k->set(&s, k->get(&d));
-    }
-    return cfg_hash(&s);
-}
-
 static int count_by_structure(count_memo *m, const char *model, const char *task, int dim_in, int dim_out, int heads,
                               const hg_graph *g, const cg_config *cfg, cm_counts *out)
 {
     pl_problem p = {.model = model, .task = task, .dims = {dim_in, dim_out, heads}};
     if (!pl_schedule_applies(&p, cfg, NULL)) return -1;
-    uint64_t h = structure_hash(cfg);
+    cg_config structure;
+    cfg_structure(cfg, &structure);
+    uint64_t h = cfg_hash(&structure);
     for (int i = 0; i < m->n; i++)
         if (m->e[i].structure == h) {
             *out = m->e[i].counts;

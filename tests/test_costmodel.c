@@ -959,14 +959,11 @@ static void test_counts_depend_on_structure_only(void **state)
     static const char *const problems[][2] = {{"rgat", "train"}, {"hgt", "infer"}};
     for (int q = 0; q < 2; q++)
         for (int i = 0; i < n; i++) {
-            cg_config c, base, dflt;
+            cg_config c, base;
             sp_config_at(&sp, idx[i], &c);
             pl_problem p = {.model = problems[q][0], .task = problems[q][1], .dims = {64, 64, 1}};
             if (cfg_validate(&c, &err) || !pl_schedule_applies(&p, &c, &err)) continue;
-            base = c;
-            cfg_default(&dflt);
-            for (int k = 0; k < CFG_NKEYS; k++)
-                if (cfg_key_kernels(cfg_key_at(k))) cfg_key_at(k)->set(&base, cfg_key_at(k)->get(&dflt));
+            cfg_structure(&c, &base);
             cm_counts a, b;
             if (cm_count(p.model, p.task, 64, 64, 1, g, &c, &a, &err) ||
                 cm_count(p.model, p.task, 64, 64, 1, g, &base, &b, &err))
