@@ -388,16 +388,22 @@ static void open_elem_loop(kgen *g, const ir_var *out)
 }
 
 /* The same loop when operands were turned into vector loads: a lane takes V consecutive
- * elements at i0, loads each such operand once, then runs the statement per element. */
+ * elements at i0 (open_vec_steps: the step loop and its loads), loads each such operand once,
+ * then runs the statement per element. */
+static void open_vec_steps(kgen *g, const ir_var *out)
+{
+    rg_str_printf(&g->body, "        for (int i0 = lane * %d; i0 < %d; i0 += %d) {\n%s", g->V, vt_heads(out) * out->dim,
+                  g->L * g->V, g->vec_loads.s);
+}
+
 static void open_vec_elem_loop(kgen *g, const ir_var *out)
 {
-    int total = vt_heads(out) * out->dim;
-    rg_str_printf(&g->body, "        for (int i0 = lane * %d; i0 < %d; i0 += %d) {\n%s"
-                            "            #pragma unroll\n"
+    open_vec_steps(g, out);
+    rg_str_printf(&g->body, "            #pragma unroll\n"
                             "            for (int u = 0; u < %d; u++) {\n"
                             "            const int i = i0 + u;\n"
                             "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
-                  g->V, total, g->L * g->V, g->vec_loads.s, g->V, out->dim, out->dim);
+                  g->V, out->dim, out->dim);
 }
 
 /* Whether a vectorized statement's V results go to device memory in one vector atomic: a float32
@@ -417,12 +423,11 @@ static int vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out)
  * fewer atomic operations at the L2 than a float each); an older target adds them one by one. */
 static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, const char *val, rg_err *err)
 {
-    int total = vt_heads(out) * out->dim;
     char ref[512];
     if (operand_at(g, &s->out, "h", "d", 1, ref, sizeof ref, err)) return -1;
     g->var_written[s->out.var] = 1;
+    open_vec_steps(g, out);
     rg_str_printf(&g->body,
-                  "        for (int i0 = lane * %d; i0 < %d; i0 += %d) {\n%s"
                   "            float av_[%d];\n"
                   "            #pragma unroll\n"
                   "            for (int u = 0; u < %d; u++) {\n"
@@ -432,7 +437,7 @@ static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, cons
                   "            }\n"
                   "            const int h = i0 / %d, d = i0 %% %d; (void)h; (void)d;\n"
                   "#if __CUDA_ARCH__ >= 900\n",
-                  g->V, total, g->L * g->V, g->vec_loads.s, g->V, g->V, out->dim, out->dim, val, out->dim, out->dim);
+                  g->V, g->V, out->dim, out->dim, val, out->dim, out->dim);
     if (g->V == 4)
         rg_str_printf(&g->body, "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n", ref);
     else
