@@ -85,7 +85,7 @@ static int scratch_ok(const ir_program *ir, const lw_trav *tr, const int *phases
     return agg_only == 0;
 }
 
-static void decide_materialization(const ir_program *ir, const lw_program *lp, const cg_config *cfg, int *mat)
+void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_config *cfg, int *mat)
 {
     int *owner = rg_xmalloc((size_t)ir->nvars * sizeof *owner);
     find_owners(ir, lp, owner);
@@ -96,7 +96,12 @@ static void decide_materialization(const ir_program *ir, const lw_program *lp, c
         const lw_trav *tr = &in->u.trav;
         int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
         et_phases(ir, tr, phases);
-        int node_form = tr->dom == IR_DOM_EDGE && !tr->compact_rows && cfg->node_centric;
+        /* a traversal whose compact rows' sums walk the (etype, src) order keeps its per-node sums in
+         * device memory: its kernels do not walk each node's edges together */
+        cg_config one;
+        cfg_for_instance(cfg, in->name, &one);
+        int node_form = tr->dom == IR_DOM_EDGE && !tr->compact_rows && cfg->node_centric &&
+                        !et_compact_walk(ir, tr, &one);
         for (int v = 0; v < ir->nvars; v++)
             if (owner[v] == i && !must_materialize(ir, v) && scratch_ok(ir, tr, phases, node_form, v)) mat[v] = 0;
         free(phases);
@@ -205,7 +210,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     if (cfg_validate(cfg, err) || check_override_instances(lp, cfg, err)) return -1;
     out->nvars = ir->nvars;
     out->materialized = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof(int));
-    decide_materialization(ir, lp, cfg, out->materialized);
+    cg_materialization(ir, lp, cfg, out->materialized);
     int rc = 0;
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];

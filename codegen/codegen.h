@@ -17,6 +17,10 @@ typedef struct cg_variant {
  * device helpers it needs. Fails with the reason when an instance cannot be expressed;
  * nothing is left allocated then. */
 int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, cg_variant *out, rg_err *err);
+
+/* Which variables cg_build keeps in device memory (mat[v] = 1; mat has ir->nvars entries) and which
+ * live in a traversal's per-row scratch. */
+void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_config *cfg, int *mat);
 void cg_variant_free(cg_variant *v);
 /* The buffers of variable `var` that the plan keeps in device memory: its rows (CG_RES_ROWS)
  * unless every kernel that reads it reads its copy in the dst-sorted order (KP_VAR_IN) instead,

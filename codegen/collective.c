@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int col_kernel_stmts(const ir_program *ir, const lw_program *lp, const kp_kernel *k, int *stmts)
+int col_kernel_stmts(const ir_program *ir, const lw_program *lp, const int *materialized, const kp_kernel *k,
+                     int *stmts)
 {
     if (k->inst < 0) return 0;
     RG_ASSERT(k->inst < lp->ninst);
@@ -25,9 +26,15 @@ int col_kernel_stmts(const ir_program *ir, const lw_program *lp, const kp_kernel
     const lw_trav *tr = &in->u.trav;
     int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
     et_phases(ir, tr, phases);
+    int *keep = NULL;   /* crsum=split: the kernel runs one part of the statements */
+    if (k->part) {
+        keep = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *keep);
+        et_split_part(ir, tr, materialized, k->part, keep);
+    }
     int n = 0;
     for (int i = 0; i < tr->nstmts; i++)
-        if (k->phase < 0 || phases[i] == k->phase) stmts[n++] = tr->stmts[i].stmt;
+        if ((k->phase < 0 || phases[i] == k->phase) && (!keep || keep[i])) stmts[n++] = tr->stmts[i].stmt;
+    free(keep);
     free(phases);
     return n;
 }
@@ -224,7 +231,7 @@ int col_plan_build(const ir_program *ir, const lw_program *lp, const cg_variant 
     for (int k = 0; k < n; k++) {
         const kp_kernel *kk = &v->plan.kernels[k];
         int *mine = stmts + (size_t)k * (size_t)(ir->nstmts + 1);
-        units[k] = (col_unit){col_kernel_stmts(ir, lp, kk, mine), mine, kk->inst < 0};
+        units[k] = (col_unit){col_kernel_stmts(ir, lp, v->materialized, kk, mine), mine, kk->inst < 0};
     }
     int rc = col_analyze(ir, units, n, out, err);
     for (int i = 0; rc == 0 && i < out->nsync; i++)

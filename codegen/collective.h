@@ -57,9 +57,11 @@ typedef struct col_unit {
     int sgd;
 } col_unit;
 
-/* The statements of kernel k of v's plan (lowered as lp), in order, into stmts (room for
- * every statement of the program); returns their count. The SGD step runs none (returns 0). */
-int col_kernel_stmts(const ir_program *ir, const lw_program *lp, const kp_kernel *k, int *stmts);
+/* The statements of kernel k of v's plan (lowered as lp; materialized: v's, which decide the
+ * parts of a crsum=split traversal), in order, into stmts (room for every statement of the
+ * program); returns their count. The SGD step runs none (returns 0). */
+int col_kernel_stmts(const ir_program *ir, const lw_program *lp, const int *materialized, const kp_kernel *k,
+                     int *stmts);
 
 /* The collectives of a sequence of units; -1 with the reason when it cannot be partitioned. */
 int col_analyze(const ir_program *ir, const col_unit *units, int nunits, col_plan *out, rg_err *err);

@@ -39,6 +39,12 @@ typedef enum cfg_acc {
     CFG_ACC_REG    /* in registers, each lane its own elements (codegen/emit_trav.c) */
 } cfg_acc;
 
+typedef enum cfg_crsum {
+    CFG_CRSUM_ATOMIC, /* sums into compact (src, etype) rows: one atomic per edge, in the traversal's own walk */
+    CFG_CRSUM_RUN,    /* the traversal walks the (etype, src)-sorted edge order, summing per compact row */
+    CFG_CRSUM_SPLIT   /* ... and its other sums go to a second kernel in the traversal's own walk */
+} cfg_crsum;
+
 /* The kernel categories a per-kernel-capable key changes (CFG_SCHEDULE in config_keys.def). */
 enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
 

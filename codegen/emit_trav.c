@@ -18,7 +18,7 @@
  * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
  * hoisting to the outermost legal level by construction. */
 typedef enum form {
-    FORM_EDGE,        /* warp per edge, etype order, atomics into e.dst / e.src */
+    FORM_EDGE,        /* warp per edge, etype order, atomics into e.dst / e.src (crrun: compact rows' sums per run) */
     FORM_EDGE_DSTRUN, /* warp per run of the dst-sorted order, partial sums flushed per dst */
     FORM_NODE,        /* warp per dst node, passes over its incoming edges, no dst atomics */
     FORM_UNIQUE,      /* warp per unique (src, etype) row (compact outputs) */
@@ -34,6 +34,8 @@ typedef struct kgen {
     const cg_config *cfg;
     const int *mat;
     form f;
+    const int *keep;              /* per traversal statement: in this kernel (crsum=split), or NULL: all */
+    int crrun;                    /* FORM_EDGE walking compact rows: their sums kept per row and run */
     rg_str body;
     int *var_used, *var_written;  /* per var: appears as a kernel parameter / is written */
     int arr_used[KG__COUNT];
@@ -122,11 +124,19 @@ static void close_row_loop(kgen *g, rg_str *b, int reg)
     g->owned = 0;
 }
 
+/* Whether an access (var, acc) is to the kernel's accumulator row of var: a destination's sums,
+ * read at e.dst, or (crrun) the current compact row's, at the edge's own row. */
+static int acc_access(const kgen *g, int var, ir_access acc)
+{
+    if (g->acc_off[var] < 0) return 0;
+    return g->ir->vars[var].kind == IR_VAR_EDGE ? acc == IR_ACC_ROW : acc == IR_ACC_DST;
+}
+
 /* Whether statement s adds into an accumulator in registers (its element loop is then
  * open_row_loop's register-order one). */
 static int stores_to_regs(const kgen *g, const ir_stmt *s)
 {
-    return s->out.acc == IR_ACC_DST && g->acc_off[s->out.var] >= 0 && g->reg_slots[s->out.var];
+    return acc_access(g, s->out.var, s->out.acc) && g->reg_slots[s->out.var];
 }
 
 
@@ -249,7 +259,7 @@ static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *
     const ir_var *v = V(g, op->var);
     char el[160], row[96];
     elem_expr(v, h, d, el, sizeof el);
-    if (g->acc_off[op->var] >= 0 && op->acc == IR_ACC_DST) {
+    if (acc_access(g, op->var, op->acc)) {
         RG_ASSERT(lvalue || !g->reg_slots[op->var]);   /* plan_registers: no statement reads one back */
         row_home(g, g->acc_off, op->var, el, out, n);
         return 0;
@@ -285,7 +295,7 @@ static dest dest_of(kgen *g, const ir_stmt *s, rg_err *err, int *bad)
 {
     const ir_var *v = V(g, s->out.var);
     *bad = 0;
-    if (g->acc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_DST) return DEST_ACC;
+    if (acc_access(g, s->out.var, s->out.acc)) return DEST_ACC;
     if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE) return DEST_WACC;
     if (g->scr_off[s->out.var] >= 0) return DEST_SCRATCH;
     switch (v->kind) {
@@ -689,7 +699,7 @@ static int reads_shared(const kgen *g, const ir_stmt *s)
 {
     for (int k = 0; k < s->nin; k++) {
         int v = s->in[k].var;
-        if (v >= 0 && (g->scr_off[v] >= 0 || (g->acc_off[v] >= 0 && s->in[k].acc == IR_ACC_DST))) return 1;
+        if (v >= 0 && (g->scr_off[v] >= 0 || acc_access(g, v, s->in[k].acc))) return 1;
     }
     return 0;
 }
@@ -759,10 +769,77 @@ static void add_scratch(kgen *g, int *off, int var)
     g->scr_size += (int)ir_var_row_width(V(g, var)) * (off == g->wacc_off ? g->wslots : 1);
 }
 
-/* Whether statement i of the traversal runs in the kernel of `phase` (a node-centric kernel runs all). */
+/* Whether statement i of the traversal runs in the kernel of `phase` (a node-centric kernel runs all)
+ * and belongs to its part (crsum=split). */
 static int in_kernel(const kgen *g, const int *phases, int phase, int i)
 {
-    return phases[i] == phase || g->f == FORM_NODE;
+    return (!g->keep || g->keep[i]) && (phases[i] == phase || g->f == FORM_NODE);
+}
+
+/* Whether statement s sums into a compact (src, etype) row: a gradient of a per-relation message. */
+static int compact_sum(const ir_program *ir, const ir_stmt *s)
+{
+    const ir_var *v = &ir->vars[s->out.var];
+    return s->accumulate && s->out.acc == IR_ACC_ROW && v->kind == IR_VAR_EDGE && v->layout == IR_LAYOUT_COMPACT;
+}
+
+/* Whether statement s sums a weight gradient over rows. */
+static int weight_sum(const ir_program *ir, const ir_stmt *s)
+{
+    return s->accumulate && ir->vars[s->out.var].kind == IR_VAR_WEIGHT;
+}
+
+static int stmt_reads(const ir_stmt *s, int var)
+{
+    for (int k = 0; k < s->nin; k++)
+        if (s->in[k].var == var) return 1;
+    return 0;
+}
+
+int et_compact_walk(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
+{
+    if (cfg->crsum == CFG_CRSUM_ATOMIC || tr->dom != IR_DOM_EDGE || tr->compact_rows) return 0;
+    int any = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        const ir_stmt *s = &ir->stmts[tr->stmts[i].stmt];
+        if (!compact_sum(ir, s)) continue;
+        any = 1;
+        for (int j = 0; j < tr->nstmts; j++)
+            if (stmt_reads(&ir->stmts[tr->stmts[j].stmt], s->out.var)) return 0;
+    }
+    return any;
+}
+
+/* Whether statement s writes a per-row temporary (a scratch row, plan_scratch). */
+static int writes_temporary(const ir_stmt *s, const int *mat)
+{
+    return !mat[s->out.var] && s->out.acc == IR_ACC_ROW;
+}
+
+int et_split_part(const ir_program *ir, const lw_trav *tr, const int *mat, int part, int *keep)
+{
+    RG_ASSERT(part == 1 || part == 2);
+    for (int i = 0; i < tr->nstmts; i++) {
+        const ir_stmt *s = &ir->stmts[tr->stmts[i].stmt];
+        int first = compact_sum(ir, s) || weight_sum(ir, s);
+        keep[i] = part == 1 ? first : !first && !writes_temporary(s, mat);
+    }
+    /* the temporaries the kept statements read, and their own inputs, to a fixed point */
+    int *need = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *need);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < tr->nstmts; i++) {
+            const ir_stmt *s = &ir->stmts[tr->stmts[i].stmt];
+            if (!keep[i] && writes_temporary(s, mat) && need[s->out.var]) keep[i] = changed = 1;
+            if (!keep[i]) continue;
+            for (int k = 0; k < s->nin; k++)
+                if (s->in[k].var >= 0 && !need[s->in[k].var]) need[s->in[k].var] = changed = 1;
+        }
+    }
+    free(need);
+    int n = 0;
+    for (int i = 0; i < tr->nstmts; i++) n += keep[i];
+    return n;
 }
 
 /* Whether statement s sums a weight gradient over the rows into partial sums per edge type (a run
@@ -786,6 +863,9 @@ static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phas
         if ((g->f == FORM_NODE || g->f == FORM_EDGE_DSTRUN) && s->out.acc == IR_ACC_DST && s->accumulate &&
             V(g, v)->kind == IR_VAR_NODE)
             add_scratch(g, g->acc_off, v);
+        /* walking compact rows in the (etype, src) order: a row's sums stay in the scratch until the
+         * row changes (et_compact_walk: no statement reads them back) */
+        if (g->crrun && compact_sum(g->ir, s)) add_scratch(g, g->acc_off, v);
         /* weight gradients summed over rows: partial sums per edge type (plan_wacc), instead of one
          * atomic per row and element on a handful of addresses */
         if (wacc_candidate(g, s)) add_scratch(g, g->wacc_off, v);
@@ -808,9 +888,10 @@ static void plan_wacc(kgen *g, const lw_trav *tr, const int *phases, int phase)
     }
     g->wslots = 1;
     g->run = g->f == FORM_EDGE_DSTRUN ? DST_RUN : g->f == FORM_EDGE ? EDGE_CHUNK : 1;
-    if (!width || g->f == FORM_NODE) return;
+    /* a compact row's sums reach device memory once per row and run: its run is wrun too */
+    if ((!width && !g->crrun) || g->f == FORM_NODE) return;
     g->run = g->cfg->wrun;
-    if (g->f == FORM_UNIQUE) return;
+    if (g->f == FORM_UNIQUE || !width) return;
     int64_t fit = WACC_BLOCK / (width * g->rpb);
     g->wslots = fit < 1 ? 1 : fit > WACC_SLOTS ? WACC_SLOTS : (int)fit;
 }
@@ -827,9 +908,9 @@ static const char *reg_obstacle(const kgen *g, const lw_trav *tr, const int *pha
         if (!in_kernel(g, phases, phase, i)) continue;
         const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
         for (int k = 0; k < s->nin; k++)
-            if (s->in[k].var == v && s->in[k].acc == IR_ACC_DST)
+            if (s->in[k].var == v && acc_access(g, v, s->in[k].acc))
                 return "a statement reads it back, at elements other lanes own";
-        if (s->out.var == v && s->out.acc == IR_ACC_DST && s->op == IR_OP_DOT)
+        if (s->out.var == v && acc_access(g, v, s->out.acc) && s->op == IR_OP_DOT)
             return "a dot product stores it, one lane per head";
     }
     return NULL;
@@ -1048,7 +1129,8 @@ static void emit_zero_acc(kgen *g)
 static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_err *err)
 {
     for (int i = 0; i < tr->nstmts; i++)
-        if (phases[i] == phase && emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err)) return -1;
+        if (phases[i] == phase && (!g->keep || g->keep[i]) && emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err))
+            return -1;
     return 0;
 }
 
@@ -1162,14 +1244,31 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     if (wacc) emit_wslot_switch(g, &tprefix);
     const char *tpre = wacc ? tprefix.s : NULL;
     switch (g->f) {
-    case FORM_EDGE:
+    case FORM_EDGE: {
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
-                         "    const int q_end = min(q0 + %d, num_rows);\n    int tcur = -1; (void)tcur;\n", g->rpb,
-                      g->run, g->run);
+                         "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)cur; (void)tcur;\n",
+                      g->rpb, g->run, g->run);
         emit_wslot_decls(g);
         emit_zero_acc(g);
-        emit_edge_loop(g, "q0", "q_end", 0, NULL, tpre, body0);
+        /* crrun: edges in (etype, src) order, so a compact row's edges are consecutive; its sums are
+         * flushed when the row changes (atomically: a neighbouring run may hold its other edges) */
+        rg_str prefix = {0};
+        if (g->crrun) {
+            g->needs_cr = 1;
+            rg_str_puts(&prefix, "            if (cr != cur) {\n                if (cur >= 0) {\n");
+            emit_flush(g, &prefix, "cur", 1, "1");
+            rg_str_puts(&prefix, "                }\n                cur = cr;\n            }\n");
+        }
+        if (tpre) rg_str_puts(&prefix, tpre);
+        emit_edge_loop(g, "q0", "q_end", 0, NULL, prefix.s, body0);
+        rg_str_free(&prefix);
+        if (g->crrun) {
+            rg_str_puts(b, "    if (cur >= 0) {\n");
+            emit_flush(g, b, "cur", 0, "1");
+            rg_str_puts(b, "    }\n");
+        }
         break;
+    }
     case FORM_EDGE_DSTRUN: {
         rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
                          "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)tcur;\n",
@@ -1337,12 +1436,24 @@ static void kgen_free(kgen *g)
     rg_str_free(&g->vec_loads);
 }
 
-static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg, form f,
-                           const int *phases, int phase, int nphases, const char *name, int backward, kp_plan *plan,
-                           rg_err *err)
+/* What one kernel of a traversal runs: its form, its part of the statements (crsum=split; NULL:
+ * all), whether it walks compact rows' sums, and the suffix of its name. */
+typedef struct kpart {
+    form f;
+    const int *keep;
+    int crrun, part;
+    const char *suffix;
+} kpart;
+
+static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg,
+                           const kpart *kp, const int *phases, int phase, int nphases, const char *name, int backward,
+                           kp_plan *plan, rg_err *err)
 {
     kgen g;
+    form f = kp->f;
     kgen_init(&g, ir, cfg, mat, f);
+    g.keep = kp->keep;
+    g.crrun = kp->crrun;
     plan_rows(&g, tr, phases, phase, nphases);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;
@@ -1356,37 +1467,83 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
         snprintf(k->name, sizeof k->name, "%s", name);
         k->category = KC_TRAVERSAL;
         k->backward = backward;
+        k->part = kp->part;
         rg_str src = {0};
         char comment[1024];
         static const char *form_names[] = {"edge-centric", "edge-centric, dst-sorted partial aggregation",
                                            "node-centric over incoming edges", "compact (src, etype) rows",
                                            "node rows", "edge-type rows", "once"};
-        snprintf(comment, sizeof comment, "%s: traversal, %s%s, %d statement(s)%s", name, form_names[f],
-                 split ? " (heavy nodes split across warps)" : "", tr->nstmts, g.acc_note.s ? g.acc_note.s : "");
+        int nkept = 0;
+        for (int i = 0; i < tr->nstmts; i++) nkept += !kp->keep || kp->keep[i];
+        snprintf(comment, sizeof comment, "%s: traversal, %s%s%s, %d statement(s)%s", name, form_names[f],
+                 kp->crrun ? " in (etype, src) order, sums per compact row" : "",
+                 split ? " (heavy nodes split across warps)" : "", nkept, g.acc_note.s ? g.acc_note.s : "");
         assemble(&g, k, &src, comment, split);
         k->source = src.s;
-        for (int i = 0; i < tr->nstmts; i++) k->flops += 2.0;  /* per row and element, rough */
+        for (int i = 0; i < nkept; i++) k->flops += 2.0;  /* per row and element, rough */
     }
     kgen_free(&g);
     return rc;
 }
 
+/* Whether statement i of a part runs in phase p. */
+static int part_has_phase(const kpart *kp, const int *phases, int n, int p)
+{
+    for (int i = 0; i < n; i++)
+        if (phases[i] == p && (!kp->keep || kp->keep[i])) return 1;
+    return 0;
+}
+
+/* The kernels of one part: one node-centric kernel for every phase, or a kernel per phase
+ * (NAME_pN) that has statements of the part; the part's suffix ends each name. */
+static int emit_part(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg, const kpart *kp,
+                     const int *phases, int nphases, const char *name, int backward, kp_plan *plan, rg_err *err)
+{
+    char kname[64];
+    if (kp->f == FORM_NODE || nphases == 1) {
+        snprintf(kname, sizeof kname, "%s%s", name, kp->suffix);
+        return emit_one_kernel(ir, tr, mat, cfg, kp, phases, 0, nphases, kname, backward, plan, err);
+    }
+    for (int p = 0; p < nphases; p++) {
+        if (kp->keep && !part_has_phase(kp, phases, tr->nstmts, p)) continue;
+        snprintf(kname, sizeof kname, "%s_p%d%s", name, p, kp->suffix);
+        if (emit_one_kernel(ir, tr, mat, cfg, kp, phases, p, nphases, kname, backward, plan, err)) return -1;
+        plan->kernels[plan->nkernels - 1].phase = p;
+    }
+    return 0;
+}
+
+/* crsum=split: the rest in the traversal's own form first (the compact rows' kernels read what it
+ * writes to device memory, the destinations' sums of earlier phases), then the compact rows' sums
+ * in the (etype, src) order, named NAME_cr. Without a rest, the one kernel of crsum=run. */
+static int emit_split(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg,
+                      const int *phases, int nphases, const char *name, int backward, kp_plan *plan, rg_err *err)
+{
+    int n = tr->nstmts;
+    int *keep_cr = rg_xmalloc((size_t)n * sizeof(int)), *keep_rest = rg_xmalloc((size_t)n * sizeof(int));
+    et_split_part(ir, tr, mat, 1, keep_cr);
+    int rest = et_split_part(ir, tr, mat, 2, keep_rest);
+    kpart first = {form_of(tr, cfg), keep_rest, 0, 2, ""}, second = {FORM_EDGE, keep_cr, 1, 1, "_cr"};
+    if (!rest) second = (kpart){FORM_EDGE, NULL, 1, 0, ""};
+    int rc = (rest && emit_part(ir, tr, mat, cfg, &first, phases, nphases, name, backward, plan, err)) ||
+             emit_part(ir, tr, mat, cfg, &second, phases, nphases, name, backward, plan, err);
+    free(keep_cr);
+    free(keep_rest);
+    return rc ? -1 : 0;
+}
+
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err)
 {
-    form f = form_of(tr, cfg);
+    int walk = et_compact_walk(ir, tr, cfg);
     int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof(int));
     int nphases = et_phases(ir, tr, phases);
-    int rc = 0;
-    if (f == FORM_NODE || nphases == 1) {
-        rc = emit_one_kernel(ir, tr, materialized, cfg, f, phases, 0, nphases, name, backward, plan, err);
+    int rc;
+    if (walk && cfg->crsum == CFG_CRSUM_SPLIT) {
+        rc = emit_split(ir, tr, materialized, cfg, phases, nphases, name, backward, plan, err);
     } else {
-        for (int p = 0; p < nphases && !rc; p++) {
-            char kname[64];
-            snprintf(kname, sizeof kname, "%s_p%d", name, p);
-            rc = emit_one_kernel(ir, tr, materialized, cfg, f, phases, p, nphases, kname, backward, plan, err);
-            if (!rc) plan->kernels[plan->nkernels - 1].phase = p;
-        }
+        kpart one = {walk ? FORM_EDGE : form_of(tr, cfg), NULL, walk, 0, ""};
+        rc = emit_part(ir, tr, materialized, cfg, &one, phases, nphases, name, backward, plan, err);
     }
     free(phases);
     if (rc) rg_err_prefix(err, "cannot emit %s", name);

@@ -13,6 +13,17 @@
  * form). phases[i] is for tr->stmts[i]; returns the number of phases. */
 int et_phases(const ir_program *ir, const lw_trav *tr, int *phases);
 
+/* Whether the traversal sums into compact (src, etype) rows walking the edges in their stored
+ * (etype, src) order (cfg crsum run or split): an edge traversal with such sums that it never
+ * reads back. decide_materialization keeps per-node sums in device memory then. */
+int et_compact_walk(const ir_program *ir, const lw_trav *tr, const cg_config *cfg);
+
+/* crsum=split: marks in keep[i] the statements of part 1 (the sums into compact rows and weight
+ * gradients, walked in the (etype, src) order) or part 2 (every other statement that writes device
+ * memory or sums, in the traversal's own walk), each with the per-row temporaries it reads,
+ * transitively (computed in both parts where both need them). Returns the number marked. */
+int et_split_part(const ir_program *ir, const lw_trav *tr, const int *materialized, int part, int *keep);
+
 /* Emits the kernels of one traversal instance. `materialized[v]` says which variables live
  * in device memory; the others are per-row scratch in shared memory. Kernel texts come
  * without the device helpers (codegen/templates.h). */

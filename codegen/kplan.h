@@ -60,9 +60,11 @@ typedef struct kp_kernel {
     char *source;       /* complete CUDA C translation unit, compilable on its own */
     kp_category category;
     int backward;
-    /* the lowered instance it comes from (lw_program.inst index; -1: the SGD step), and the
-     * traversal phase it runs (-1: every statement of the instance) */
-    int inst, phase;
+    /* the lowered instance it comes from (lw_program.inst index; -1: the SGD step), the
+     * traversal phase it runs (-1: every statement of the instance), and, where crsum=split
+     * makes two kernels of a traversal, which part of its statements (et_split_part: 1 the
+     * compact rows' sums, 2 the rest; 0: all) */
+    int inst, phase, part;
     int nparams;
     kp_param params[KP_MAX_PARAMS];
     kp_grid_kind grid_kind;

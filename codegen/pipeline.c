@@ -1,10 +1,12 @@
 /* The path from a model name to a variant's programs: parse, apply the passes a config
  * selects, append the backward program for training, and lower to template instances. */
 #include "codegen/pipeline.h"
+#include "codegen/codegen.h"
 #include "codegen/emit_trav.h"
 #include "codegen/model.h"
 #include "codegen/vartype.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int pl_parse_task(const char *task, const char **canonical, rg_err *err)
@@ -57,12 +59,25 @@ static int known_wrong_mapping(const pl_problem *p, const cg_config *cfg, rg_err
     return 1;
 }
 
-/* wrun changes only the kernels that sum weight gradients, which an inference plan has none of. */
+/* wrun changes only the kernels that sum weight gradients, and crsum only those that sum into compact
+ * rows: an inference plan has neither, a plan without compaction no compact rows. */
 static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
 {
-    if (cfg->wrun == 32 || pl_is_train(p->task)) return 1;
-    rg_errf(err, "wrun=%d changes only the traversals that sum weight gradients, and inference has none: it would "
-                 "duplicate wrun=32", cfg->wrun);
+    if (cfg->wrun != 32 && !pl_is_train(p->task)) {
+        rg_errf(err, "wrun=%d changes only the traversals that sum weight gradients, and inference has none: it "
+                     "would duplicate wrun=32", cfg->wrun);
+        return 0;
+    }
+    if (cfg->crsum == CFG_CRSUM_ATOMIC) return 1;
+    const char *name = cfg->crsum == CFG_CRSUM_RUN ? "run" : "split";
+    if (!pl_is_train(p->task))
+        rg_errf(err, "crsum=%s changes only the traversals that sum into compact (src, etype) rows, and inference has "
+                     "none: it would duplicate crsum=atomic", name);
+    else if (cfg->compact == CFG_COMPACT_OFF)
+        rg_errf(err, "crsum=%s changes only the traversals that sum into compact (src, etype) rows, and compact=off "
+                     "has none: it would duplicate crsum=atomic", name);
+    else
+        return 1;
     return 0;
 }
 
@@ -81,6 +96,36 @@ int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         return 0;
     }
     return 1;
+}
+
+/* crsum=split differs from crsum=run only where a traversal that sums into compact rows has other
+ * sums or outputs to split off (RGCN's backward has none). */
+static int split_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int found = 0, any_split = 0;
+    for (int i = 0; i < lp->ninst; i++) {
+        cg_config one;
+        cfg_for_instance(cfg, lp->inst[i].name, &one);
+        any_split |= one.crsum == CFG_CRSUM_SPLIT;
+    }
+    if (!any_split) return 1;
+    int *mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
+    cg_materialization(ir, lp, cfg, mat);
+    for (int i = 0; i < lp->ninst && !found; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_TRAV) continue;
+        cg_config one;
+        cfg_for_instance(cfg, in->name, &one);
+        if (one.crsum != CFG_CRSUM_SPLIT || !et_compact_walk(ir, &in->u.trav, &one)) continue;
+        int *keep = rg_xmalloc((size_t)(in->u.trav.nstmts ? in->u.trav.nstmts : 1) * sizeof *keep);
+        found = et_split_part(ir, &in->u.trav, mat, 2, keep) > 0;
+        free(keep);
+    }
+    free(mat);
+    if (!found)
+        rg_errf(err, "crsum=split makes two kernels only of a traversal that sums into compact (src, etype) rows and "
+                     "has other sums; this problem has none, so it would duplicate crsum=run");
+    return found;
 }
 
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
@@ -110,6 +155,11 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
     if (!lp) {
         ir_free(ir);
         return -1;
+    }
+    if (!split_applies(ir, lp, cfg, err)) {
+        lw_free(lp);
+        ir_free(ir);
+        return PL_INAPPLICABLE;
     }
     *ir_out = ir;
     *lp_out = lp;

@@ -20,11 +20,14 @@ static unsigned category_kinds(const char *category)
     return 0;
 }
 
-/* The instance a kernel belongs to: its name without the phase suffix "_p<digits>" (emit_trav.c
- * names a multi-phase traversal's kernels INST_p0, INST_p1, ...). */
+/* The instance a kernel belongs to: its name without the suffix "_cr" of a crsum=split traversal's
+ * second kernel and the phase suffix "_p<digits>" (emit_trav.c names a multi-phase traversal's
+ * kernels INST_p0, INST_p1, ..., and the second part's INST_cr or INST_p1_cr). */
 static void instance_of(const char *kernel, char out[64])
 {
     snprintf(out, 64, "%s", kernel);
+    size_t n = strlen(out);
+    if (n > 3 && !strcmp(out + n - 3, "_cr")) out[n - 3] = 0;
     char *p = strrchr(out, '_');
     if (p && p[1] == 'p' && p[2] && strspn(p + 2, "0123456789") == strlen(p + 2)) *p = 0;
 }

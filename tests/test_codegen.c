@@ -4,6 +4,7 @@
  * must say so and are left out). */
 #include "tests/testutil.h"
 #include "codegen/codegen.h"
+#include "codegen/collective.h"
 #include "codegen/emit_trav.h"
 #include "codegen/pipeline.h"
 #include "explorer/space.h"
@@ -454,6 +455,131 @@ static void test_weight_gradient_runs(void **state)
     assert_non_null(strstr(err.msg, "wrun=128 changes only the traversals that sum weight gradients"));
 }
 
+/* Which kernels of a plan walk compact rows' sums (the comment's words) and which are a split's
+ * second part (named *_cr, part 1). */
+static void count_compact_walks(const cg_variant *v, int *walks, int *second, int *travs)
+{
+    *walks = *second = *travs = 0;
+    for (int k = 0; k < v->plan.nkernels; k++) {
+        const kp_kernel *kk = &v->plan.kernels[k];
+        if (kk->category != KC_TRAVERSAL) continue;
+        ++*travs;
+        int walk = strstr(kk->source, "in (etype, src) order, sums per compact row") != NULL;
+        size_t n = strlen(kk->name);
+        int cr = n > 3 && !strcmp(kk->name + n - 3, "_cr");
+        *walks += walk;
+        *second += cr;
+        if (cr) assert_true(walk && kk->part == 1);
+        if (walk) assert_non_null(strstr(kk->source, "cur = cr;"));
+    }
+}
+
+/* crsum: the traversals that sum into compact rows walk the (etype, src) order with per-row sums
+ * (run), or split off a second kernel that does (split), whose statements are only what its sums
+ * need; every such schedule compiles, under each form and softmax; and where there are no compact
+ * sums (inference, compact=off) the key is refused with its reason. */
+static void test_compact_row_sums(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgcn", "rgat", "hgt"};
+    static const char *const forms[] = {"", "trav=node,", "pagg=off,", "softmax=single,", "lanes=16,vec=4,acc=reg,",
+                                        "wrun=128,"};
+    kp_plan plan = {0};
+    int variants = 0;
+    rg_err err;
+    for (int m = 0; m < 3; m++) {
+        int base_travs = 0;
+        for (int f = 0; f < 6; f++)
+            for (int c = 0; c < 3; c++) {
+                char kv[128];
+                snprintf(kv, sizeof kv, "%scrsum=%s", forms[f], c == 0 ? "atomic" : c == 1 ? "run" : "split");
+                cg_config cfg;
+                cfg_default(&cfg);
+                assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
+                cg_variant v;
+                int rc = build_variant(models[m], "train", &cfg, &v, &err);
+                if (rc == PL_INAPPLICABLE && m == 0 && cfg.softmax == CFG_SOFTMAX_SINGLE) continue;
+                /* RGCN's backward traversal has nothing besides its compact sums: split would be run */
+                if (rc == PL_INAPPLICABLE && m == 0 && c == 2 && strstr(err.msg, "it would duplicate crsum=run")) continue;
+                if (rc == PL_INAPPLICABLE && cfg.lanes < 32 && cfg.acc == CFG_ACC_REG && strstr(err.msg, "is refused in training"))
+                    continue;
+                if (rc) fail_msg("%s train %s: %s", models[m], kv, err.msg);
+                variants++;
+                int walks, second, travs;
+                count_compact_walks(&v, &walks, &second, &travs);
+                if (f == 0 && c == 0) base_travs = travs;
+                if (c == 0) assert_int_equal(walks + second, 0);
+                if (c == 1) assert_true(walks >= 1 && second == 0);
+                if (c == 2) assert_true(second >= 1);
+                /* run keeps the kernel count of atomic; split adds one kernel per compact walk */
+                if (f == 0 && c == 1) assert_int_equal(travs, base_travs);
+                if (f == 0 && c == 2) assert_int_equal(travs, base_travs + second);
+                for (int k = 0; k < v.plan.nkernels; k++)
+                    if (v.plan.kernels[k].category == KC_TRAVERSAL) queue90(&plan, &v.plan.kernels[k]);
+                cg_variant_free(&v);
+            }
+    }
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("crsum: %d variants, %d traversal kernels new to this run compiled for sm_90\n", variants, plan.nkernels);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+    static const struct { const char *model, *task, *kv, *why; } refused[] = {
+        {"rgat", "infer", "crsum=run", "crsum=run changes only the traversals that sum into compact (src, etype) rows, "
+                                       "and inference has none"},
+        {"hgt", "train", "compact=off,crsum=split", "and compact=off has none"}};
+    for (int r = 0; r < 2; r++) {
+        cg_config cfg;
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, refused[r].kv, &err), 0);
+        cg_variant v;
+        assert_int_equal(build_variant(refused[r].model, refused[r].task, &cfg, &v, &err), PL_INAPPLICABLE);
+        if (!strstr(err.msg, refused[r].why)) fail_msg("%s: %s", refused[r].kv, err.msg);
+    }
+}
+
+/* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries
+ * they read, the first everything else that reaches device memory, and no compact sum. */
+static void test_split_parts(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "softmax=single,crsum=split", &err), 0);
+    pl_problem p = {.model = "hgt", .task = "train", .dims = dims};
+    ir_program *ir;
+    lw_program *lp;
+    assert_int_equal(pl_build(&p, &cfg, NULL, NULL, &ir, &lp, &err), 0);
+    cg_variant v;
+    if (cg_build(ir, lp, &cfg, &v, &err)) fail_msg("%s", err.msg);
+    int *stmts = rg_xmalloc((size_t)ir->nstmts * sizeof *stmts), parts[3] = {0};
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const kp_kernel *kk = &v.plan.kernels[k];
+        if (kk->part == 0) continue;
+        parts[kk->part]++;
+        int n = col_kernel_stmts(ir, lp, v.materialized, kk, stmts), compact = 0, temps = 0;
+        assert_true(n > 0);
+        for (int i = 0; i < n; i++) {
+            const ir_stmt *s = &ir->stmts[stmts[i]];
+            const ir_var *x = &ir->vars[s->out.var];
+            int sum = s->accumulate && ((x->kind == IR_VAR_EDGE && x->layout == IR_LAYOUT_COMPACT) ||
+                                        x->kind == IR_VAR_WEIGHT);
+            int temp = !v.materialized[s->out.var] && s->out.acc == IR_ACC_ROW;
+            compact += sum;
+            temps += temp;
+            if (kk->part == 1 && !sum && !temp) fail_msg("%s runs %s, neither a sum nor a temporary", kk->name, x->name);
+        }
+        if (kk->part == 1) assert_true(compact >= 2 && temps >= 1);   /* HGT: d_msg and d_katt, and d_mu */
+        else assert_int_equal(compact, 0);
+    }
+    assert_true(parts[1] >= 1 && parts[2] >= 1);
+    free(stmts);
+    cg_variant_free(&v);
+    lw_free(lp);
+    ir_free(ir);
+}
+
 /* A mapping that does not apply to a problem says why, before anything is emitted. */
 static void test_thread_mapping_refusals(void **state)
 {
@@ -595,6 +721,8 @@ int main(void)
         cmocka_unit_test(test_thread_mappings_compile),
         cmocka_unit_test(test_acc_reg_in_sources),
         cmocka_unit_test(test_weight_gradient_runs),
+        cmocka_unit_test(test_compact_row_sums),
+        cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),

@@ -197,7 +197,7 @@ static void run_partitioned(const built *b, const col_plan *cp, ref_exec **x, in
                 for (int k = 1; k < R; k++) memset(ref_values(x[k], v), 0, (size_t)ref_count(x[k], v) * sizeof(double));
         }
         if (kern == nk) break;
-        int n = col_kernel_stmts(b->ir, b->lp, &b->v.plan.kernels[kern], stmts);
+        int n = col_kernel_stmts(b->ir, b->lp, b->v.materialized, &b->v.plan.kernels[kern], stmts);
         for (int i = 0; i < n; i++)
             for (int k = 0; k < R; k++)
                 if (ref_run_stmt(x[k], stmts[i], &err)) fail_msg("stmt %d: %s", stmts[i], err.msg);
