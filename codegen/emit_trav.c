@@ -877,8 +877,8 @@ static void plan_scratch(kgen *g, const lw_trav *tr, const int *phases, int phas
  * the sums reach device memory once per slot and run instead of once per change of edge type, on a
  * handful of contended addresses. A dst-sorted run sees its destinations' edge types over and over
  * (in_eid keeps each node's edges in (etype, src) order), so it keeps up to WACC_SLOTS types at once
- * within WACC_BLOCK doubles a block; unique rows are sorted by type (one slot); a node-centric warp
- * takes one node whatever the run. */
+ * within WACC_BLOCK doubles a block; unique rows and the edges in their stored (etype, src) order are
+ * sorted by type (one slot); a node-centric warp takes one node whatever the run. */
 static void plan_wacc(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     int64_t width = 0;
@@ -891,7 +891,8 @@ static void plan_wacc(kgen *g, const lw_trav *tr, const int *phases, int phase)
     /* a compact row's sums reach device memory once per row and run: its run is wrun too */
     if ((!width && !g->crrun) || g->f == FORM_NODE) return;
     g->run = g->cfg->wrun;
-    if (g->f == FORM_UNIQUE || !width) return;
+    /* unique rows and the edges in their stored order are sorted by type: one slot */
+    if (g->f == FORM_UNIQUE || g->f == FORM_EDGE || !width) return;
     int64_t fit = WACC_BLOCK / (width * g->rpb);
     g->wslots = fit < 1 ? 1 : fit > WACC_SLOTS ? WACC_SLOTS : (int)fit;
 }
