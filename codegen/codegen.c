@@ -98,10 +98,8 @@ void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_con
         et_phases(ir, tr, phases);
         /* a traversal whose compact rows' sums walk the (etype, src) order keeps its per-node sums in
          * device memory: its kernels do not walk each node's edges together */
-        cg_config one;
-        cfg_for_instance(cfg, in->name, &one);
         int node_form = tr->dom == IR_DOM_EDGE && !tr->compact_rows && cfg->node_centric &&
-                        !et_compact_walk(ir, tr, &one);
+                        !et_compact_walk(ir, tr, cfg);
         for (int v = 0; v < ir->nvars; v++)
             if (owner[v] == i && !must_materialize(ir, v) && scratch_ok(ir, tr, phases, node_form, v)) mat[v] = 0;
         free(phases);

@@ -102,21 +102,13 @@ int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
  * sums or outputs to split off (RGCN's backward has none). */
 static int split_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
-    int found = 0, any_split = 0;
-    for (int i = 0; i < lp->ninst; i++) {
-        cg_config one;
-        cfg_for_instance(cfg, lp->inst[i].name, &one);
-        any_split |= one.crsum == CFG_CRSUM_SPLIT;
-    }
-    if (!any_split) return 1;
+    if (cfg->crsum != CFG_CRSUM_SPLIT) return 1;
+    int found = 0;
     int *mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
     cg_materialization(ir, lp, cfg, mat);
     for (int i = 0; i < lp->ninst && !found; i++) {
         const lw_instance *in = &lp->inst[i];
-        if (in->kind != LW_TRAV) continue;
-        cg_config one;
-        cfg_for_instance(cfg, in->name, &one);
-        if (one.crsum != CFG_CRSUM_SPLIT || !et_compact_walk(ir, &in->u.trav, &one)) continue;
+        if (in->kind != LW_TRAV || !et_compact_walk(ir, &in->u.trav, cfg)) continue;
         int *keep = rg_xmalloc((size_t)(in->u.trav.nstmts ? in->u.trav.nstmts : 1) * sizeof *keep);
         found = et_split_part(ir, &in->u.trav, mat, 2, keep) > 0;
         free(keep);

@@ -1005,7 +1005,7 @@ static xw_worker *start_worker(job *j, xw_config *wc, rg_err *err)
 }
 
 /* Runs fn's writes in one store transaction (rs_batch_begin): a default-space search registers
- * 92,160 variants and records tens of thousands of invalid points before it measures anything. */
+ * 276,480 variants and records tens of thousands of invalid points before it measures anything. */
 static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
 {
     if (rs_batch_begin(j->s->store, err)) return -1;
