@@ -1223,6 +1223,34 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
     rg_str_puts(b, "        }\n    }\n");
 }
 
+/* The rows of the edge forms: each row group walks `run` positions of an edge order (dst_order: the
+ * dst-sorted one, else the stored (etype, src) order) and keeps the sums keyed by `key` ("dn": a
+ * destination's, "cr": a compact row's, whose edges are consecutive there; NULL: none) in its
+ * accumulators until the key changes, then adds them atomically: a neighbouring run may hold the
+ * key's other edges. */
+static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *tpre, const char *body)
+{
+    rg_str *b = &g->body;
+    rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
+                     "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; %s(void)tcur;\n",
+                  g->rpb, g->run, g->run, key ? "" : "(void)cur; ");
+    emit_wslot_decls(g);
+    emit_zero_acc(g);
+    rg_str prefix = {0};
+    if (key) {
+        rg_str_printf(&prefix, "            if (%s != cur) {\n                if (cur >= 0) {\n", key);
+        emit_flush(g, &prefix, "cur", 1, "1");
+        rg_str_printf(&prefix, "                }\n                cur = %s;\n            }\n", key);
+    }
+    if (tpre) rg_str_puts(&prefix, tpre);
+    emit_edge_loop(g, "q0", "q_end", dst_order, NULL, prefix.s, body);
+    rg_str_free(&prefix);
+    if (!key) return;
+    rg_str_puts(b, "    if (cur >= 0) {\n");
+    emit_flush(g, b, "cur", 0, "1");
+    rg_str_puts(b, "    }\n");
+}
+
 /* The rows of one kernel: which rows a warp takes and the statements run per row. With
  * `split`, a node-centric kernel works on tiles of at most NODE_CHUNK incoming edges, so a
  * high-degree node is shared by several warps that add their partial sums atomically. */
@@ -1245,49 +1273,13 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     if (wacc) emit_wslot_switch(g, &tprefix);
     const char *tpre = wacc ? tprefix.s : NULL;
     switch (g->f) {
-    case FORM_EDGE: {
-        rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
-                         "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)cur; (void)tcur;\n",
-                      g->rpb, g->run, g->run);
-        emit_wslot_decls(g);
-        emit_zero_acc(g);
-        /* crrun: edges in (etype, src) order, so a compact row's edges are consecutive; its sums are
-         * flushed when the row changes (atomically: a neighbouring run may hold its other edges) */
-        rg_str prefix = {0};
-        if (g->crrun) {
-            g->needs_cr = 1;
-            rg_str_puts(&prefix, "            if (cr != cur) {\n                if (cur >= 0) {\n");
-            emit_flush(g, &prefix, "cur", 1, "1");
-            rg_str_puts(&prefix, "                }\n                cur = cr;\n            }\n");
-        }
-        if (tpre) rg_str_puts(&prefix, tpre);
-        emit_edge_loop(g, "q0", "q_end", 0, NULL, prefix.s, body0);
-        rg_str_free(&prefix);
-        if (g->crrun) {
-            rg_str_puts(b, "    if (cur >= 0) {\n");
-            emit_flush(g, b, "cur", 0, "1");
-            rg_str_puts(b, "    }\n");
-        }
+    case FORM_EDGE:
+        if (g->crrun) g->needs_cr = 1;
+        emit_edge_runs(g, 0, g->crrun ? "cr" : NULL, tpre, body0);
         break;
-    }
-    case FORM_EDGE_DSTRUN: {
-        rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
-                         "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; (void)tcur;\n",
-                      g->rpb, g->run, g->run);
-        emit_wslot_decls(g);
-        emit_zero_acc(g);
-        rg_str prefix = {0};
-        rg_str_puts(&prefix, "            if (dn != cur) {\n                if (cur >= 0) {\n");
-        emit_flush(g, &prefix, "cur", 1, "1");
-        rg_str_puts(&prefix, "                }\n                cur = dn;\n            }\n");
-        if (tpre) rg_str_puts(&prefix, tpre);
-        emit_edge_loop(g, "q0", "q_end", 1, NULL, prefix.s, body0);
-        rg_str_free(&prefix);
-        rg_str_puts(b, "    if (cur >= 0) {\n");
-        emit_flush(g, b, "cur", 0, "1");
-        rg_str_puts(b, "    }\n");
+    case FORM_EDGE_DSTRUN:
+        emit_edge_runs(g, 1, "dn", tpre, body0);
         break;
-    }
     case FORM_NODE:
         if (split) {
             rg_str_printf(b,
