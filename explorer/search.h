@@ -19,7 +19,7 @@ typedef struct sr_point {
 typedef struct sr_problem {
     cm_problem prob;
     sr_point *points;
-    int n;
+    int n, cap;
     int *by_key;               /* point indices sorted by key (lookups) */
     double oracle_ms;          /* fastest measurable point */
     double worst_ms;           /* slowest measurable point: what "nothing found yet" scores as */
