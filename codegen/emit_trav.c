@@ -789,10 +789,12 @@ static int weight_sum(const ir_program *ir, const ir_stmt *s)
     return s->accumulate && ir->vars[s->out.var].kind == IR_VAR_WEIGHT;
 }
 
-static int stmt_reads(const ir_stmt *s, int var)
+/* Whether s reads var as an operand: ir_stmt_reads without the running sum that a += reads of its own
+ * output (several statements may sum into one compact row; none may read it). */
+static int reads_operand(const ir_stmt *s, int var)
 {
     for (int k = 0; k < s->nin; k++)
-        if (s->in[k].var == var) return 1;
+        if (s->in[k].acc != IR_ACC_CONST && s->in[k].var == var) return 1;
     return 0;
 }
 
@@ -805,7 +807,7 @@ int et_compact_walk(const ir_program *ir, const lw_trav *tr, const cg_config *cf
         if (!compact_sum(ir, s)) continue;
         any = 1;
         for (int j = 0; j < tr->nstmts; j++)
-            if (stmt_reads(&ir->stmts[tr->stmts[j].stmt], s->out.var)) return 0;
+            if (reads_operand(&ir->stmts[tr->stmts[j].stmt], s->out.var)) return 0;
     }
     return any;
 }
