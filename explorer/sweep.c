@@ -372,44 +372,51 @@ static int time_up(const job *j)
     return j->s->o.time_limit_s > 0 && rg_now() - j->t0 >= j->s->o.time_limit_s;
 }
 
-static int register_variants(job *j, rg_err *err)
+/* Each point's variant hash, computed once: the resume check, the store and the report use it. */
+static void hash_points(job *j)
 {
     j->hex = rg_xcalloc((size_t)j->n, sizeof *j->hex);
     j->variant_id = rg_xcalloc((size_t)j->n, sizeof *j->variant_id);
-    for (int i = 0; i < j->n; i++) {
-        uint64_t h = xs_variant_hash(&j->pts[i].cfg, j->p);
-        rs_hash_hex(h, j->hex[i]);
-        char *json = cfg_to_json(&j->pts[i].cfg);
-        rs_variant v = {.config_json = json, .hash = h, .model = j->p->model, .task = j->p->task,
-                        .dim_in = j->p->dim_in, .dim_out = j->p->dim_out, .heads = j->p->heads};
-        j->variant_id[i] = rs_upsert_variant(j->s->store, &v, err);
-        free(json);
-        if (j->variant_id[i] < 0) return -1;
-    }
-    return 0;
+    for (int i = 0; i < j->n; i++) rs_hash_hex(xs_variant_hash(&j->pts[i].cfg, j->p), j->hex[i]);
 }
+
+/* The store's id of point i's variant, stored on first use: a search of the default space records
+ * a few thousand of its 276,480 points, and registering them all first took most of its minute. */
+static int64_t variant_of(job *j, int i, rg_err *err)
+{
+    if (j->variant_id[i] > 0) return j->variant_id[i];
+    char *json = cfg_to_json(&j->pts[i].cfg);
+    rs_variant v = {.config_json = json, .hash = strtoull(j->hex[i], NULL, 16), .model = j->p->model,
+                    .task = j->p->task, .dim_in = j->p->dim_in, .dim_out = j->p->dim_out, .heads = j->p->heads};
+    j->variant_id[i] = rs_upsert_variant(j->s->store, &v, err);
+    free(json);
+    return j->variant_id[i];
+}
+
+static int cmp_hex(const void *a, const void *b) { return strcmp(a, b); }
 
 /* Splits the points into already measured (skipped), invalid to record and valid to measure. */
 static int plan_work(job *j, rg_err *err)
 {
     j->todo = rg_xcalloc((size_t)j->n + 1, sizeof *j->todo);
     j->invalid = rg_xcalloc((size_t)j->n + 1, sizeof *j->invalid);
+    char(*done)[17] = NULL;
+    size_t ndone = 0;
+    if (!j->s->o.no_resume) {
+        rs_resume_key k = {.device_key = j->s->device_key, .dataset = j->p->dataset, .commit = j->s->commit,
+                           .model = j->p->model, .task = j->p->task, .dim_in = j->p->dim_in,
+                           .dim_out = j->p->dim_out, .heads = j->p->heads};
+        if (rs_measured_hashes(j->s->store, &k, &done, &ndone, err)) return -1;
+    }
     for (int i = 0; i < j->n; i++) {
-        if (!j->s->o.no_resume) {
-            rs_resume_key k = {.device_key = j->s->device_key, .dataset = j->p->dataset, .commit = j->s->commit,
-                               .config_hash = xs_variant_hash(&j->pts[i].cfg, j->p), .model = j->p->model,
-                               .task = j->p->task, .dim_in = j->p->dim_in, .dim_out = j->p->dim_out,
-                               .heads = j->p->heads};
-            int done = rs_already_measured(j->s->store, &k, NULL, err);
-            if (done < 0) return -1;
-            if (done) {
-                j->sum->skipped++;
-                continue;
-            }
+        if (ndone && bsearch(j->hex[i], done, ndone, sizeof *done, cmp_hex)) {
+            j->sum->skipped++;
+            continue;
         }
         if (j->pts[i].valid) j->todo[j->ntodo++] = i;
         else j->invalid[j->ninvalid++] = i;
     }
+    free(done);
     if (j->strategy) return 0;   /* a search picks its own points (search below) */
     if (j->s->o.order && j->ntodo > 1)
         j->s->o.order(j->s->o.order_ctx, j->p, &j->info.stats, j->pts, j->todo, j->ntodo);
@@ -422,6 +429,7 @@ static int plan_work(job *j, rg_err *err)
  * it now (counted as skipped), -1 on error. */
 static int claim(job *j, int i, rg_err *err)
 {
+    if (variant_of(j, i, err) < 0) return -1;
     rs_claim_key k = {.run_id = j->s->run_id, .variant_id = j->variant_id[i], .dataset_id = j->dataset_id,
                       .device_key = j->s->device_key, .commit = j->s->commit};
     int c = rs_claim(j->s->store, &k, j->s->o.no_resume, err);
@@ -620,6 +628,15 @@ static void print_speedup(FILE *f, double u_ms, double ms)
     else fprintf(f, " %6.2fx", u_ms / ms);
 }
 
+/* The valid points with no outcome in the store: a search records no invalid point, and those
+ * never bear on the chosen config. */
+static int valid_without_outcome(const job *j, const outcome *all, int nall)
+{
+    int with = 0;
+    for (int k = 0; k < nall; k++) with += j->pts[all[k].point].valid;
+    return j->sum->valid - with;
+}
+
 static void print_report(job *j, const outcome *all, int nall, const outcome *ok, int nok)
 {
     FILE *f = j->s->o.out;
@@ -637,9 +654,10 @@ static void print_report(job *j, const outcome *all, int nall, const outcome *ok
     for (int st = 0; st < RS_STATUS_COUNT; st++)
         if (count[st]) fprintf(f, " %d %s", count[st], rs_status_name((rs_status)st));
     fputc('\n', f);
-    if (nall < sum->points)
-        fprintf(f, "PARTIAL: %d of %d points have no outcome yet; the ranking and the chosen config are of the "
-                   "measured part only (run the same command again to complete it)\n", sum->points - nall, sum->points);
+    int missing = valid_without_outcome(j, all, nall);
+    if (missing > 0)
+        fprintf(f, "PARTIAL: %d of %d valid points have no outcome yet; the ranking and the chosen config are of the "
+                   "measured part only (run the same command again to complete it)\n", missing, sum->valid);
     if (sum->concurrent)
         fprintf(f, "%d of the skipped variants were measured by a concurrent sweep of this store\n", sum->concurrent);
     if (nok == 0) {
@@ -748,7 +766,7 @@ static int report(job *j, rg_err *err)
     for (int k = 0; k < nall; k++)
         if (all[k].status == RS_OK) ok[nok++] = all[k];
     qsort(ok, (size_t)nok, sizeof *ok, by_time);
-    j->sum->partial = nall < j->n;
+    j->sum->partial = valid_without_outcome(j, all, nall) > 0;
     if (!j->s->o.quiet) print_report(j, all, nall, ok, nok);
     int rc = 0;
     if (nok > 0) {
@@ -1004,8 +1022,8 @@ static xw_worker *start_worker(job *j, xw_config *wc, rg_err *err)
     return xw_start(wc, j->p, &j->info, err);
 }
 
-/* Runs fn's writes in one store transaction (rs_batch_begin): a default-space search registers
- * 276,480 variants and records tens of thousands of invalid points before it measures anything. */
+/* Runs fn's writes in one store transaction (rs_batch_begin): a default-space search records
+ * about 100,000 invalid points before it measures anything. */
 static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
 {
     if (rs_batch_begin(j->s->store, err)) return -1;
@@ -1018,14 +1036,15 @@ static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
     return rc;
 }
 
-static int register_and_plan(job *j, rg_err *err) { return register_variants(j, err) || plan_work(j, err) ? -1 : 0; }
 
 static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
 {
     if (begin_run(j->s, &j->info, err)) return -1;
     j->sum->run_id = j->s->run_id;
     j->dataset_id = rs_upsert_dataset(j->s->store, j->p->dataset, &j->info.stats, err);
-    if (j->dataset_id < 0 || batched(j, register_and_plan, err)) return -1;
+    if (j->dataset_id < 0) return -1;
+    hash_points(j);
+    if (plan_work(j, err)) return -1;
     const xs_options *o = &j->s->o;
     if (j->strategy) {
         snprintf(j->sum->strategy, sizeof j->sum->strategy, "%s", j->strategy);
@@ -1035,7 +1054,7 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
     j->pr.t0 = j->t0;
     j->pr.show_elapsed = j->strategy || o->time_limit_s > 0;
     if (j->pr.mode != XS_PROGRESS_OFF && j->strategy)
-        fprintf(stderr, "%s on %s (%s): %d points, %d valid, %d already measured, %d invalid to record; search %s, "
+        fprintf(stderr, "%s on %s (%s): %d points, %d valid, %d already measured, %d invalid (not recorded in a search); search %s, "
                         "budget %d, seed %llu%s\n", j->p->model, j->p->dataset, j->p->task, j->n, j->sum->valid,
                 j->sum->skipped, j->ninvalid, j->strategy, j->sum->budget, (unsigned long long)o->seed,
                 o->time_limit_s > 0 ? ", with a time limit" : "");
@@ -1047,7 +1066,9 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
         fprintf(stderr, "the space has %d valid points, too many to sweep: searching %d of them (%d%%) with %s "
                         "(--exhaustive measures every point, --budget and --strategy choose)\n",
                 j->sum->valid, j->sum->budget, XS_DEFAULT_SEARCH_PERCENT, j->strategy);
-    if (batched(j, record_invalid, err)) return -1;
+    /* a search never measures an invalid point, and recording its tens of thousands of them took
+     * most of its setup: only an exhaustive sweep records them (with the reason) */
+    if (!j->strategy && batched(j, record_invalid, err)) return -1;
     return j->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 

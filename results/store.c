@@ -16,10 +16,21 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A prepared statement kept for reuse: a search of the default space runs the same few queries
+ * for each of its 276,480 points, and preparing them anew each time took most of its setup. */
+typedef struct cached_stmt {
+    sqlite3_stmt *st;
+    int busy;   /* handed out and not yet released: a nested use of the same query prepares another */
+} cached_stmt;
+
+#define RS_STMT_CACHE 64
+
 struct rs_store {
     sqlite3 *db;
     char *path;
     int batch;   /* inside rs_batch_begin: each write joins the batch's transaction */
+    cached_stmt cache[RS_STMT_CACHE];
+    int ncache;
 };
 
 /* Long enough for a sweep process to outwait a merge or an export of another process. */
@@ -163,15 +174,46 @@ static int exec_sql(rs_store *s, const char *sql, rg_err *err)
     return -1;
 }
 
+/* The statement for sql, reused from the store's cache when one is free; hand it back with release. */
 static sqlite3_stmt *prepare(rs_store *s, const char *sql, rg_err *err)
 {
+    for (int i = 0; i < s->ncache; i++) {
+        cached_stmt *c = &s->cache[i];
+        if (!c->busy && !strcmp(sqlite3_sql(c->st), sql)) {
+            c->busy = 1;
+            return c->st;
+        }
+    }
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         db_fail(s, err, "preparing a query");
         sqlite3_finalize(st);
         return NULL;
     }
+    if (s->ncache < RS_STMT_CACHE) s->cache[s->ncache++] = (cached_stmt){st, 1};
     return st;
+}
+
+/* Ends a use of a statement from prepare: a cached one is reset (which also ends its read
+ * transaction) and its bindings cleared for the next use; any other is finalized. */
+static void release(rs_store *s, sqlite3_stmt *st)
+{
+    if (!st) return;
+    for (int i = 0; i < s->ncache; i++) {
+        if (s->cache[i].st == st) {
+            sqlite3_reset(st);
+            sqlite3_clear_bindings(st);
+            s->cache[i].busy = 0;
+            return;
+        }
+    }
+    sqlite3_finalize(st);
+}
+
+static void drop_cache(rs_store *s)
+{
+    for (int i = 0; i < s->ncache; i++) sqlite3_finalize(s->cache[i].st);
+    s->ncache = 0;
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const char *v)
@@ -302,7 +344,7 @@ static int pragma_int(rs_store *s, const char *sql, int64_t *out, rg_err *err)
     if (!st) return -1;
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) *out = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_ROW) return rg_errf(err, "%s: cannot read the database: %s", s->path, sqlite3_errstr(rc));
     return 0;
 }
@@ -334,7 +376,7 @@ static int enable_wal(rs_store *s, rg_err *err)
         if (!st) return -1;
         int rc = sqlite3_step(st);
         int is_wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
-        sqlite3_finalize(st);
+        release(s, st);
         if (is_wal) return 0;
         if (rc == SQLITE_ROW)   /* e.g. an in-memory database: concurrent writers need WAL */
             return rg_errf(err, "%s: cannot use WAL journal mode here", s->path);
@@ -466,7 +508,7 @@ static int mark_stale_runs(rs_store *s, rg_err *err)
             dead = rg_xrealloc(dead, (n + 1) * sizeof *dead);
             dead[n++] = sqlite3_column_int64(q, 0);
         }
-    sqlite3_finalize(q);
+    release(s, q);
     sqlite3_stmt *up = n ? prepare(s, "UPDATE runs SET status = 'interrupted', finished_at = COALESCE((SELECT"
                                       " max(recorded_at) FROM measurements WHERE run_id = runs.id), started_at)"
                                       " WHERE id = ?1 AND status = 'running'", err) : NULL;
@@ -476,7 +518,7 @@ static int mark_stale_runs(rs_store *s, rg_err *err)
         sqlite3_bind_int64(up, 1, dead[i]);
         rc = step_done(s, up, err, "marking an interrupted run");
     }
-    sqlite3_finalize(up);
+    release(s, up);
     free(dead);
     return rc;
 }
@@ -579,6 +621,7 @@ rs_store *rs_open_read(const char *path, rg_err *err) { return open_store(path, 
 
 struct sqlite3 *rs_detach(rs_store *s)
 {
+    drop_cache(s);
     sqlite3 *db = s->db;
     free(s->path);
     free(s);
@@ -588,6 +631,7 @@ struct sqlite3 *rs_detach(rs_store *s)
 void rs_close(rs_store *s)
 {
     if (!s) return;
+    drop_cache(s);
     sqlite3_close_v2(s->db);
     free(s->path);
     free(s);
@@ -652,7 +696,7 @@ int64_t rs_begin_run(rs_store *s, const rs_run_info *info, rg_err *err)
     sqlite3_bind_int64(st, 10, (int64_t)getpid());
     bind_text(st, 11, info->group);
     int rc = step_done(s, st, err, "starting a run");
-    sqlite3_finalize(st);
+    release(s, st);
     return rc ? -1 : sqlite3_last_insert_rowid(s->db);
 }
 
@@ -672,7 +716,7 @@ int rs_finish_run(rs_store *s, int64_t run_id, rs_run_status status, rg_err *err
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, rs_run_status_name(status), -1, SQLITE_STATIC);
     int rc = step_done(s, st, err, "finishing a run");
-    sqlite3_finalize(st);
+    release(s, st);
     if (!rc && sqlite3_changes(s->db) == 0) return rg_errf(err, "%s: no run with id %lld", s->path, (long long)run_id);
     return rc;
 }
@@ -705,7 +749,7 @@ int rs_get_run(rs_store *s, int64_t run_id, rs_run_row *out, rg_err *err)
         if (!strcmp(out->status, "running") && out->pid > 0 && !strcmp(out->host, host) && !pid_alive(out->pid))
             snprintf(out->status, sizeof out->status, "interrupted");
     }
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc == SQLITE_ROW) return 0;
     if (rc == SQLITE_DONE) return rg_errf(err, "%s: no run with id %lld", s->path, (long long)run_id);
     return db_fail(s, err, "reading a run");
@@ -724,7 +768,7 @@ static int match_runs(rs_store *s, const char *sql, const char *arg, int64_t *id
         n++;
     }
     if (n < 2 && rc != SQLITE_DONE) n = db_fail(s, err, "looking up runs");
-    sqlite3_finalize(st);
+    release(s, st);
     return n;
 }
 
@@ -767,7 +811,7 @@ static int nth_group(rs_store *s, int k, char *out, size_t cap, rg_err *err)
     sqlite3_bind_int(st, 1, k);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) col_copy(st, 0, out, cap);
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc == SQLITE_ROW) return 1;
     return rc == SQLITE_DONE ? 0 : db_fail(s, err, "looking up run groups");
 }
@@ -807,7 +851,7 @@ int rs_selection_summary(rs_store *s, const rs_selection *sel, int64_t *runs, in
         *runs = sqlite3_column_int64(st, 0);
         *measurements = sqlite3_column_int64(st, 1);
     }
-    sqlite3_finalize(st);
+    release(s, st);
     return rc == SQLITE_ROW ? 0 : db_fail(s, err, "counting a group's runs");
 }
 
@@ -820,7 +864,7 @@ static int64_t select_id(rs_store *s, const char *sql, const char *key, rg_err *
     bind_text(st, 1, key);
     int rc = sqlite3_step(st);
     int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "looking up an id");
     return id;   /* 0: absent (rowids start at 1) */
 }
@@ -858,7 +902,7 @@ int64_t rs_upsert_dataset(rs_store *s, const char *name, const hg_stats *x, rg_e
         bind_real(st, 15, x->in_degree_skew);
     }
     int rc = step_done(s, st, err, "storing a dataset");
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc) return -1;
     return select_id(s, "SELECT id FROM datasets WHERE name = ?1", name, err);
 }
@@ -882,7 +926,7 @@ static int64_t find_or_insert_variant(rs_store *s, const char *hash, const char 
     int rc = sqlite3_step(st);
     int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
     int same = rc == SQLITE_ROW && sqlite3_column_int(st, 1) == 1;
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "looking up a variant");
     if (id > 0 && !same)
         return rg_errf(err, "%s: config hash %s is already stored for a different config or problem "
@@ -899,7 +943,7 @@ static int64_t find_or_insert_variant(rs_store *s, const char *hash, const char 
     sqlite3_bind_int(st, 6, dim_out);
     sqlite3_bind_int(st, 7, heads);
     rc = step_done(s, st, err, "storing a variant");
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc) return -1;
     *added = 1;
     return sqlite3_last_insert_rowid(s->db);
@@ -916,7 +960,7 @@ int64_t rs_upsert_variant(rs_store *s, const rs_variant *v, rg_err *err)
     if (!st) return -1;
     bind_text(st, 1, v->config_json);
     int valid = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
-    sqlite3_finalize(st);
+    release(s, st);
     if (!valid) return rg_errf(err, "variant %s: config is not valid JSON: %.200s", hash, v->config_json);
     if (begin_write(s, err)) return -1;
     int added;
@@ -979,7 +1023,7 @@ static int insert_measurement(rs_store *s, const rs_measurement *m, int64_t *id,
     bind_real(st, 19, m->other_ms);
     bind_text(st, 20, m->commit);
     int rc = step_done(s, st, err, "recording a measurement");
-    sqlite3_finalize(st);
+    release(s, st);
     *id = sqlite3_last_insert_rowid(s->db);
     return rc;
 }
@@ -1003,7 +1047,7 @@ static int insert_kernels(rs_store *s, int64_t mid, const rs_kernel_time *k, siz
         bind_real(st, 5, k[i].spread_ns);
         rc = step_done(s, st, err, "recording kernel times");
     }
-    sqlite3_finalize(st);
+    release(s, st);
     return rc;
 }
 
@@ -1026,7 +1070,7 @@ static int insert_metrics(rs_store *s, int64_t mid, const rs_metric *x, size_t n
         bind_text(st, 5, x[i].unit ? x[i].unit : "");
         rc = step_done(s, st, err, "recording metrics");
     }
-    sqlite3_finalize(st);
+    release(s, st);
     return rc;
 }
 
@@ -1042,6 +1086,42 @@ int64_t rs_record(rs_store *s, const rs_measurement *m, const rs_kernel_time *ke
         return -1;
     }
     return id;
+}
+
+int rs_measured_hashes(rs_store *s, const rs_resume_key *k, char (**hashes)[17], size_t *n, rg_err *err)
+{
+    *hashes = NULL;
+    *n = 0;
+    sqlite3_stmt *st = prepare(s, "SELECT DISTINCT v.hash FROM measurements m"
+                                  " JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
+                                  " WHERE m.device_key = ?1 AND d.name = ?2 AND m.git_commit = ?3"
+                                  " AND v.model = ?4 AND v.task = ?5 AND v.dim_in = ?6 AND v.dim_out = ?7"
+                                  " AND v.heads = ?8 AND m.system = ?9 ORDER BY v.hash", err);
+    if (!st) return -1;
+    bind_text(st, 1, k->device_key);
+    bind_text(st, 2, k->dataset);
+    bind_text(st, 3, k->commit ? k->commit : "");
+    bind_text(st, 4, k->model);
+    bind_text(st, 5, k->task);
+    sqlite3_bind_int(st, 6, k->dim_in);
+    sqlite3_bind_int(st, 7, k->dim_out);
+    sqlite3_bind_int(st, 8, k->heads);
+    bind_text(st, 9, k->system ? k->system : "generated");
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            *hashes = rg_xrealloc(*hashes, cap * sizeof **hashes);
+        }
+        col_copy(st, 0, (*hashes)[(*n)++], sizeof **hashes);
+    }
+    release(s, st);
+    if (rc == SQLITE_DONE) return 0;
+    free(*hashes);
+    *hashes = NULL;
+    *n = 0;
+    return db_fail(s, err, "resume lookup");
 }
 
 int rs_already_measured(rs_store *s, const rs_resume_key *k, rs_status *status, rg_err *err)
@@ -1066,7 +1146,7 @@ int rs_already_measured(rs_store *s, const rs_resume_key *k, rs_status *status, 
     bind_text(st, 10, k->system ? k->system : "generated");
     int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
     if (found && status && rs_status_parse((const char *)sqlite3_column_text(st, 0), status)) *status = RS_INVALID;
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "resume lookup");
     return found;
 }
@@ -1084,7 +1164,7 @@ static int claim_holder_live(rs_store *s, int64_t run_id, rg_err *err)
         this_host(host, sizeof host);
         live = strcmp((const char *)sqlite3_column_text(st, 1), host) || pid_alive(sqlite3_column_int64(st, 2));
     }
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "reading a claim's run");
     return live;
 }
@@ -1118,7 +1198,7 @@ static int claim_locked(rs_store *s, const rs_claim_key *k, int remeasure, rg_er
         bind_claim_key(st, k);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_ROW && q == 1) holder = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
+        release(s, st);
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "looking up a claim");
         if (rc == SQLITE_ROW && q == 0) return RS_CLAIM_MEASURED;
     }
@@ -1130,7 +1210,7 @@ static int claim_locked(rs_store *s, const rs_claim_key *k, int remeasure, rg_er
     if (!st) return -1;
     bind_claim_key(st, k);
     int rc = step_done(s, st, err, "claiming a variant");
-    sqlite3_finalize(st);
+    release(s, st);
     return rc ? -1 : RS_CLAIMED;
 }
 
@@ -1194,7 +1274,7 @@ static int clear_metric(rs_store *s, const char *name, const rs_filter *scope, r
     bind_filter(st, scope);
     bind_text(st, 9, name);
     int rc = step_done(s, st, err, "clearing a metric");
-    sqlite3_finalize(st);
+    release(s, st);
     return rc;
 }
 
@@ -1210,7 +1290,7 @@ int rs_set_metric(rs_store *s, const char *name, const char *unit, const rs_filt
     sqlite3_stmt *del = prepare(s, "DELETE FROM metrics WHERE measurement_id = ?1 AND kernel = '' AND name = ?2", err);
     int rc = del ? 0 : -1;
     for (size_t i = 0; i < n && !rc; i++) rc = replace_metric(s, del, name, unit, ids[i], values[i], err);
-    sqlite3_finalize(del);
+    release(s, del);
     if (rc || commit(s, err)) {
         rollback(s);
         return -1;
@@ -1257,7 +1337,7 @@ static int query_best(rs_store *s, const rs_filter *f, int by_device, rs_best **
         col_copy(st, 11, b->hash, sizeof b->hash);
         b->config_json = col_dup(st, 12);
     }
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_DONE) {
         rs_best_free(out, count);
         return db_fail(s, err, "querying best times");
@@ -1335,7 +1415,7 @@ int rs_query_measurements(rs_store *s, const rs_filter *f, rs_row **rows, size_t
         if (count == cap) out = rg_xrealloc(out, (cap *= 2) * sizeof *out);
         fill_row(st, &out[count++]);
     }
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_DONE) {
         rs_rows_free(out, count);
         return db_fail(s, err, "querying measurements");
@@ -1471,7 +1551,7 @@ int64_t rs_export(rs_store *s, rs_format fmt, FILE *out, const rs_filter *f, rg_
         else fprintf(out, "%s\n%s", rows ? "," : "", (const char *)sqlite3_column_text(st, 0));
         rows++;
     }
-    sqlite3_finalize(st);
+    release(s, st);
     if (rc != SQLITE_DONE) return db_fail(s, err, "exporting");
     if (fmt == RS_JSON) fputs(rows ? "\n]\n" : "]\n", out);
     if (fflush(out) != 0 || ferror(out)) return rg_errf(err, "writing the export: %s", strerror(errno));
@@ -1714,9 +1794,9 @@ static int merge_datasets(merge_ctx *c)
         if (!rc) map_put(&c->datasets, sqlite3_column_int64(q, 0), id);
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading datasets");
-    sqlite3_finalize(q);
-    sqlite3_finalize(put);
-    sqlite3_finalize(fill);
+    release(c->src, q);
+    release(c->dst, put);
+    release(c->dst, fill);
     return rc;
 }
 
@@ -1738,7 +1818,7 @@ static int merge_variants(merge_ctx *c)
         }
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading variants");
-    sqlite3_finalize(q);
+    release(c->src, q);
     return rc;
 }
 
@@ -1778,9 +1858,9 @@ static int merge_runs(merge_ctx *c)
         if (!rc) map_put(&c->runs, sqlite3_column_int64(q, 0), id);
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading runs");
-    sqlite3_finalize(q);
-    sqlite3_finalize(put);
-    sqlite3_finalize(end);
+    release(c->src, q);
+    release(c->dst, put);
+    release(c->dst, end);
     return rc;
 }
 
@@ -1805,8 +1885,8 @@ static int copy_children(merge_ctx *c, const char *table, const char *cols, int6
         rc = step_done(c->dst, put, c->err, "merging kernel times and metrics");
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading kernel times and metrics");
-    sqlite3_finalize(q);
-    sqlite3_finalize(put);
+    release(c->src, q);
+    release(c->dst, put);
     return rc;
 }
 
@@ -1853,8 +1933,8 @@ static int merge_measurements(merge_ctx *c)
         c->stats->measurements_added++;
     }
     if (!rc && step != SQLITE_DONE) rc = db_fail(c->src, c->err, "reading measurements");
-    sqlite3_finalize(q);
-    sqlite3_finalize(put);
+    release(c->src, q);
+    release(c->dst, put);
     return rc;
 }
 
@@ -1941,7 +2021,7 @@ static int count_rows(rs_store *s, const char *table, int64_t *out, rg_err *err)
     int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
     if (rc) rg_errf(err, "%s: counting %s: %s", s->path, table, sqlite3_errmsg(s->db));
     else *out = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    release(s, st);
     sqlite3_free(sql);
     return rc;
 }

@@ -153,6 +153,10 @@ typedef struct rs_resume_key {
 /* 1 (and *status of the newest such row, if status != NULL) when already measured,
  * 0 when not, -1 on error. Failed attempts count too: the caller decides to retry. */
 int rs_already_measured(rs_store *s, const rs_resume_key *key, rs_status *status, rg_err *err);
+/* The config hashes (hex, sorted, each once) already measured for key's problem, device, commit
+ * and system, key->config_hash ignored: one query where rs_already_measured takes one per point.
+ * *hashes is freed by the caller; 0, or -1 on error. */
+int rs_measured_hashes(rs_store *s, const rs_resume_key *key, char (**hashes)[17], size_t *n, rg_err *err);
 
 /* ---- Claims: concurrent sweeps of one store measure each variant once ---- */
 typedef struct rs_claim_key {
