@@ -1,5 +1,5 @@
 /* `explore ir --model M [--dataset D] [--dims IN,OUT] [--heads H] [--reorder] [--compact]
- * [--single-softmax] [--task infer|train] [--lowered] [--no-fuse]`: the IR of a model after its passes. */
+ * [--single-softmax] [--recompute] [--task infer|train] [--lowered] [--no-fuse]`: the IR of a model after its passes. */
 #include "cli/ircli.h"
 #include "cli/problem.h"
 #include "codegen/lower.h"
@@ -13,12 +13,12 @@
 typedef struct irc_args {
     cp_problem p;
     ir_dims dims;
-    int reorder, compact, softmax_single, lowered, no_fuse;
+    int reorder, compact, softmax_single, recompute, lowered, no_fuse;
 } irc_args;
 
 static const char USAGE[] =
     "usage: explore ir --model M [--dataset D [--data-dir DIR]] [--dims IN,OUT] [--heads H] [--reorder]\n"
-    "                  [--compact] [--single-softmax] [--task infer|train] [--lowered] [--no-fuse]\n"
+    "                  [--compact] [--single-softmax] [--recompute] [--task infer|train] [--lowered] [--no-fuse]\n"
     "Prints the inter-operator IR of model M (a name from models/ or the path of a .rgnn\n"
     "file) after the chosen passes; --lowered also prints the lowered program (GEMM and\n"
     "traversal instances). Reordering decisions count multiply-adds with the statistics of\n"
@@ -38,6 +38,7 @@ static int parse_args(int argc, char **argv, irc_args *a)
     ro_add(&c, (ro_opt){.name = "reorder", .arg = NULL, .kind = RO_FLAG, .dst = &a->reorder, .help = "apply the reordering pass"});
     ro_add(&c, (ro_opt){.name = "compact", .arg = NULL, .kind = RO_FLAG, .dst = &a->compact, .help = "apply the compaction pass"});
     ro_add(&c, (ro_opt){.name = "single-softmax", .arg = NULL, .kind = RO_FLAG, .dst = &a->softmax_single, .help = "apply the single-pass softmax pass (softmax=single)"});
+    ro_add(&c, (ro_opt){.name = "recompute", .arg = NULL, .kind = RO_FLAG, .dst = &a->recompute, .help = "training: the backward pass computes the per-edge forward values again (recompute=on)"});
     ro_add(&c, (ro_opt){.name = "lowered", .arg = NULL, .kind = RO_FLAG, .dst = &a->lowered, .help = "also print the lowered program"});
     ro_add(&c, (ro_opt){.name = "no-fuse", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_fuse, .help = "lower every traversal statement on its own"});
     int rc = ro_parse(&c, argc, argv);
@@ -85,14 +86,15 @@ int irc_main(int argc, char **argv)
         free(list);
         return 1;
     }
-    printf("model %s (%s), in %d, out %d, heads %d, task %s, passes:%s%s%s%s\n", a.p.model, path, a.dims.in_dim,
+    printf("model %s (%s), in %d, out %d, heads %d, task %s, passes:%s%s%s%s%s\n", a.p.model, path, a.dims.in_dim,
            a.dims.out_dim, a.dims.heads, a.p.task, a.reorder ? " reorder" : "", a.compact ? " compact" : "",
-           a.softmax_single ? " single-softmax" : "", !a.reorder && !a.compact && !a.softmax_single ? " none" : "");
+           a.softmax_single ? " single-softmax" : "", a.recompute ? " recompute" : "",
+           !a.reorder && !a.compact && !a.softmax_single && !a.recompute ? " none" : "");
     free(path);
     if (a.reorder && st.nominal)
         printf("(no --dataset: reordering counts use nominal aifb statistics)\n");
     model_options mo = {.task = a.p.task, .reorder = a.reorder, .compact = a.compact, .stats = &st, .log = stdout,
-                        .softmax_single = a.softmax_single};
+                        .softmax_single = a.softmax_single, .recompute = a.recompute};
     if (!a.reorder) mo.stats = NULL;
     rg_err err;
     ir_program *p = model_load_opts(a.p.model, &a.dims, &mo, &err);

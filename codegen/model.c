@@ -4,6 +4,7 @@
 #include "codegen/modeldir.h"
 #include "codegen/parse.h"
 #include "codegen/pass_compact.h"
+#include "codegen/pass_recompute.h"
 #include "codegen/pass_softmax.h"
 
 #include <stdlib.h>
@@ -68,6 +69,18 @@ static int single_pass_softmax(ir_program *p, const model_options *opt, rg_err *
     return rg_errf(err, "softmax=single does not apply to %s: %s", p->name, why);
 }
 
+/* recompute=on: refused in inference (nothing is stored for a backward pass) and where the backward
+ * pass reads nothing cheap to compute again, so that it is not measured as a copy of recompute=off. */
+static int recompute_edge_values(ir_program *p, const model_options *opt, rg_err *err)
+{
+    char why[200];
+    if (!strcmp(opt->task, "train") && prc_recompute_edge_values(p, opt->log, why, sizeof why) > 0) return 0;
+    if (!strcmp(opt->task, "infer"))
+        snprintf(why, sizeof why, "inference stores no per-edge value for a backward pass");
+    if (opt->inapplicable) *opt->inapplicable = 1;
+    return rg_errf(err, "recompute=on does not apply to %s %s: %s", p->name, opt->task, why);
+}
+
 ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const model_options *opt, rg_err *err)
 {
     char *path = md_find(name_or_path);
@@ -99,6 +112,7 @@ ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const
         if (ad_append_backward(p, err) < 0) goto fail;
 #endif
     }
+    if (opt && opt->recompute && recompute_edge_values(p, opt, err) < 0) goto fail;
     if (ir_verify(p, err) < 0) goto fail;
     return p;
 fail:

@@ -137,6 +137,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         .stats = &rs,
         .log = log,
         .softmax_single = cfg->softmax == CFG_SOFTMAX_SINGLE,
+        .recompute = cfg->recompute,
         .inapplicable = &inapplicable,
     };
     ir_program *ir = model_load_opts(p->model, &p->dims, &mo, err);

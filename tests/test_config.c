@@ -431,8 +431,9 @@ static void test_feature_encoding(void **state)
     (void)state;
     static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile8", "tile16", "tile64",
                                         "tile128", "coarsen1", "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off",
-                                        "acc_reg", "wrun128", "wrun512", "crsum_run", "crsum_split"};
-    assert_int_equal(CFG_NFEATURES, 18);
+                                        "acc_reg", "wrun128", "wrun512", "crsum_run", "crsum_split",
+                                        "recompute"};
+    assert_int_equal(CFG_NFEATURES, 19);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -440,7 +441,7 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
-    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0};
+    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);

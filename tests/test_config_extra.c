@@ -66,7 +66,7 @@ static void test_rejected_when_invalid(void **state)
     assert_string_equal(err.msg, "config: key 'probe' given twice");
     assert_int_equal(cfg_parse(&c, "prove=2", &err), -1);
     assert_non_null(strstr(err.msg, "did you mean 'probe'?"));
-    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, acc, wrun, crsum, probe)"));
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, acc, wrun, crsum, recompute, probe)"));
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "probe=4,tile=16", &err), 0);
     assert_int_equal(cfg_validate(&c, &err), -1);
@@ -112,20 +112,20 @@ static void test_enumerated_by_space(void **state)
 static void test_features_and_simulation(void **state)
 {
     (void)state;
-    assert_int_equal(CFG_NFEATURES, 19);
-    assert_string_equal(cfg_feature_name(18), "probe4");
+    assert_int_equal(CFG_NFEATURES, 20);
+    assert_string_equal(cfg_feature_name(19), "probe4");
     assert_string_equal(cfg_feature_name(13), "acc_reg");
     cg_config c;
     rg_err err;
     double x[CFG_NFEATURES], g, t;
     cfg_default(&c);
     cfg_features(&c, x);
-    assert_true(x[18] == 0);
+    assert_true(x[19] == 0);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 1);
     assert_int_equal(cfg_parse(&c, "probe=4", &err), 0);
     cfg_features(&c, x);
-    assert_true(x[18] == 1);
+    assert_true(x[19] == 1);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 0.5);
 }
