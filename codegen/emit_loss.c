@@ -18,6 +18,99 @@ static int nll_group(int classes)
     return g;
 }
 
+/* Blocks of the loss kernel: a grid-stride loop over nodes, and one atomic add per block to the
+ * single loss address. One block per 32 nodes (synth:mag: 61,000 atomics on one double) made the
+ * atomics the kernel's time; 8 blocks of 256 threads per SM of an H100 still fill it. */
+#define NLL_LOSS_BLOCKS 1056
+
+/* The node's row: its maximum, its exponentials in double and their sum z, and its label; `ind`
+ * indents it (inside the loss kernel's loop). */
+static void emit_row_softmax(rg_str *src, const char *ind)
+{
+    rg_str_printf(src,
+                  "%1$sconst bool valid = n < num_rows;\n"
+                  "%1$sconst float* x = X + (size_t)(valid ? n : 0) * C;\n"
+                  "%1$sfloat xv[V];\n"
+                  "%1$sfloat m = -3.402823466e38f;\n"
+                  "%1$s#pragma unroll\n"
+                  "%1$sfor (int j = 0; j < V; j++) {\n"
+                  "%1$s    const int c = sub + j * G;\n"
+                  "%1$s    xv[j] = (valid && c < C) ? x[c] : -3.402823466e38f;\n"
+                  "%1$s    m = fmaxf(m, xv[j]);\n"
+                  "%1$s}\n"
+                  "%1$s#pragma unroll\n"
+                  "%1$sfor (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
+                  "%1$s/* exponentials, their sum, the log and the loss in double: d logits feed every\n"
+                  "%1$s   gradient, and a biased approximate exp (__expf) shifts all of them alike */\n"
+                  "%1$sdouble e[V], z = 0.0;\n"
+                  "%1$s#pragma unroll\n"
+                  "%1$sfor (int j = 0; j < V; j++) {\n"
+                  "%1$s    e[j] = sub + j * G < C ? exp((double)xv[j] - (double)m) : 0.0;\n"
+                  "%1$s    z += e[j];\n"
+                  "%1$s}\n"
+                  "%1$s#pragma unroll\n"
+                  "%1$sfor (int o = G / 2; o > 0; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);\n"
+                  "%1$sconst int label = valid ? (int)L[n] : -1;\n",
+                  ind);
+}
+
+/* The lane holding the label adds the node's loss; each lane sums its nodes over the loop, and
+ * the block adds its sum with one atomic. The loop's bound is the same for every lane of a block,
+ * so the shuffles see whole warps. */
+static void emit_loss_body(rg_str *src, int per_block)
+{
+    rg_str_printf(src,
+                  "    double t = 0.0;\n"
+                  "    for (int base = blockIdx.x * %d; base < num_rows; base += gridDim.x * %d) {\n"
+                  "        const int n = base + warp * (32 / G) + lane / G;\n",
+                  per_block, per_block);
+    emit_row_softmax(src, "        ");
+    rg_str_printf(src,
+                  "        #pragma unroll\n"
+                  "        for (int j = 0; j < V; j++)\n"
+                  "            if (sub + j * G == label) t += -((double)xv[j] - (double)m - log(z)) / (double)num_rows;\n"
+                  "    }\n"
+                  "    t = warp_sum(t);\n"
+                  "    __shared__ double part[%d];\n"
+                  "    if (lane == 0) part[warp] = t;\n"
+                  "    __syncthreads();\n"
+                  "    if (threadIdx.x == 0) {\n"
+                  "        double b = 0.0;\n"
+                  "        for (int w = 0; w < %d; w++) b += part[w];\n"
+                  "        atomicAdd(O, b);\n"
+                  "    }\n"
+                  "}\n",
+                  NLL_WARPS, NLL_WARPS);
+}
+
+/* The gradient overwrites its output where it is the output's one writer and the output starts at
+ * zero (autodiff's `+=` into a zero-filled d_h): reading the zeros back would add a pass over it. */
+static int grad_overwrites(const ir_program *ir, const ir_stmt *s)
+{
+    if (!s->accumulate) return 1;
+    if (!ir->vars[s->out.var].zero_init) return 0;
+    for (int i = 0; i < ir->nstmts; i++)
+        if (&ir->stmts[i] != s && ir_stmt_writes(&ir->stmts[i], s->out.var)) return 0;
+    return 1;
+}
+
+static void emit_grad_body(rg_str *src, int per_block, int overwrite)
+{
+    rg_str_printf(src, "    const int n = blockIdx.x * %d + warp * (32 / G) + lane / G;\n", per_block);
+    emit_row_softmax(src, "    ");
+    rg_str_printf(src,
+                  "    if (!valid) return;\n"
+                  "    const double scale = (double)dloss[0] / (double)num_rows, inv_z = 1.0 / z;\n"
+                  "    #pragma unroll\n"
+                  "    for (int j = 0; j < V; j++) {\n"
+                  "        const int c = sub + j * G;\n"
+                  "        if (c < C)\n"
+                  "            O[(size_t)n * C + c] %s (e[j] * inv_z - (c == label ? 1.0 : 0.0)) * scale;\n"
+                  "    }\n"
+                  "}\n",
+                  overwrite ? "=" : "+=");
+}
+
 int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
 {
     const ir_var *x = &ir->vars[s->in[0].var];
@@ -26,12 +119,17 @@ int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *sr
     int C = (int)ir_var_row_width(x);
     if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
     int G = nll_group(C), V = (C + G - 1) / G, per_block = NLL_WARPS * (32 / G);
-    k->category = KC_OTHER;
-    k->grid_kind = KGRID_ROWS;
-    k->grid_rows_size = KS_NODES;
-    k->rows_per_block = per_block;
-    k->block_x = 32 * NLL_WARPS;
     int grad = s->op == IR_OP_NLL_GRAD;
+    k->category = KC_OTHER;
+    k->block_x = 32 * NLL_WARPS;
+    if (grad) {
+        k->grid_kind = KGRID_ROWS;
+        k->grid_rows_size = KS_NODES;
+        k->rows_per_block = per_block;
+    } else {
+        k->grid_kind = KGRID_FIXED;
+        k->grid_x_fixed = NLL_LOSS_BLOCKS;
+    }
     const ir_var *lv = &ir->vars[s->in[1].var], *ov = &ir->vars[s->out.var];
     rg_str_printf(src,
                   "\n/* %s: %s (log-sum-exp in double), %d lanes per node */\n"
@@ -39,68 +137,14 @@ int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *sr
                   "extern \"C\" __global__ void %s(int num_rows, const float* __restrict__ X, const %s* __restrict__ L,\n"
                   "    %s* __restrict__ O%s)\n"
                   "{\n"
-                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & (G - 1);\n"
-                  "    const int n = blockIdx.x * %d + warp * (32 / G) + lane / G;\n"
-                  "    const bool valid = n < num_rows;\n"
-                  "    const float* x = X + (size_t)(valid ? n : 0) * C;\n"
-                  "    float xv[V];\n"
-                  "    float m = -3.402823466e38f;\n"
-                  "    #pragma unroll\n"
-                  "    for (int j = 0; j < V; j++) {\n"
-                  "        const int c = sub + j * G;\n"
-                  "        xv[j] = (valid && c < C) ? x[c] : -3.402823466e38f;\n"
-                  "        m = fmaxf(m, xv[j]);\n"
-                  "    }\n"
-                  "    #pragma unroll\n"
-                  "    for (int o = G / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));\n"
-                  "    /* exponentials, their sum, the log and the loss in double: d logits feed every\n"
-                  "       gradient, and a biased approximate exp (__expf) shifts all of them alike */\n"
-                  "    double e[V], z = 0.0;\n"
-                  "    #pragma unroll\n"
-                  "    for (int j = 0; j < V; j++) {\n"
-                  "        e[j] = sub + j * G < C ? exp((double)xv[j] - (double)m) : 0.0;\n"
-                  "        z += e[j];\n"
-                  "    }\n"
-                  "    #pragma unroll\n"
-                  "    for (int o = G / 2; o > 0; o >>= 1) z += __shfl_xor_sync(0xffffffffu, z, o);\n"
-                  "    const int label = valid ? (int)L[n] : -1;\n",
+                  "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, sub = lane & (G - 1);\n",
                   k->name, grad ? "d logits of the mean NLL loss" : "mean NLL loss of log-softmax", G, C, G, V, k->name,
                   vt_ctype(lv), vt_ctype(ov),
                   grad ? (vt_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss"
                                                                  : ", const float* __restrict__ dloss")
-                       : "",
-                  per_block);
-    if (grad)
-        rg_str_printf(src,
-                      "    if (!valid) return;\n"
-                      "    const double scale = (double)dloss[0] / (double)num_rows, inv_z = 1.0 / z;\n"
-                      "    #pragma unroll\n"
-                      "    for (int j = 0; j < V; j++) {\n"
-                      "        const int c = sub + j * G;\n"
-                      "        if (c < C)\n"
-                      "            O[(size_t)n * C + c] %s (e[j] * inv_z - (c == label ? 1.0 : 0.0)) * scale;\n"
-                      "    }\n"
-                      "}\n",
-                      s->accumulate ? "+=" : "=");
-    else
-        /* the lane holding the label adds the node's loss; one atomic per block, not per node:
-           a single address updated by every warp serializes */
-        rg_str_printf(src,
-                      "    double t = 0.0;\n"
-                      "    #pragma unroll\n"
-                      "    for (int j = 0; j < V; j++)\n"
-                      "        if (sub + j * G == label) t = -((double)xv[j] - (double)m - log(z)) / (double)num_rows;\n"
-                      "    t = warp_sum(t);\n"
-                      "    __shared__ double part[%d];\n"
-                      "    if (lane == 0) part[warp] = t;\n"
-                      "    __syncthreads();\n"
-                      "    if (threadIdx.x == 0) {\n"
-                      "        double b = 0.0;\n"
-                      "        for (int w = 0; w < %d; w++) b += part[w];\n"
-                      "        atomicAdd(O, b);\n"
-                      "    }\n"
-                      "}\n",
-                      NLL_WARPS, NLL_WARPS);
+                       : "");
+    if (grad) emit_grad_body(src, per_block, grad_overwrites(ir, s));
+    else emit_loss_body(src, per_block);
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
