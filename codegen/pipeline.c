@@ -59,13 +59,21 @@ static int known_wrong_mapping(const pl_problem *p, const cg_config *cfg, rg_err
     return 1;
 }
 
-/* wrun changes only the kernels that sum weight gradients, and crsum only those that sum into compact
- * rows: an inference plan has neither, a plan without compaction no compact rows. */
+/* wrun changes only the kernels that sum weight gradients, crsum only those that sum into compact
+ * rows, recompute only what the forward pass stores for the backward: an inference plan has none of
+ * them, a plan without compaction no compact rows. */
 static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
 {
     if (cfg->wrun != 32 && !pl_is_train(p->task)) {
         rg_errf(err, "wrun=%d changes only the traversals that sum weight gradients, and inference has none: it "
                      "would duplicate wrun=32", cfg->wrun);
+        return 0;
+    }
+    if (cfg->recompute && !pl_is_train(p->task)) {
+        /* here, before the program is parsed, as model_load_opts would say it after: inference points
+         * of the default space are refused by the hundred thousand */
+        rg_errf(err, "recompute=on does not apply to %s infer: inference stores no per-edge value for a backward pass",
+                p->model);
         return 0;
     }
     if (cfg->crsum == CFG_CRSUM_ATOMIC) return 1;

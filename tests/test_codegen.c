@@ -77,7 +77,8 @@ static void collect(const kp_kernel *k, void *ctx)
 /* softmax=single for rgcn, a traversal mapping wider than the rows, acc=reg with trav=node or with
  * 16 lanes on dst-sorted edge traversals in training, 8 lanes there with two-pass softmax (refused:
  * wrong on the H100), or wrun in inference and crsum in inference or without compaction (nothing to
- * change): the only points that may not apply. */
+ * change), recompute=on in inference or for RGCN (nothing stored for the backward pass to recompute):
+ * the only points that may not apply. */
 static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err *why)
 {
     rg_err e;
@@ -91,6 +92,9 @@ static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err
     if (c->lanes < 16 && pl_is_train(p->task) && strstr(why->msg, "and softmax=twopass is refused in training")) return 1;
     if (c->crsum != CFG_CRSUM_ATOMIC && (!pl_is_train(p->task) || c->compact == CFG_COMPACT_OFF) &&
         strstr(why->msg, "changes only the traversals that sum into compact (src, etype) rows"))
+        return 1;
+    if (c->recompute && (!pl_is_train(p->task) || !strcmp(p->model, "rgcn")) &&
+        strstr(why->msg, "recompute=on does not apply"))
         return 1;
     return (c->softmax == CFG_SOFTMAX_SINGLE && !strcmp(p->model, "rgcn")) || !et_mapping_applies(c, &p->dims, &e);
 }

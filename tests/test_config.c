@@ -388,7 +388,7 @@ static void test_builtin_spaces(void **state)
     static const char *const want[2] = {
         "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 4\nlanes: 8 16 32\n"
-        "relabel: orig bfs\nacc: smem reg\nwrun: 32 128\ncrsum: atomic run\n",
+        "relabel: orig bfs\nacc: smem reg\nwrun: 32 128\ncrsum: atomic run\nrecompute: off on\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
         "lanes: 16 32\ntblock: 256 512\nrelabel: orig bfs\nstore: f32 bf16\nacc: smem reg\n"};
