@@ -422,7 +422,8 @@ static void run_static(sr_run *r)
  * a temperature falling to 0 over the budget (early steps wander, late ones refine the best); of
  * the parent's unevaluated neighbours that cfg_validate accepts, the one the model predicts
  * fastest (or, with probability ANNEAL_EXPLORE, a random one). Values of a key are those the
- * space has; a valid neighbour the store lacks is not measurable and costs its unit. */
+ * space has; a valid neighbour the store lacks is not measurable and costs its unit (in replay: a
+ * live search's problem is closed, its neighbours are its valid points only). */
 #define ANNEAL_T0 0.2
 #define ANNEAL_EXPLORE 0.25
 
@@ -453,7 +454,8 @@ static int neighbours(const sr_run *r, const key_values kv[CFG_NKEYS], const cg_
             if (kv[k].code[j] == key->get(parent)) continue;
             cg_config c = *parent;
             key->set(&c, kv[k].code[j]);
-            if (cfg_validate(&c, NULL) == 0 && !evaluated(r, &c)) out[n++] = c;
+            if (cfg_validate(&c, NULL) == 0 && !evaluated(r, &c) && (!r->p->closed || sr_find(r->p, &c) >= 0))
+                out[n++] = c;
         }
     }
     return n;

@@ -26,6 +26,9 @@ typedef struct sr_problem {
     double *sorted_ms;         /* [n] measurable times ascending, then worst_ms for each unmeasurable one */
     cg_config *static_list;    /* the static list of this problem's kind on the OTHER datasets, best first */
     int nstatic;
+    int closed;                /* the points are every config worth evaluating (a live search's valid points
+                                  for its problem): anneal proposes no other; 0 in replay, where a config the
+                                  store lacks stands for one a search would have measured */
 } sr_problem;
 
 typedef struct sr_set {

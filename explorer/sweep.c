@@ -4,6 +4,7 @@
 #include "common/git.h"
 #include "common/json.h"
 #include "common/opts.h"
+#include "codegen/pipeline.h"
 #include "explorer/search.h"
 #include "measure/rows.h"
 
@@ -936,6 +937,7 @@ static void search_problem(job *j, int *cand, sr_problem *sp)
     prob.heads = j->p->heads;
     prob.stats = j->info.stats;
     sr_problem_init(sp, &prob, cfgs, pred, nc);
+    sp->closed = 1;   /* the points that do not apply to the problem are not worth a unit of the budget */
     free(pred);
     free(cfgs);
     live_static_list(j, sp);
@@ -1072,6 +1074,67 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
     return j->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 
+/* Whether the program passes that a config chooses (softmax=single, recompute=on) apply to the
+ * problem, probed once per combination of the keys the programs depend on: pl_build on the point's
+ * structure with the default schedule (1, or 0 with *why). RGCN has no softmax to rewrite and
+ * nothing for recompute, so half or three quarters of its points are such. */
+typedef struct pass_probe {
+    int tried[CFG_COMPACT_DIRECT + 1][2][2][2];
+    int applies[CFG_COMPACT_DIRECT + 1][2][2][2];
+    char why[CFG_COMPACT_DIRECT + 1][2][2][2][320];
+} pass_probe;
+
+static int passes_apply(pass_probe *pb, const pl_problem *pp, const cg_config *c, const char **why)
+{
+    int a = c->compact, b = c->reorder != 0, sm = c->softmax == CFG_SOFTMAX_SINGLE, rc = c->recompute != 0;
+    if (!sm && !rc) return 1;
+    if (!pb->tried[a][b][sm][rc]) {
+        cg_config probe;
+        cfg_default(&probe);
+        probe.compact = c->compact;
+        probe.reorder = c->reorder;
+        probe.softmax = c->softmax;
+        probe.recompute = c->recompute;
+        ir_program *ir;
+        lw_program *lp;
+        rg_err e;
+        int r = pl_build(pp, &probe, NULL, NULL, &ir, &lp, &e);
+        pb->tried[a][b][sm][rc] = 1;
+        pb->applies[a][b][sm][rc] = r != PL_INAPPLICABLE || !strstr(e.msg, "does not apply to");
+        if (r == 0) {
+            lw_free(lp);
+            ir_free(ir);
+        } else {
+            snprintf(pb->why[a][b][sm][rc], sizeof pb->why[a][b][sm][rc], "%.310s", e.msg);
+        }
+    }
+    *why = pb->why[a][b][sm][rc];
+    return pb->applies[a][b][sm][rc];
+}
+
+/* The points that do not apply to this problem are invalid for it, with pl_build's reason: their
+ * schedule (pl_schedule_applies, no program parsed) or their passes (passes_apply). In inference
+ * seven in eight points of the default space are such (wrun, crsum and recompute change only training
+ * plans): a search that took them for candidates spent most of its budget on variants the worker
+ * could only refuse. */
+static void mark_inapplicable(job *j)
+{
+    pl_problem pp = {.model = j->p->model, .task = j->p->task, .dims = {j->p->dim_in, j->p->dim_out, j->p->heads}};
+    pass_probe *pb = rg_xcalloc(1, sizeof *pb);
+    for (int i = 0; i < j->n; i++) {
+        sp_point *pt = &j->pts[i];
+        rg_err e;
+        const char *why = NULL;
+        if (!pt->valid) continue;
+        if (!pl_schedule_applies(&pp, &pt->cfg, &e)) why = e.msg;
+        else if (!passes_apply(pb, &pp, &pt->cfg, &why)) RG_ASSERT(why);
+        else continue;
+        pt->valid = 0;
+        snprintf(pt->reason, sizeof pt->reason, "%.310s", why);
+    }
+    free(pb);
+}
+
 /* The search of a problem: --strategy and --budget as given; without them (and without --exhaustive)
  * a space of more than XS_EXHAUSTIVE_MAX valid points is not swept but searched, XS_DEFAULT_SEARCH
  * over XS_DEFAULT_SEARCH_PERCENT of its points (issue 19: an exhaustive sweep is no longer the
@@ -1097,6 +1160,7 @@ int xs_problem(xs_session *s, const xb_problem *p, xs_summary *sum, rg_err *err)
     j.p = p;
     j.sum = sum;
     if (sp_load(s->o.space, &j.space, err) || sp_enumerate(&j.space, &j.pts, &j.n, err)) return -1;
+    mark_inapplicable(&j);
     sum->points = j.n;
     sum->valid = sp_count_valid(j.pts, j.n);
     sum->invalid = j.n - sum->valid;
