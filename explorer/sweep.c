@@ -1039,6 +1039,11 @@ static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
 }
 
 
+/* Only a sweep of the whole space records its invalid points (with the reason): a search or a sweep
+ * under --budget measures a few of them, and recording the default space's half a million invalid
+ * points (in inference) took longer than measuring those few. */
+static int records_invalid(const job *j) { return !j->strategy && j->budget <= 0; }
+
 static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
 {
     if (begin_run(j->s, &j->info, err)) return -1;
@@ -1061,16 +1066,15 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
                 j->sum->skipped, j->ninvalid, j->strategy, j->sum->budget, (unsigned long long)o->seed,
                 o->time_limit_s > 0 ? ", with a time limit" : "");
     else if (j->pr.mode != XS_PROGRESS_OFF)
-        fprintf(stderr, "%s on %s (%s): %d points, %d already measured, %d invalid to record, %d to measure%s\n",
-                j->p->model, j->p->dataset, j->p->task, j->n, j->sum->skipped, j->ninvalid, j->ntodo,
+        fprintf(stderr, "%s on %s (%s): %d points, %d already measured, %d invalid%s, %d to measure%s\n",
+                j->p->model, j->p->dataset, j->p->task, j->n, j->sum->skipped, j->ninvalid,
+                records_invalid(j) ? " to record" : " (not recorded under --budget)", j->ntodo,
                 j->budget > 0 ? " (--budget)" : "");
     if (j->strategy && !o->strategy && j->pr.mode != XS_PROGRESS_OFF)   /* choose_search's default */
         fprintf(stderr, "the space has %d valid points, too many to sweep: searching %d of them (%d%%) with %s "
                         "(--exhaustive measures every point, --budget and --strategy choose)\n",
                 j->sum->valid, j->sum->budget, XS_DEFAULT_SEARCH_PERCENT, j->strategy);
-    /* a search never measures an invalid point, and recording its tens of thousands of them took
-     * most of its setup: only an exhaustive sweep records them (with the reason) */
-    if (!j->strategy && batched(j, record_invalid, err)) return -1;
+    if (records_invalid(j) && batched(j, record_invalid, err)) return -1;
     return j->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 
