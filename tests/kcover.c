@@ -189,84 +189,291 @@ int kc_pairwise(const sp_space *sp, int extra, uint64_t seed, long **idx)
     return n;
 }
 
+/* ---- the text NVRTC sees ---- */
+
+/* One line's items: the line, and the pair it makes with the line before (salted by `what` and
+ * the kind of item, so that the sets of different calls do not mix). */
+static int line_items(kc_set *seen, unsigned what, int add, uint64_t line, uint64_t *prev)
+{
+    int fresh = 0;
+    for (unsigned kind = KC_LINES; kind <= KC_LINE_PAIRS; kind <<= 1) {
+        if (!(what & kind) || (kind == KC_LINE_PAIRS && !*prev)) continue;
+        uint64_t tag = what | kind << 8, h = rg_fnv1a64(&tag, sizeof tag, RG_FNV_SEED);
+        h = rg_fnv1a64(&line, sizeof line, h);
+        if (kind == KC_LINE_PAIRS) h = rg_fnv1a64(prev, sizeof *prev, h);
+        fresh += add ? kc_set_add(seen, h) : !kc_set_has(seen, h);
+    }
+    *prev = line;
+    return fresh;
+}
+
+/* Where the text of a line stops being hashed as it is at p: past a comment, the kernel's name, or
+ * (KC_NO_LITERALS) a numeric literal, with *put what stands for it; NULL where p is plain text. */
+static const char *special(const kp_kernel *k, const char *p, unsigned what, const char **put)
+{
+    size_t nlen = strlen(k->name);
+    *put = NULL;
+    if (p[0] == '/' && p[1] == '*') {
+        const char *e = strstr(p + 2, "*/");
+        return e ? e + 2 : p + strlen(p);
+    }
+    if (p[0] == '/' && p[1] == '/') return p + strcspn(p, "\n");
+    int starts = p == k->source || !is_ident(p[-1]);
+    if (nlen && starts && !strncmp(p, k->name, nlen) && !is_ident(p[nlen])) {
+        *put = "KERNEL";
+        return p + nlen;
+    }
+    if ((what & KC_NO_LITERALS) && starts && *p >= '0' && *p <= '9') {
+        const char *e = p;
+        while (is_ident(*e) || *e == '.') e++;
+        *put = "#";
+        return e;
+    }
+    return NULL;
+}
+
+int kc_text_items(kc_set *seen, const kp_kernel *k, unsigned what, int add)
+{
+    const char *p = k->source, *run = p;   /* run: start of the line's text not hashed yet */
+    uint64_t line = RG_FNV_SEED, prev = 0;
+    int fresh = 0;
+    for (;;) {
+        const char *put, *skip = *p && *p != '\n' ? special(k, p, what, &put) : NULL;
+        if (*p && *p != '\n' && !skip) {
+            p++;
+            continue;
+        }
+        line = rg_fnv1a64(run, (size_t)(p - run), line);
+        if (skip) {
+            if (put) line = rg_fnv1a64(put, strlen(put), line);
+            run = p = skip;
+            continue;
+        }
+        fresh += line_items(seen, what, add, line, &prev);
+        if (!*p) return fresh;
+        run = ++p;
+        line = RG_FNV_SEED;
+    }
+}
+
+/* ---- the points of a space, once per binary ---- */
+
+static kc_space space_cache;
+
+const kc_space *kc_space_get(const char *space)
+{
+    kc_space *s = &space_cache;
+    if (s->slot && !strcmp(s->spec, space)) return s;
+    free(s->slot);
+    free(s->point);
+    free(s->cfg);
+    free(s->cls);
+    *s = (kc_space){0};
+    sp_point *pts;
+    rg_err err;
+    if (sp_load(space, &s->sp, &err) || sp_enumerate(&s->sp, &pts, &s->n, &err)) fail_msg("%s", err.msg);
+    s->nvalid = sp_count_valid(pts, s->n);
+    s->slot = rg_xmalloc(((size_t)s->n + 1) * sizeof *s->slot);
+    s->point = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->point);
+    s->cfg = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->cfg);
+    s->cls = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->cls);
+    for (int i = 0, v = 0; i < s->n; i++) {
+        s->slot[i] = pts[i].valid ? v : -1;
+        if (!pts[i].valid) continue;
+        s->point[v] = i;
+        s->cfg[v] = pts[i].cfg;
+        kc_schedule_classes(&pts[i].cfg, s->cls[v++]);
+    }
+    free(pts);
+    snprintf(s->spec, sizeof s->spec, "%s", space);
+    return s;
+}
+
+int kc_cover_pairwise(void)
+{
+    const char *c = getenv("RGNN_TEST_COVER");
+    return c && !strcmp(c, "pairwise");
+}
+
+/* ---- covering walks ---- */
+
+/* The points that bring a schedule class no applicable point brought yet, in enumeration order. */
+static void walk_classes(const kc_space *s, int (*visit)(int, void *), void *ctx, kc_set *classes,
+                         unsigned char *built, kc_walk *out)
+{
+    for (int v = 0; v < s->nvalid; v++) {
+        if (kc_set_has(classes, s->cls[v][0]) && kc_set_has(classes, s->cls[v][1])) continue;
+        built[v] = 1;
+        out->built++;
+        if (visit(v, ctx)) {
+            out->inapplicable++;   /* its classes stay open for the next point that has them */
+            continue;
+        }
+        kc_set_add(classes, s->cls[v][0]);
+        kc_set_add(classes, s->cls[v][1]);
+    }
+}
+
+/* Pairs of values of two keys: state[a][va][b][vb] (a < b) is the number of inapplicable points
+ * that had the pair (up to PAIR_TRIES: given up), or PAIR_COVERED. */
+enum { PAIR_TRIES = 32, PAIR_COVERED = 255 };
+typedef unsigned char pair_state[SP_MAX_DIMS][SP_MAX_VALS][SP_MAX_DIMS][SP_MAX_VALS];
+
+/* The value of each key at point i (sp_config_at's order: the last key fastest). */
+static void point_values(const sp_space *sp, long i, int *val)
+{
+    for (int d = sp->ndims - 1; d >= 0; d--) {
+        val[d] = (int)(i % sp->dims[d].nvals);
+        i /= sp->dims[d].nvals;
+    }
+}
+
+/* Whether the point has a pair still sought (mark == 0); with mark, how many, each counted as a
+ * failure (fail) or covered. */
+static int open_pairs(const sp_space *sp, pair_state *st, const int *val, int mark, int fail)
+{
+    int open = 0;
+    for (int a = 0; a < sp->ndims; a++)
+        for (int b = a + 1; b < sp->ndims; b++) {
+            unsigned char *x = &(*st)[a][val[a]][b][val[b]];
+            if (*x >= PAIR_TRIES) continue;
+            if (!mark) return 1;
+            open++;
+            if (mark) *x = fail ? (unsigned char)(*x + 1) : PAIR_COVERED;
+        }
+    return open;
+}
+
+/* The points that bring a pair no applicable point had, in a fixed-seed random order; those
+ * pl_schedule_applies refuses are left out (in inference most points are: they would give up every
+ * pair before an applicable point had it), the others' refusals give a pair up. */
+static void walk_pairs(const kc_space *s, const pl_problem *p, int (*visit)(int, void *), void *ctx,
+                       kc_set *classes, unsigned char *built, kc_walk *out)
+{
+    pair_state *st = rg_xcalloc(1, sizeof *st);
+    int *order = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *order), val[SP_MAX_DIMS];
+    rg_rng rng;
+    rg_rng_seed(&rng, 20240611);
+    for (int v = 0; v < s->nvalid; v++) order[v] = v;
+    for (int v = s->nvalid - 1; v > 0; v--) {
+        int j = (int)rg_rng_below(&rng, (uint64_t)v + 1), t = order[v];
+        order[v] = order[j];
+        order[j] = t;
+    }
+    for (int k = 0; k < s->nvalid; k++) {
+        int v = order[k];
+        point_values(&s->sp, s->point[v], val);
+        if (!open_pairs(&s->sp, st, val, 0, 0) || !pl_schedule_applies(p, &s->cfg[v], NULL)) continue;
+        built[v] = 1;
+        out->built++;
+        int inapplicable = visit(v, ctx);
+        open_pairs(&s->sp, st, val, 1, inapplicable);
+        out->inapplicable += inapplicable;
+        if (inapplicable) continue;
+        kc_set_add(classes, s->cls[v][0]);
+        kc_set_add(classes, s->cls[v][1]);
+    }
+    free(order);
+    free(st);
+}
+
+void kc_cover_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
+                   kc_set *classes, unsigned char *built, kc_walk *out)
+{
+    *out = (kc_walk){.points = s->nvalid};
+    if (kc_cover_pairwise()) walk_pairs(s, p, visit, ctx, classes, built, out);
+    else walk_classes(s, visit, ctx, classes, built, out);
+}
+
 /* ---- the distinct kernels of a space ---- */
 
 static uint64_t source_hash(const kp_kernel *k) { return rg_fnv1a64(k->source, strlen(k->source), RG_FNV_SEED); }
 
-/* Builds point i: 0 with *v filled, or 1 when it is inapplicable (the test fails on any other error). */
-static int build_point(const sp_point *pt, const pl_problem *p,
-                       int (*inapplicable_ok)(const pl_problem *, const cg_config *, const rg_err *), cg_variant *v)
+typedef int (*inapplicable_fn)(const pl_problem *, const cg_config *, const rg_err *);
+
+/* Builds a config: 0 with *v filled, or 1 when it is inapplicable (the test fails on any other error). */
+static int build_point(const cg_config *cfg, const pl_problem *p, inapplicable_fn inapplicable_ok, cg_variant *v)
 {
     ir_program *ir;
     lw_program *lp;
     rg_err err;
-    int rc = pl_build(p, &pt->cfg, NULL, NULL, &ir, &lp, &err);
-    if (rc == PL_INAPPLICABLE && (!inapplicable_ok || inapplicable_ok(p, &pt->cfg, &err))) return 1;
+    int rc = pl_build(p, cfg, NULL, NULL, &ir, &lp, &err);
+    if (rc == PL_INAPPLICABLE && (!inapplicable_ok || inapplicable_ok(p, cfg, &err))) return 1;
     if (rc == 0) {
-        rc = cg_build(ir, lp, &pt->cfg, v, &err);
+        rc = cg_build(ir, lp, cfg, v, &err);
         lw_free(lp);
         ir_free(ir);
     }
     if (rc) {
-        char *cs = cfg_to_string(&pt->cfg);
+        char *cs = cfg_to_string(cfg);
         fail_msg("%s %s %s: %s", p->model, p->task, cs, err.msg);
     }
     return 0;
+}
+
+/* kc_space_kernels' visit: a point built, its kernels not seen yet given to fn. */
+typedef struct kernel_walk {
+    const kc_space *s;
+    const pl_problem *p;
+    inapplicable_fn inapplicable_ok;
+    void (*fn)(const kp_kernel *, void *);
+    void *ctx;
+    kc_set seen;   /* source hashes */
+    kc_walk *out;
+} kernel_walk;
+
+static int visit_kernels(int v, void *ctx)
+{
+    kernel_walk *w = ctx;
+    cg_variant var;
+    if (build_point(&w->s->cfg[v], w->p, w->inapplicable_ok, &var)) return 1;
+    for (int k = 0; k < var.plan.nkernels; k++)
+        if (kc_set_add(&w->seen, source_hash(&var.plan.kernels[k]))) {
+            w->fn(&var.plan.kernels[k], w->ctx);
+            w->out->kernels++;
+        }
+    cg_variant_free(&var);
+    return 0;
+}
+
+/* The premise on `sample` points not built whose two classes were: each kernel of theirs was seen. */
+static void check_premise(const kernel_walk *w, int sample, const kc_set *classes, const unsigned char *built)
+{
+    const kc_space *s = w->s;
+    int ncand = 0;
+    int *cand = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *cand);
+    for (int v = 0; v < s->nvalid; v++)
+        if (!built[v] && kc_set_has(classes, s->cls[v][0]) && kc_set_has(classes, s->cls[v][1])) cand[ncand++] = v;
+    rg_rng rng;
+    rg_rng_seed(&rng, 20240611);
+    for (int tries = 0; ncand && w->out->sampled < sample && tries < 64 * sample; tries++) {
+        const cg_config *cfg = &s->cfg[cand[rg_rng_below(&rng, (uint64_t)ncand)]];
+        cg_variant var;
+        if (build_point(cfg, w->p, w->inapplicable_ok, &var)) continue;
+        w->out->sampled++;
+        for (int k = 0; k < var.plan.nkernels; k++)
+            if (!kc_set_has(&w->seen, source_hash(&var.plan.kernels[k]))) {
+                char *cs = cfg_to_string(cfg);
+                fail_msg("%s %s %s: kernel %s is not among those of the points of a new schedule class: a kernel's "
+                         "text depends on more than its structure and its own schedule keys", w->p->model,
+                         w->p->task, cs, var.plan.kernels[k].name);
+            }
+        cg_variant_free(&var);
+    }
+    free(cand);
 }
 
 void kc_space_kernels(const char *space, const pl_problem *p, int sample,
                       int (*inapplicable_ok)(const pl_problem *p, const cg_config *c, const rg_err *why),
                       void (*fn)(const kp_kernel *k, void *ctx), void *ctx, kc_walk *out)
 {
-    sp_space sp;
-    sp_point *pts;
-    int n;
-    rg_err err;
-    if (sp_load(space, &sp, &err) || sp_enumerate(&sp, &pts, &n, &err)) fail_msg("%s", err.msg);
-    kc_set classes = {0}, seen = {0};
-    unsigned char *built = rg_xcalloc((size_t)n, 1);
-    *out = (kc_walk){0};
-    for (int i = 0; i < n; i++) {
-        if (!pts[i].valid) continue;
-        out->points++;
-        uint64_t cls[2];
-        kc_schedule_classes(&pts[i].cfg, cls);
-        if (kc_set_has(&classes, cls[0]) && kc_set_has(&classes, cls[1])) continue;
-        cg_variant v;
-        built[i] = 1;
-        out->built++;
-        if (build_point(&pts[i], p, inapplicable_ok, &v)) {
-            out->inapplicable++;   /* its classes stay open for the next point that has them */
-            continue;
-        }
-        kc_set_add(&classes, cls[0]);
-        kc_set_add(&classes, cls[1]);
-        for (int k = 0; k < v.plan.nkernels; k++)
-            if (kc_set_add(&seen, source_hash(&v.plan.kernels[k]))) {
-                fn(&v.plan.kernels[k], ctx);
-                out->kernels++;
-            }
-        cg_variant_free(&v);
-    }
-    /* the premise: any other point's kernels are among those seen */
-    rg_rng rng;
-    rg_rng_seed(&rng, 20240611);
-    for (int tries = 0; out->sampled < sample && tries < 64 * sample; tries++) {
-        int i = (int)rg_rng_below(&rng, (uint64_t)n);
-        cg_variant v;
-        if (!pts[i].valid || built[i] || build_point(&pts[i], p, inapplicable_ok, &v)) continue;
-        out->sampled++;
-        for (int k = 0; k < v.plan.nkernels; k++)
-            if (!kc_set_has(&seen, source_hash(&v.plan.kernels[k]))) {
-                char *cs = cfg_to_string(&pts[i].cfg);
-                fail_msg("%s %s %s: kernel %s is not among those of the points of a new schedule class: a kernel's "
-                         "text depends on more than its structure and its own schedule keys", p->model, p->task, cs,
-                         v.plan.kernels[k].name);
-            }
-        cg_variant_free(&v);
-    }
+    const kc_space *s = kc_space_get(space);
+    kernel_walk w = {.s = s, .p = p, .inapplicable_ok = inapplicable_ok, .fn = fn, .ctx = ctx, .out = out};
+    kc_set classes = {0};
+    unsigned char *built = rg_xcalloc((size_t)s->nvalid + 1, 1);
+    kc_cover_walk(s, p, visit_kernels, &w, &classes, built, out);
+    check_premise(&w, sample, &classes, built);
     free(built);
     kc_set_free(&classes);
-    kc_set_free(&seen);
-    free(pts);
+    kc_set_free(&w.seen);
 }

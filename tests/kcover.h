@@ -35,20 +35,61 @@ uint64_t kc_kernel_shape(const kp_kernel *k);
  * kernel of the space; the tests that use this check the premise on a sample of the others. */
 void kc_schedule_classes(const cg_config *c, uint64_t cls[2]);
 
-/* What kc_space_kernels did. */
+/* What NVRTC sees of a kernel, as items in a set: with KC_LINES each line of its source, with
+ * KC_LINE_PAIRS each pair of consecutive lines, and with KC_NO_LITERALS every numeric literal read
+ * as "#" (comments and the kernel's own name are always left out). Returns how many of the items
+ * are not in `seen`, and adds them when add != 0. */
+enum { KC_LINES = 1, KC_LINE_PAIRS = 2, KC_NO_LITERALS = 4 };
+int kc_text_items(kc_set *seen, const kp_kernel *k, unsigned what, int add);
+
+/* The valid points of a built-in space (or space file) with their schedule classes, enumerated
+ * once per binary: sp_enumerate builds every config from strings (seconds for the default space,
+ * more under ASan) and its result is the same for every problem, and a walk visits most points. The
+ * last space asked for is kept (reachable until exit, so LeakSanitizer does not count it: about 250 MB
+ * for the default space); the test fails when it does not load. */
+typedef struct kc_space {
+    char spec[256];
+    sp_space sp;
+    int n, nvalid;          /* points, valid or not, in sp_enumerate's order; valid ones */
+    int *slot;              /* [n]: the point's index among the valid ones, or -1 */
+    int *point;             /* [nvalid]: the valid point's index in sp_enumerate's order */
+    cg_config *cfg;         /* [nvalid] */
+    uint64_t (*cls)[2];     /* [nvalid]: kc_schedule_classes */
+} kc_space;
+const kc_space *kc_space_get(const char *space);
+
+/* 1 when RGNN_TEST_COVER=pairwise (`make asan`): the covering walks take the pairwise points. */
+int kc_cover_pairwise(void);
+
+/* What a covering walk did. */
 typedef struct kc_walk {
     int points;         /* valid points of the space */
-    int built;          /* points built because they bring a new schedule class */
+    int built;          /* points built because they bring a new schedule class (or pair) */
     int inapplicable;   /* of those, PL_INAPPLICABLE to the problem */
     int kernels;        /* distinct kernel sources given to fn */
     int sampled;        /* other points built to check the premise */
 } kc_walk;
 
-/* Every distinct kernel source of the valid points of a built-in space (or space file) for a
- * problem, each given once to fn: builds the points that bring a new schedule class, then
- * `sample` others drawn with a fixed seed, and fails the test when one of those has a kernel fn
- * was not given. A point that fails to build fails the test, unless it is PL_INAPPLICABLE and
- * inapplicable_ok (NULL: any) accepts it. */
+/* A covering walk over the valid points of a space for one problem: each point it picks (v, its
+ * index among the valid ones) goes to visit, which builds it and returns 0, or 1 when the point does
+ * not apply to the problem (PL_INAPPLICABLE). It picks the points that bring a schedule class no
+ * applicable point brought yet, which gives every kernel of the space (within a structure a kernel's
+ * text depends only on its own schedule keys, the premise kc_space_kernels checks). With
+ * RGNN_TEST_COVER=pairwise it picks, in a fixed-seed random order, the points that bring a pair of
+ * values of two keys no applicable point had, leaving out those pl_schedule_applies refuses for p and
+ * giving a pair up after 32 inapplicable points had it: under ASan a walk is several times slower,
+ * the plain `make test` walks every class already (and sees every refusal), and what ASan looks for
+ * are the memory errors of the code paths, which every value of every key next to every value of
+ * every other key reaches. built[v] is set for each point given to visit (*out is reset;
+ * out->built and out->inapplicable count them); classes gets those of the applicable ones. */
+void kc_cover_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
+                   kc_set *classes, unsigned char *built, kc_walk *out);
+
+/* Every distinct kernel source of the points kc_cover_walk picks in a built-in space (or space file)
+ * for a problem, each given once to fn; then `sample` other points, drawn with a fixed seed among
+ * those both of whose classes an applicable point brought, and the test fails when one of those has
+ * a kernel fn was not given (the premise). A point that fails to build fails the test, unless it is
+ * PL_INAPPLICABLE and inapplicable_ok (NULL: any) accepts it. */
 void kc_space_kernels(const char *space, const pl_problem *p, int sample,
                       int (*inapplicable_ok)(const pl_problem *p, const cg_config *c, const rg_err *why),
                       void (*fn)(const kp_kernel *k, void *ctx), void *ctx, kc_walk *out);

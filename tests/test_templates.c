@@ -94,8 +94,9 @@ static const ir_dims DIMS[] = {{64, 64, 1}, {32, 16, 4}};
 static walked WALKS[2];   /* per DIMS: the second test reuses what the first walked */
 
 /* Each distinct kernel source of the default space of every model and task at DIMS[d], checked
- * (tests/kcover.h: the points of a new schedule class, the premise checked on 64 others;
- * PL_INAPPLICABLE points, softmax=single for rgcn, are left out). Once per run. */
+ * (tests/kcover.h: the points of a new schedule class, the premise checked on 64 others, the space
+ * enumerated once for the 24 walks; under `make asan` the pairwise points; PL_INAPPLICABLE points,
+ * softmax=single for rgcn, are left out). Once per run. */
 static const walked *walk(int d)
 {
     walked *w = &WALKS[d];
