@@ -88,10 +88,7 @@ static void emit_loss_body(rg_str *src, int per_block)
 static int grad_overwrites(const ir_program *ir, const ir_stmt *s)
 {
     if (!s->accumulate) return 1;
-    if (!ir->vars[s->out.var].zero_init) return 0;
-    for (int i = 0; i < ir->nstmts; i++)
-        if (&ir->stmts[i] != s && ir_stmt_writes(&ir->stmts[i], s->out.var)) return 0;
-    return 1;
+    return ir->vars[s->out.var].zero_init && ir_sole_stmt(ir, s->out.var, ir_stmt_writes) >= 0;
 }
 
 static void emit_grad_body(rg_str *src, int per_block, int overwrite)

@@ -192,6 +192,17 @@ int ir_stmt_writes(const ir_stmt *s, int var)
     return s->out.var == var;
 }
 
+int ir_sole_stmt(const ir_program *p, int var, int (*touches)(const ir_stmt *s, int var))
+{
+    int w = -1;
+    for (int i = 0; i < p->nstmts; i++)
+        if (touches(&p->stmts[i], var)) {
+            if (w != -1) return -2;
+            w = i;
+        }
+    return w;
+}
+
 /* ------------------------------------------------------------------ verification */
 
 static int op_arity(ir_opkind op)

@@ -211,6 +211,9 @@ const char *ir_layout_name(ir_layout l);
 /* Which variables a statement reads and writes (for dead-code and dependence analysis). */
 int ir_stmt_reads(const ir_stmt *s, int var);
 int ir_stmt_writes(const ir_stmt *s, int var);
+/* The one statement that touches var (touches: ir_stmt_reads or ir_stmt_writes), -1 when none does,
+ * -2 when several do: the passes' pattern matches ask it of their variables. */
+int ir_sole_stmt(const ir_program *p, int var, int (*touches)(const ir_stmt *s, int var));
 /* Removes statements whose outputs are never read (except outputs, loss and params'
  * gradients) and variables no statement touches. Returns the number removed. */
 int ir_remove_dead(ir_program *p);

@@ -76,7 +76,7 @@ static int recompute_edge_values(ir_program *p, const model_options *opt, rg_err
     char why[200];
     if (!strcmp(opt->task, "train") && prc_recompute_edge_values(p, opt->log, why, sizeof why) > 0) return 0;
     if (!strcmp(opt->task, "infer"))
-        snprintf(why, sizeof why, "inference stores no per-edge value for a backward pass");
+        snprintf(why, sizeof why, "%s", PRC_INFERENCE_WHY);
     if (opt->inapplicable) *opt->inapplicable = 1;
     return rg_errf(err, "recompute=on does not apply to %s %s: %s", p->name, opt->task, why);
 }

@@ -12,18 +12,6 @@ static int cheap_op(ir_opkind op)
            op != IR_OP_NLL_GRAD;
 }
 
-/* The one statement writing var, -1 when there is none, -2 when several. */
-static int only_writer(const ir_program *p, int var)
-{
-    int w = -1;
-    for (int i = 0; i < p->nstmts; i++)
-        if (ir_stmt_writes(&p->stmts[i], var)) {
-            if (w != -1) return -2;
-            w = i;
-        }
-    return w;
-}
-
 static int reads_var(const ir_operand *o) { return o->acc != IR_ACC_CONST && o->var >= 0; }
 
 /* A statement after `from` writes something s reads: a clone would read other values. */
@@ -44,7 +32,7 @@ static void find_candidates(const ir_program *p, int *def)
         def[v] = -1;
         const ir_var *x = &p->vars[v];
         if (x->kind != IR_VAR_EDGE || x->layout != IR_LAYOUT_VANILLA || x->role != IR_ROLE_TEMP) continue;
-        int w = only_writer(p, v);
+        int w = ir_sole_stmt(p, v, ir_stmt_writes);
         if (w < 0 || w >= p->nforward) continue;
         const ir_stmt *s = &p->stmts[w];
         if (s->dom == IR_DOM_EDGE && !s->accumulate && s->out.acc == IR_ACC_ROW && cheap_op(s->op) &&

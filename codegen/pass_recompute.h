@@ -27,4 +27,7 @@
  */
 int prc_recompute_edge_values(ir_program *p, FILE *log, char *why, size_t why_len);
 
+/* Why recompute=on does not apply in inference (pipeline.c says it before parsing, model.c after). */
+#define PRC_INFERENCE_WHY "inference stores no per-edge value for a backward pass"
+
 #endif

@@ -10,18 +10,6 @@ typedef struct sm_match {
     int n_slot;         /* which input of g reads N */
 } sm_match;
 
-/* The one statement writing (or reading) var, -1 when there is none, -2 when several. */
-static int only_stmt(const ir_program *p, int var, int (*touches)(const ir_stmt *, int))
-{
-    int w = -1;
-    for (int i = 0; i < p->nstmts; i++)
-        if (touches(&p->stmts[i], var)) {
-            if (w != -1) return -2;
-            w = i;
-        }
-    return w;
-}
-
 static int is_row(const ir_operand *o, int var) { return o->acc == IR_ACC_ROW && o->var == var; }
 
 static int same_shape(const ir_var *u, const ir_var *v) { return u->heads == v->heads && u->dim == v->dim; }
@@ -42,13 +30,13 @@ static int is_candidate(const ir_program *p, const ir_stmt *d)
 static const char *match_sum(const ir_program *p, sm_match *m)
 {
     if (!p->vars[m->sum].zero_init) return "the divisor is not a zero-initialised sum";
-    m->s = only_stmt(p, m->sum, ir_stmt_writes);
+    m->s = ir_sole_stmt(p, m->sum, ir_stmt_writes);
     if (m->s < 0 || m->s > m->d) return "the divisor is not written by exactly one sum before the division";
     const ir_stmt *s = &p->stmts[m->s];
     if (s->op != IR_OP_COPY || s->dom != IR_DOM_EDGE || !s->accumulate || s->out.acc != IR_ACC_DST ||
         !is_row(&s->in[0], m->a))
         return "the divisor is not the sum over incoming edges of the divided value";
-    m->x = only_stmt(p, m->a, ir_stmt_writes);
+    m->x = ir_sole_stmt(p, m->a, ir_stmt_writes);
     if (m->x < 0 || m->x > m->s) return "the divided value is not written by exactly one statement before its sum";
     const ir_stmt *x = &p->stmts[m->x];
     if (x->op != IR_OP_EXP || x->dom != IR_DOM_EDGE || x->accumulate)
@@ -61,7 +49,7 @@ static const char *match_sum(const ir_program *p, sm_match *m)
 /* N's one reader is e.dst[H] += e[N] * e[M] after d, H written there only and read after it. */
 static const char *match_aggregation(const ir_program *p, sm_match *m)
 {
-    m->g = only_stmt(p, m->n, ir_stmt_reads);
+    m->g = ir_sole_stmt(p, m->n, ir_stmt_reads);
     if (m->g < 0) return "the normalised attention is not read by exactly one statement";
     const ir_stmt *g = &p->stmts[m->g];
     m->h = g->out.var;
@@ -73,7 +61,7 @@ static const char *match_aggregation(const ir_program *p, sm_match *m)
         return "the aggregation reads the normalised attention or the sum other than as one weight";
     const ir_var *h = &p->vars[m->h], *n = &p->vars[m->n], *s = &p->vars[m->sum];
     const ir_var *mv = mo->acc == IR_ACC_CONST ? n : &p->vars[mo->var];
-    if (h->kind != IR_VAR_NODE || !h->zero_init || only_stmt(p, m->h, ir_stmt_writes) != m->g)
+    if (h->kind != IR_VAR_NODE || !h->zero_init || ir_sole_stmt(p, m->h, ir_stmt_writes) != m->g)
         return "the aggregate is not a zero-initialised node value written only by the aggregation";
     for (int i = 0; i < m->g; i++)
         if (ir_stmt_reads(&p->stmts[i], m->h)) return "the aggregate is read before the aggregation";
@@ -92,7 +80,7 @@ static const char *match(const ir_program *p, int d, sm_match *m)
     m->a = ds->in[0].var;
     m->sum = ds->in[1].var;
     m->n = ds->out.var;
-    if (only_stmt(p, m->n, ir_stmt_writes) != d) return "the normalised attention has other writers";
+    if (ir_sole_stmt(p, m->n, ir_stmt_writes) != d) return "the normalised attention has other writers";
     const char *why = match_sum(p, m);
     return why ? why : match_aggregation(p, m);
 }

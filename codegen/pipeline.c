@@ -4,6 +4,7 @@
 #include "codegen/codegen.h"
 #include "codegen/emit_trav.h"
 #include "codegen/model.h"
+#include "codegen/pass_recompute.h"
 #include "codegen/vartype.h"
 
 #include <stdlib.h>
@@ -72,8 +73,7 @@ static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
     if (cfg->recompute && !pl_is_train(p->task)) {
         /* here, before the program is parsed, as model_load_opts would say it after: inference points
          * of the default space are refused by the hundred thousand */
-        rg_errf(err, "recompute=on does not apply to %s infer: inference stores no per-edge value for a backward pass",
-                p->model);
+        rg_errf(err, "recompute=on does not apply to %s infer: " PRC_INFERENCE_WHY, p->model);
         return 0;
     }
     if (cfg->crsum == CFG_CRSUM_ATOMIC) return 1;
@@ -128,6 +128,33 @@ static int split_applies(const ir_program *ir, const lw_program *lp, const cg_co
     return found;
 }
 
+/* The passes cfg chooses, as model_load_opts takes them. */
+static model_options pass_options(const pl_problem *p, const cg_config *cfg, const rr_stats *rs, FILE *log,
+                                  int *inapplicable)
+{
+    return (model_options){
+        .task = p->task,
+        .reorder = cfg->reorder,
+        .compact = cfg->compact != CFG_COMPACT_OFF,
+        .stats = rs,
+        .log = log,
+        .softmax_single = cfg->softmax == CFG_SOFTMAX_SINGLE,
+        .recompute = cfg->recompute,
+        .inapplicable = inapplicable,
+    };
+}
+
+int pl_passes_apply(const pl_problem *p, const cg_config *cfg, rg_err *err)
+{
+    rr_stats rs;
+    rr_stats_nominal(&rs);
+    int inapplicable = 0;
+    model_options mo = pass_options(p, cfg, &rs, NULL, &inapplicable);
+    ir_program *ir = model_load_opts(p->model, &p->dims, &mo, err);
+    ir_free(ir);
+    return !inapplicable;
+}
+
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
              lw_program **lp_out, rg_err *err)
 {
@@ -138,16 +165,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
     int inapplicable = 0;
     if (g) rr_stats_from_graph(&rs, g, g->name);
     else rr_stats_nominal(&rs);
-    model_options mo = {
-        .task = p->task,
-        .reorder = cfg->reorder,
-        .compact = cfg->compact != CFG_COMPACT_OFF,
-        .stats = &rs,
-        .log = log,
-        .softmax_single = cfg->softmax == CFG_SOFTMAX_SINGLE,
-        .recompute = cfg->recompute,
-        .inapplicable = &inapplicable,
-    };
+    model_options mo = pass_options(p, cfg, &rs, log, &inapplicable);
     ir_program *ir = model_load_opts(p->model, &p->dims, &mo, err);
     if (!ir) return inapplicable ? PL_INAPPLICABLE : -1;
     /* after every pass (and autodiff): eligibility reads the final program's writers */

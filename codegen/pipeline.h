@@ -26,6 +26,11 @@ ir_program *pl_reference_program(const pl_problem *p, rg_err *err);
  * known to give wrong results: of the global schedule and of each overridden instance's (named in
  * the reason); pl_build's first check (PL_INAPPLICABLE when it fails). */
 int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err);
+/* Whether the passes cfg chooses (softmax=single, recompute=on) apply to the problem's program: 0,
+ * with err saying why, where pl_build would fail with PL_INAPPLICABLE for them; 1 otherwise (a
+ * program that fails to load for another reason is left to pl_build to report). Only the pass keys
+ * of cfg are read. Parses the model: callers ask it once per combination of those keys. */
+int pl_passes_apply(const pl_problem *p, const cg_config *cfg, rg_err *err);
 /* The program of one variant (passes chosen by cfg; reordering decided with the graph's
  * sizes, or nominal ones when g is NULL) and its lowering. On failure nothing is returned:
  * -1, or PL_INAPPLICABLE. `log` (may be NULL) receives the passes' reports. */

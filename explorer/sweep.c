@@ -1024,8 +1024,8 @@ static xw_worker *start_worker(job *j, xw_config *wc, rg_err *err)
     return xw_start(wc, j->p, &j->info, err);
 }
 
-/* Runs fn's writes in one store transaction (rs_batch_begin): a default-space search records
- * about 100,000 invalid points before it measures anything. */
+/* Runs fn's writes in one store transaction (rs_batch_begin): a sweep of the whole default space
+ * records hundreds of thousands of invalid points before it measures anything. */
 static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
 {
     if (rs_batch_begin(j->s->store, err)) return -1;
@@ -1037,7 +1037,6 @@ static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
     }
     return rc;
 }
-
 
 /* Only a sweep of the whole space records its invalid points (with the reason): a search or a sweep
  * under --budget measures a few of them, and recording the default space's half a million invalid
@@ -1078,46 +1077,32 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
     return j->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 
-/* Whether the program passes that a config chooses (softmax=single, recompute=on) apply to the
- * problem, probed once per combination of the keys the programs depend on: pl_build on the point's
- * structure with the default schedule (1, or 0 with *why). RGCN has no softmax to rewrite and
- * nothing for recompute, so half or three quarters of its points are such. */
-typedef struct pass_probe {
-    int tried[CFG_COMPACT_DIRECT + 1][2][2][2];
-    int applies[CFG_COMPACT_DIRECT + 1][2][2][2];
-    char why[CFG_COMPACT_DIRECT + 1][2][2][2][320];
-} pass_probe;
+/* pl_passes_apply, asked once per combination of the keys the programs depend on: RGCN has no
+ * softmax to rewrite and nothing for recompute, so half or three quarters of its points are such. */
+typedef struct pass_verdict {
+    int tried, applies;
+    char why[320];
+} pass_verdict;
 
-static int passes_apply(pass_probe *pb, const pl_problem *pp, const cg_config *c, const char **why)
+typedef pass_verdict pass_probe[2][2][2][2];   /* [reorder][compact on][softmax=single][recompute] */
+
+/* Why the passes c chooses do not apply to the problem, or NULL when they do. */
+static const char *passes_refusal(pass_probe *pb, const pl_problem *pp, const cg_config *c)
 {
-    int a = c->compact, b = c->reorder != 0, sm = c->softmax == CFG_SOFTMAX_SINGLE, rc = c->recompute != 0;
-    if (!sm && !rc) return 1;
-    if (!pb->tried[a][b][sm][rc]) {
-        cg_config probe;
-        cfg_default(&probe);
-        probe.compact = c->compact;
-        probe.reorder = c->reorder;
-        probe.softmax = c->softmax;
-        probe.recompute = c->recompute;
-        ir_program *ir;
-        lw_program *lp;
+    int sm = c->softmax == CFG_SOFTMAX_SINGLE, rc = c->recompute != 0;
+    if (!sm && !rc) return NULL;
+    pass_verdict *v = &(*pb)[c->reorder != 0][c->compact != CFG_COMPACT_OFF][sm][rc];
+    if (!v->tried) {
         rg_err e;
-        int r = pl_build(pp, &probe, NULL, NULL, &ir, &lp, &e);
-        pb->tried[a][b][sm][rc] = 1;
-        pb->applies[a][b][sm][rc] = r != PL_INAPPLICABLE || !strstr(e.msg, "does not apply to");
-        if (r == 0) {
-            lw_free(lp);
-            ir_free(ir);
-        } else {
-            snprintf(pb->why[a][b][sm][rc], sizeof pb->why[a][b][sm][rc], "%.310s", e.msg);
-        }
+        v->tried = 1;
+        v->applies = pl_passes_apply(pp, c, &e);
+        if (!v->applies) snprintf(v->why, sizeof v->why, "%.310s", e.msg);
     }
-    *why = pb->why[a][b][sm][rc];
-    return pb->applies[a][b][sm][rc];
+    return v->applies ? NULL : v->why;
 }
 
 /* The points that do not apply to this problem are invalid for it, with pl_build's reason: their
- * schedule (pl_schedule_applies, no program parsed) or their passes (passes_apply). In inference
+ * schedule (pl_schedule_applies, no program parsed) or their passes (passes_refusal). In inference
  * seven in eight points of the default space are such (wrun, crsum and recompute change only training
  * plans): a search that took them for candidates spent most of its budget on variants the worker
  * could only refuse. */
@@ -1128,11 +1113,9 @@ static void mark_inapplicable(job *j)
     for (int i = 0; i < j->n; i++) {
         sp_point *pt = &j->pts[i];
         rg_err e;
-        const char *why = NULL;
         if (!pt->valid) continue;
-        if (!pl_schedule_applies(&pp, &pt->cfg, &e)) why = e.msg;
-        else if (!passes_apply(pb, &pp, &pt->cfg, &why)) RG_ASSERT(why);
-        else continue;
+        const char *why = pl_schedule_applies(&pp, &pt->cfg, &e) ? passes_refusal(pb, &pp, &pt->cfg) : e.msg;
+        if (!why) continue;
         pt->valid = 0;
         snprintf(pt->reason, sizeof pt->reason, "%.310s", why);
     }

@@ -1088,16 +1088,13 @@ int64_t rs_record(rs_store *s, const rs_measurement *m, const rs_kernel_time *ke
     return id;
 }
 
-int rs_measured_hashes(rs_store *s, const rs_resume_key *k, char (**hashes)[17], size_t *n, rg_err *err)
+/* The resume key's problem, device, commit and system, as parameters ?1 to ?9 (bind_resume_key binds them). */
+#define WHERE_RESUME                                                                                     \
+    " WHERE m.device_key = ?1 AND d.name = ?2 AND m.git_commit = ?3 AND v.model = ?4 AND v.task = ?5"    \
+    " AND v.dim_in = ?6 AND v.dim_out = ?7 AND v.heads = ?8 AND m.system = ?9"
+
+static void bind_resume_key(sqlite3_stmt *st, const rs_resume_key *k)
 {
-    *hashes = NULL;
-    *n = 0;
-    sqlite3_stmt *st = prepare(s, "SELECT DISTINCT v.hash FROM measurements m"
-                                  " JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
-                                  " WHERE m.device_key = ?1 AND d.name = ?2 AND m.git_commit = ?3"
-                                  " AND v.model = ?4 AND v.task = ?5 AND v.dim_in = ?6 AND v.dim_out = ?7"
-                                  " AND v.heads = ?8 AND m.system = ?9 ORDER BY v.hash", err);
-    if (!st) return -1;
     bind_text(st, 1, k->device_key);
     bind_text(st, 2, k->dataset);
     bind_text(st, 3, k->commit ? k->commit : "");
@@ -1107,6 +1104,17 @@ int rs_measured_hashes(rs_store *s, const rs_resume_key *k, char (**hashes)[17],
     sqlite3_bind_int(st, 7, k->dim_out);
     sqlite3_bind_int(st, 8, k->heads);
     bind_text(st, 9, k->system ? k->system : "generated");
+}
+
+int rs_measured_hashes(rs_store *s, const rs_resume_key *k, char (**hashes)[17], size_t *n, rg_err *err)
+{
+    *hashes = NULL;
+    *n = 0;
+    sqlite3_stmt *st = prepare(s, "SELECT DISTINCT v.hash FROM measurements m"
+                                  " JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
+                                  WHERE_RESUME " ORDER BY v.hash", err);
+    if (!st) return -1;
+    bind_resume_key(st, k);
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -1130,20 +1138,10 @@ int rs_already_measured(rs_store *s, const rs_resume_key *k, rs_status *status, 
     rs_hash_hex(k->config_hash, hash);
     sqlite3_stmt *st = prepare(s, "SELECT m.status FROM measurements m"
                                   " JOIN variants v ON v.id = m.variant_id JOIN datasets d ON d.id = m.dataset_id"
-                                  " WHERE m.device_key = ?1 AND d.name = ?2 AND m.git_commit = ?3 AND v.hash = ?4"
-                                  " AND v.model = ?5 AND v.task = ?6 AND v.dim_in = ?7 AND v.dim_out = ?8"
-                                  " AND v.heads = ?9 AND m.system = ?10 ORDER BY m.id DESC LIMIT 1", err);
+                                  WHERE_RESUME " AND v.hash = ?10 ORDER BY m.id DESC LIMIT 1", err);
     if (!st) return -1;
-    bind_text(st, 1, k->device_key);
-    bind_text(st, 2, k->dataset);
-    bind_text(st, 3, k->commit ? k->commit : "");
-    bind_text(st, 4, hash);
-    bind_text(st, 5, k->model);
-    bind_text(st, 6, k->task);
-    sqlite3_bind_int(st, 7, k->dim_in);
-    sqlite3_bind_int(st, 8, k->dim_out);
-    sqlite3_bind_int(st, 9, k->heads);
-    bind_text(st, 10, k->system ? k->system : "generated");
+    bind_resume_key(st, k);
+    bind_text(st, 10, hash);
     int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
     if (found && status && rs_status_parse((const char *)sqlite3_column_text(st, 0), status)) *status = RS_INVALID;
     release(s, st);

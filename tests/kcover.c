@@ -56,29 +56,38 @@ static int is_ident(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >=
  * the values of #define lines and of __launch_bounds__(...) as "#" (hashed span by span: FNV-1a
  * of a concatenation is the chained hash of its parts). Generated sources hold no string literals,
  * so a comment opener is never inside one. */
+/* Where a comment or the kernel's own name at p ends (the name stands as *put = "KERNEL"), or NULL:
+ * what no NVRTC verdict depends on, left out by kc_kernel_class and kc_text_items alike. */
+static const char *comment_or_name(const kp_kernel *k, const char *p, const char **put)
+{
+    size_t nlen = strlen(k->name);
+    *put = NULL;
+    if (p[0] == '/' && p[1] == '*') {
+        const char *e = strstr(p + 2, "*/");
+        return e ? e + 2 : p + strlen(p);
+    }
+    if (p[0] == '/' && p[1] == '/') return p + strcspn(p, "\n");
+    if (nlen && !strncmp(p, k->name, nlen) && !is_ident(p[nlen]) && (p == k->source || !is_ident(p[-1]))) {
+        *put = "KERNEL";
+        return p + nlen;
+    }
+    return NULL;
+}
+
 static uint64_t normalized_hash(const kp_kernel *k, int shape)
 {
     const char *p = k->source, *run = p;   /* run: start of the text not hashed yet */
-    size_t nlen = strlen(k->name);
     uint64_t h = RG_FNV_SEED;
 #define KC_PUT(s, n) (h = rg_fnv1a64((s), (n), h))
     while (*p) {
-        const char *skip = NULL, *put = NULL;
-        if (p[0] == '/' && p[1] == '*') {
-            const char *e = strstr(p + 2, "*/");
-            skip = e ? e + 2 : p + strlen(p);
-        } else if (p[0] == '/' && p[1] == '/') {
-            skip = p + strcspn(p, "\n");
-        } else if (nlen && !strncmp(p, k->name, nlen) && !is_ident(p[nlen]) && (p == k->source || !is_ident(p[-1]))) {
-            skip = p + nlen;
-            put = "KERNEL";
-        } else if (shape && !strncmp(p, "#define ", 8)) {
+        const char *put, *skip = comment_or_name(k, p, &put);
+        if (!skip && shape && !strncmp(p, "#define ", 8)) {
             const char *end = p + 8 + strcspn(p + 8, " \n");
             KC_PUT(run, (size_t)(end - run));   /* the line up to the macro's name */
             run = p = end;
             skip = p + strcspn(p, "\n");
             put = " #";
-        } else if (shape && !strncmp(p, "__launch_bounds__(", 18)) {
+        } else if (!skip && shape && !strncmp(p, "__launch_bounds__(", 18)) {
             skip = p + strcspn(p, ")");
             put = "__launch_bounds__(#";
         }
@@ -211,19 +220,9 @@ static int line_items(kc_set *seen, unsigned what, int add, uint64_t line, uint6
  * (KC_NO_LITERALS) a numeric literal, with *put what stands for it; NULL where p is plain text. */
 static const char *special(const kp_kernel *k, const char *p, unsigned what, const char **put)
 {
-    size_t nlen = strlen(k->name);
-    *put = NULL;
-    if (p[0] == '/' && p[1] == '*') {
-        const char *e = strstr(p + 2, "*/");
-        return e ? e + 2 : p + strlen(p);
-    }
-    if (p[0] == '/' && p[1] == '/') return p + strcspn(p, "\n");
-    int starts = p == k->source || !is_ident(p[-1]);
-    if (nlen && starts && !strncmp(p, k->name, nlen) && !is_ident(p[nlen])) {
-        *put = "KERNEL";
-        return p + nlen;
-    }
-    if ((what & KC_NO_LITERALS) && starts && *p >= '0' && *p <= '9') {
+    const char *skip = comment_or_name(k, p, put);
+    if (skip) return skip;
+    if ((what & KC_NO_LITERALS) && (p == k->source || !is_ident(p[-1])) && *p >= '0' && *p <= '9') {
         const char *e = p;
         while (is_ident(*e) || *e == '.') e++;
         *put = "#";

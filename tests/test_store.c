@@ -348,6 +348,28 @@ static void test_resume_lookup(void **state)
     assert_int_equal(rs_already_measured(s, &other, NULL, &err), 0);
     other = k, other.config_hash = 12345;
     assert_int_equal(rs_already_measured(s, &other, NULL, &err), 0);
+    /* every hash of the problem at once, sorted; none for another commit, device or system */
+    char(*hashes)[17];
+    size_t n;
+    assert_int_equal(rs_measured_hashes(s, &k, &hashes, &n, &err), 0);
+    assert_int_equal(n, 2);
+    char want[2][17];
+    rs_hash_hex(variant_hash("rgcn", "training", 16, 32), want[0]);
+    rs_hash_hex(variant_hash("rgcn", "training", 32, 32), want[1]);
+    assert_true(strcmp(hashes[0], hashes[1]) < 0);   /* sorted, each once: the two are the two wanted */
+    for (int i = 0; i < 2; i++) assert_true(!strcmp(hashes[i], want[0]) || !strcmp(hashes[i], want[1]));
+    free(hashes);
+    static const char *const fields[] = {"commit", "device", "system", "dim_in"};
+    for (int f = 0; f < 4; f++) {
+        other = k;
+        if (f == 0) other.commit = "newcommit";
+        if (f == 1) other.device_key = "Other GPU (sm_80)";
+        if (f == 2) other.system = "pyg";
+        if (f == 3) other.dim_in = 64;
+        assert_int_equal(rs_measured_hashes(s, &other, &hashes, &n, &err), 0);
+        if (n != 0) fail_msg("another %s: %zu hashes", fields[f], n);
+        free(hashes);
+    }
     rs_close(s);
     free(path);
     tu_rm_tree(dir);
