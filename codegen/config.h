@@ -31,7 +31,9 @@ typedef enum cfg_mma {
 typedef enum cfg_order {
     CFG_ORDER_ORIG,    /* node ids as the dataset gives them */
     CFG_ORDER_DEGREE,  /* within each node type, by descending degree (in + out) */
-    CFG_ORDER_BFS      /* within each node type, breadth-first from the highest-degree node */
+    CFG_ORDER_BFS,     /* within each node type, breadth-first from the highest-degree node */
+    CFG_ORDER_RCM,     /* within each node type, reverse Cuthill-McKee (small bandwidth) */
+    CFG_ORDER_BLOCK    /* within each node type, by first touch in a BFS-ordered walk of the destinations */
 } cfg_order;
 
 typedef enum cfg_acc {

@@ -32,7 +32,7 @@ typedef struct graph_state {
     double order_s;        /* seconds the ordering and relabelling took (0 for the graph as given) */
 } graph_state;
 
-#define NORDERS 3   /* the values of cfg_order */
+#define NORDERS 5   /* the values of cfg_order */
 
 typedef struct gpu_ctx {
     krt_device dev;
@@ -70,7 +70,8 @@ static void release_problem(gpu_ctx *c)
 static int build_ordered(gpu_ctx *c, const hg_graph *orig, cfg_order order, rg_err *err)
 {
     static const ord_kind kinds[NORDERS] = {[CFG_ORDER_ORIG] = ORD_ORIG, [CFG_ORDER_DEGREE] = ORD_DEGREE,
-                                            [CFG_ORDER_BFS] = ORD_BFS};
+                                            [CFG_ORDER_BFS] = ORD_BFS, [CFG_ORDER_RCM] = ORD_RCM,
+                                            [CFG_ORDER_BLOCK] = ORD_BLOCK};
     graph_state *s = &c->cur;
     double t0 = rg_now();
     s->node_old_of = ord_compute(orig, kinds[order]);

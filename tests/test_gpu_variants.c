@@ -176,7 +176,7 @@ static void test_mapping_values_match_reference(void **state)
     static const char *const spaces[] = {
         "compact: direct\ntile: 64\ncoarsen: 4 8\ntrav: node edge\nvec: 1 2 4\nlanes: 4 8 16 32\n",
         "compact: off bsearch\ntrav: edge\npagg: off\nvec: 1 4\nlanes: 4 16\n",
-        "trav: node edge\nlanes: 8 32\ntblock: 128 256 512\nrelabel: orig degree bfs\n",
+        "trav: node edge\nlanes: 8 32\ntblock: 128 256 512\nrelabel: orig degree bfs rcm block\n",
     };
     char *space[3];
     for (int i = 0; i < 3; i++) {
