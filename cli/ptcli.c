@@ -1,6 +1,6 @@
 /* `explore perf-tables`: option parsing, the atomic output file and --query for results/perftab
  * (the markdown tables of docs/perf-tables.md, from stores opened read-only), and the sections the
- * explorer computes: the search replay and the leave-one-size-out fit. */
+ * explorer computes: the search replay, its transfer across devices and the leave-one-size-out fit. */
 #include "cli/ptcli.h"
 #include "cli/cmcli.h"
 #include "cli/replaycli.h"
@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 static const char USAGE[] =
-    "usage: explore perf-tables [--out FILE] [--replay STORE.db] [--loso STORE.db] STORE.db...\n"
+    "usage: explore perf-tables [--out FILE] [--replay STORE.db] [--loso STORE.db]\n"
+    "                           [--transfer STORE.db --transfer-fit FIT.db] STORE.db...\n"
     "       explore perf-tables --query NAME\n"
     "\n"
     "Writes the performance tables of record (docs/perf-tables.md: measurement counts, the best\n"
@@ -22,7 +23,9 @@ static const char USAGE[] =
     "its rows; the output depends only on the stores and the paths as given, so running it twice\n"
     "gives the same bytes. `make perf-tables` runs it on the committed stores results/h100/*.db.\n"
     "--replay adds the search replay of a store (explore replay's summary, fixed seeds and runs, and\n"
-    "each problem's oracle); --loso the leave-one-size-out table of explore fit on a store.\n"
+    "each problem's oracle); --loso the leave-one-size-out table of explore fit on a store;\n"
+    "--transfer the replay of a store (one device) with cost models fitted on --transfer-fit's store\n"
+    "(another device) without each problem's dataset.\n"
     "--query prints one table's SQL, to run it yourself: explore perf-tables --query best | sqlite3\n"
     "-header -markdown results/h100/results.db\n"
     "\n";
@@ -46,26 +49,39 @@ static const char LOSO_ABOUT[] =
     "static list's first config / oracle (`-`: not measured there), the best of the first K of each "
     "(K: 10% of the configs, floor) and random search's exact expectation at the same K.";
 
+static const char TRANSFER_ABOUT[] =
+    "The replay above on another device's store, with the cost models fitted on the first device's store "
+    "(`explore replay --fit-db`): for each problem, the models are fitted on the other store's measurements "
+    "of the OTHER datasets, so each pick is on a device and a graph the fit never saw. Both stores were "
+    "measured at one commit on the same space. The static list is built from the target device's other "
+    "datasets (it sees the target device's times; the model does not).";
+
+enum { SEC_REPLAY, SEC_TRANSFER, SEC_LOSO, NSEC };
+
 /* The explorer's sections, computed before anything is written. */
-static int sections_of(const char *replay, const char *loso, pt_section *sec, char **texts, int *n, rg_err *err)
+static int sections_of(const char *const store[NSEC], const char *transfer_fit, pt_section *sec, char **texts, int *n,
+                       rg_err *err)
 {
-    const char *store[2] = {replay, loso};
+    static const char *const option[NSEC] = {"--replay", "--transfer", "--loso"};
+    static const char *const title[NSEC] = {"Search replay: strategies on the recorded measurements",
+                                            "Transfer across devices: the cost model fitted on another GPU",
+                                            "Leave-one-size-out: the cost model on sizes it never saw"};
+    static const char *const about[NSEC] = {REPLAY_ABOUT, TRANSFER_ABOUT, LOSO_ABOUT};
     *n = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < NSEC; k++) {
         if (!store[k]) continue;
         size_t len;
         FILE *mem = open_memstream(&texts[*n], &len);
         RG_ASSERT(mem);
-        int rc = k == 0 ? sr_cli_replay_markdown(store[k], mem, err) : cm_cli_loso_markdown(store[k], mem, err);
+        int rc = k == SEC_LOSO ? cm_cli_loso_markdown(store[k], mem, err)
+                               : sr_cli_replay_markdown(store[k], k == SEC_TRANSFER ? transfer_fit : NULL, mem, err);
         fclose(mem);
         (*n)++;
         if (rc) {
-            rg_err_prefix(err, "%s", k == 0 ? "--replay" : "--loso");
+            rg_err_prefix(err, "%s", option[k]);
             return -1;
         }
-        sec[*n - 1] = (pt_section){k == 0 ? "Search replay: strategies on the recorded measurements"
-                                          : "Leave-one-size-out: the cost model on sizes it never saw",
-                                   k == 0 ? REPLAY_ABOUT : LOSO_ABOUT, texts[*n - 1]};
+        sec[*n - 1] = (pt_section){title[k], about[k], texts[*n - 1]};
     }
     return 0;
 }
@@ -90,7 +106,7 @@ static int write_file(const char *path, const char *const *stores, int n, const 
 
 int ptc_main(int argc, char **argv)
 {
-    const char *out = NULL, *query = NULL, *replay = NULL, *loso = NULL;
+    const char *out = NULL, *query = NULL, *store[NSEC] = {NULL}, *transfer_fit = NULL;
     const char **stores = rg_xcalloc((size_t)argc, sizeof *stores);
     ro_cmd c;
     ro_init(&c, "explore perf-tables", USAGE, NULL);
@@ -98,13 +114,19 @@ int ptc_main(int argc, char **argv)
                         .help = "write here (atomically); default standard output"});
     ro_add(&c, (ro_opt){.name = "query", .arg = "NAME", .kind = RO_STR, .dst = &query,
                         .help = "print the SQL of one table instead: counts, best, geomean or baselines"});
-    ro_add(&c, (ro_opt){.name = "replay", .arg = "STORE", .kind = RO_STR, .dst = &replay,
+    ro_add(&c, (ro_opt){.name = "replay", .arg = "STORE", .kind = RO_STR, .dst = &store[SEC_REPLAY],
                         .help = "add the search replay of this store (explore replay's summary)"});
-    ro_add(&c, (ro_opt){.name = "loso", .arg = "STORE", .kind = RO_STR, .dst = &loso,
+    ro_add(&c, (ro_opt){.name = "loso", .arg = "STORE", .kind = RO_STR, .dst = &store[SEC_LOSO],
                         .help = "add the leave-one-size-out table of explore fit on this store"});
+    ro_add(&c, (ro_opt){.name = "transfer", .arg = "STORE", .kind = RO_STR, .dst = &store[SEC_TRANSFER],
+                        .help = "add the replay of this store with models fitted on --transfer-fit's"});
+    ro_add(&c, (ro_opt){.name = "transfer-fit", .arg = "STORE", .kind = RO_STR, .dst = &transfer_fit,
+                        .help = "the store (another device) whose measurements --transfer's models fit"});
     ro_positional(&c, stores, argc);
     int rc = ro_parse(&c, argc, argv);
-    if (!rc && query && (c.npos || out || replay || loso)) rc = ro_bad(c.name, "--query takes no store and no --out");
+    int sections = store[SEC_REPLAY] || store[SEC_TRANSFER] || store[SEC_LOSO];
+    if (!rc && query && (c.npos || out || sections)) rc = ro_bad(c.name, "--query takes no store and no --out");
+    else if (!rc && !store[SEC_TRANSFER] != !transfer_fit) rc = ro_bad(c.name, "--transfer and --transfer-fit go together");
     else if (!rc && query && !pt_query_sql(query))
         rc = ro_bad(c.name, "unknown table '%s' (one of: %s)", query, pt_query_names());
     else if (!rc && !query && c.npos == 0) rc = ro_bad(c.name, "give at least one STORE.db");
@@ -118,12 +140,12 @@ int ptc_main(int argc, char **argv)
         return 0;
     }
     rg_err err;
-    pt_section sec[2];
-    char *texts[2] = {NULL, NULL};
+    pt_section sec[NSEC];
+    char *texts[NSEC] = {NULL};
     int nsec;
-    rc = sections_of(replay, loso, sec, texts, &nsec, &err);
+    rc = sections_of(store, transfer_fit, sec, texts, &nsec, &err);
     if (!rc) rc = out ? write_file(out, stores, c.npos, sec, nsec, &err) : pt_write_sections(stores, c.npos, sec, nsec, stdout, &err);
-    for (int k = 0; k < 2; k++) free(texts[k]);
+    for (int k = 0; k < NSEC; k++) free(texts[k]);
     free(stores);
     return rc ? ro_fail(c.name, &err) : 0;
 }

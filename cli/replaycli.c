@@ -12,7 +12,7 @@
 
 typedef struct replay_args {
     cp_problem p;              /* --db, --model, --task */
-    const char *strategies, *device, *cm, *out, *summary_out;
+    const char *strategies, *device, *cm, *fit_db, *out, *summary_out;
     int budget, runs, seed, verbose;
     double budget_frac;
 } replay_args;
@@ -20,7 +20,8 @@ typedef struct replay_args {
 static const char USAGE[] =
     "usage: explore replay [--db STORE] [--strategy S[,S...]|all] [--budget N | --budget-frac F]\n"
     "                      [--seed K] [--runs R] [--model M] [--task T] [--device KEY]\n"
-    "                      [--cm lodo|loso|none|FILE] [--out CSV] [--summary-out CSV] [--verbose]\n"
+    "                      [--cm lodo|loso|none|FILE] [--fit-db STORE] [--out CSV] [--summary-out CSV]\n"
+    "                      [--verbose]\n"
     "Runs search strategies against the recorded measurements of a results store, without a GPU\n"
     "(the store is only read). The space of a problem (model, task, dataset, dims, heads, device)\n"
     "is its stored points: the ok ones of the commit that measured the most of them, and those\n"
@@ -38,7 +39,10 @@ static const char USAGE[] =
     "--cm lodo (default) predicts each dataset with models fitted on the other datasets; --cm loso\n"
     "predicts each size (dims, heads) with models fitted on the other sizes, and the static list\n"
     "is then built from the other sizes too; a model file (explore fit's) fitted on the same store\n"
-    "is in-sample. Each problem's oracle is named: exhaustive when the store measured every valid\n"
+    "is in-sample. --fit-db STORE fits the models on another store (another GPU's measurements)\n"
+    "without each problem's dataset: the transfer to this store's device and graph (the static\n"
+    "list stays this store's other datasets).\n"
+    "Each problem's oracle is named: exhaustive when the store measured every valid\n"
     "point of the space its points span (every combination of the values each key takes among\n"
     "them), else the best of the points measured; the summary counts both kinds.\n";
 
@@ -65,6 +69,8 @@ static int parse(int argc, char **argv, replay_args *a)
     ro_add(&c, (ro_opt){.name = "device", .arg = "KEY", .kind = RO_STR, .dst = &a->device, .help = "device key, when the store holds several"});
     ro_add(&c, (ro_opt){.name = "cm", .arg = "M", .kind = RO_STR, .dst = &a->cm,
                         .help = "predictions: lodo (default), loso, none, or a cost model file"});
+    ro_add(&c, (ro_opt){.name = "fit-db", .arg = "STORE", .kind = RO_STR, .dst = &a->fit_db,
+                        .help = "fit the models on this other store (another device), leaving out each\nproblem's dataset"});
     ro_add(&c, (ro_opt){.name = "out", .arg = "CSV", .kind = RO_STR, .dst = &a->out, .help = "the curves: one row per strategy, problem and evaluation"});
     ro_add(&c, (ro_opt){.name = "summary-out", .arg = "CSV", .kind = RO_STR, .dst = &a->summary_out,
                         .help = "per strategy, geomean found / oracle against the share of the space\nmeasured (plots/search_replay.gp draws it)"});
@@ -396,9 +402,10 @@ static void md_write(FILE *out, const replay_args *a, const sr_set *set, const s
     fprintf(out, "\n#### %s\n\n", a->p.db);
     fprintf(out, "Store `%s`, device %s: %d problems of at least %d stored points; budget %g of each space; seeds "
                  "%d..%d; predictions: %s. The same numbers: `build/explore replay --db %s --strategy all --budget-frac %g "
-                 "--seed %d --runs %d --cm %s`.\n\n",
+                 "--seed %d --runs %d --cm %s%s%s`.\n\n",
             a->p.db, set->device, set->n, SR_MIN_POINTS, a->budget_frac, a->seed, a->seed + a->runs - 1,
-            set->model_source, a->p.db, a->budget_frac, a->seed, a->runs, a->cm);
+            set->model_source, a->p.db, a->budget_frac, a->seed, a->runs, a->cm, a->fit_db ? " --fit-db " : "",
+            a->fit_db ? a->fit_db : "");
     fprintf(out, "Oracles: %d problem%s exhaustive, %d best of the points measured (%s).\n\n", ex, ex == 1 ? "" : "s",
             set->n - ex, ORACLE_NOTE);
     md_header(out, "", 0);
@@ -417,12 +424,13 @@ static void md_write(FILE *out, const replay_args *a, const sr_set *set, const s
     md_problems(out, set);
 }
 
-int sr_cli_replay_markdown(const char *db, FILE *out, rg_err *err)
+int sr_cli_replay_markdown(const char *db, const char *fit_db, FILE *out, rg_err *err)
 {
     replay_args a;
     memset(&a, 0, sizeof a);
     cp_init(&a.p);
     a.p.db = db;
+    a.fit_db = fit_db;
     a.p.task = NULL;
     a.cm = SR_CM_LODO;
     a.budget_frac = 0.10;
@@ -432,7 +440,7 @@ int sr_cli_replay_markdown(const char *db, FILE *out, rg_err *err)
     const sr_strategy **st = rg_xmalloc((size_t)nst * sizeof *st);
     for (int k = 0; k < nst; k++) st[k] = sr_strategy_at(k);
     sr_set set;
-    sr_load_options o = {.cm = a.cm};
+    sr_load_options o = {.cm = a.cm, .fit_db = fit_db};
     if (sr_load(db, &o, &set, err)) {
         free(st);
         return -1;
@@ -456,7 +464,7 @@ int sr_cli_replay(int argc, char **argv)
     if (!st) return 2;
     rg_err err = {0};
     sr_set set;
-    sr_load_options o = {.model = a.p.model, .task = a.p.task, .device = a.device, .cm = a.cm};
+    sr_load_options o = {.model = a.p.model, .task = a.p.task, .device = a.device, .cm = a.cm, .fit_db = a.fit_db};
     if (sr_load(a.p.db, &o, &set, &err)) {
         fprintf(stderr, "explore replay: %s\n", err.msg);
         free(st);

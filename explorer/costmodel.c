@@ -73,6 +73,23 @@ void cm_set_add(cm_set *s, const cm_sample *x)
     s->samples[s->nsamples++].cfg_key = cfg_hash(&x->cfg);
 }
 
+void cm_set_without_dataset(const cm_set *s, const char *dataset, cm_set *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->device, sizeof out->device, "%s", s->device);
+    snprintf(out->source, sizeof out->source, "%s", s->source);
+    int *renum = rg_xmalloc(((size_t)s->nproblems + 1) * sizeof *renum);
+    for (int q = 0; q < s->nproblems; q++)
+        renum[q] = strcmp(s->problems[q].dataset, dataset) ? cm_set_problem(out, &s->problems[q]) : -1;
+    for (int i = 0; i < s->nsamples; i++) {
+        if (renum[s->samples[i].problem] < 0) continue;
+        cm_sample x = s->samples[i];
+        x.problem = renum[x.problem];
+        cm_set_add(out, &x);
+    }
+    free(renum);
+}
+
 void cm_set_free(cm_set *s)
 {
     free(s->problems);

@@ -58,6 +58,9 @@ typedef struct cm_set {
 int cm_set_problem(cm_set *s, const cm_problem *p);
 /* Appends a sample (cm_set_load keeps only the newest measurement of each problem and config). */
 void cm_set_add(cm_set *s, const cm_sample *x);
+/* A copy of s without the problems on `dataset` (a leave-one-dataset-out training set taken from
+ * another store). */
+void cm_set_without_dataset(const cm_set *s, const char *dataset, cm_set *out);
 void cm_set_free(cm_set *s);
 
 typedef struct cm_filter {

@@ -208,17 +208,13 @@ int sr_load_failed(const char *db_path, sr_set *s, rg_err *err)
     return rc;
 }
 
-/* Each sample's prediction by a model file; problems without a section get none. */
-static int file_predictions(const cm_set *s, const char *path, double *pred, char *note, size_t cap, rg_err *err)
+/* Each sample's prediction by model m, for the problems on only_dataset (NULL: every problem);
+ * problems without a section get none. */
+static void predict_problems(const cm_set *s, const cm_model *m, const char *only_dataset, double *pred)
 {
-    cm_model m;
-    if (cm_load(path, &m, err)) return -1;
-    snprintf(note, cap, "%.400s (fitted %s on %.400s; in-sample where it was fitted on this store)", path, m.created, m.source);
-    if (strcmp(m.device, s->device))
-        fprintf(stderr, "explore replay: note: the cost model was fitted on '%s', the store's times are of '%s'\n",
-                m.device, s->device);
     for (int q = 0; q < s->nproblems; q++) {
-        const cm_section *sec = cm_find_section(&m, s->problems[q].model, s->problems[q].task, NULL);
+        if (only_dataset && strcmp(s->problems[q].dataset, only_dataset)) continue;
+        const cm_section *sec = cm_find_section(m, s->problems[q].model, s->problems[q].task, NULL);
         int n = 0;
         for (int i = 0; i < s->nsamples; i++) n += s->samples[i].problem == q;
         cg_config *cfgs = rg_xmalloc((size_t)(n ? n : 1) * sizeof *cfgs);
@@ -239,8 +235,57 @@ static int file_predictions(const cm_set *s, const char *path, double *pred, cha
         free(idx);
         free(out);
     }
+}
+
+/* Each sample's prediction by a model file. */
+static int file_predictions(const cm_set *s, const char *path, double *pred, char *note, size_t cap, rg_err *err)
+{
+    cm_model m;
+    if (cm_load(path, &m, err)) return -1;
+    snprintf(note, cap, "%.400s (fitted %s on %.400s; in-sample where it was fitted on this store)", path, m.created, m.source);
+    if (strcmp(m.device, s->device))
+        fprintf(stderr, "explore replay: note: the cost model was fitted on '%s', the store's times are of '%s'\n",
+                m.device, s->device);
+    predict_problems(s, &m, NULL, pred);
     cm_model_free(&m);
     return 0;
+}
+
+/* Each sample's prediction by models fitted on another store's measurements (another device's,
+ * typically) without the sample's dataset: a pick on a graph and a device neither of which the
+ * fit saw. The filters (model, task) are the target's; the fit store must hold one device. */
+static int cross_predictions(const cm_set *s, const sr_load_options *o, double *pred, char *note, size_t cap,
+                             rg_err *err)
+{
+    cm_filter f = {.model = o->model, .task = o->task};
+    cm_set train;
+    if (cm_set_load(o->fit_db, &f, &train, err)) {
+        rg_err_prefix(err, "--fit-db");
+        return -1;
+    }
+    cm_fit_options fo;
+    cm_fit_options_default(&fo);
+    int rc = 0;
+    for (int q = 0; q < s->nproblems && !rc; q++) {
+        int first = 1;   /* one fit per dataset, at its first problem */
+        for (int j = 0; j < q && first; j++) first = strcmp(s->problems[j].dataset, s->problems[q].dataset) != 0;
+        if (!first) continue;
+        cm_set held;
+        cm_set_without_dataset(&train, s->problems[q].dataset, &held);
+        cm_model m;
+        rc = cm_fit(&held, &fo, &m, err);
+        if (!rc) {
+            predict_problems(s, &m, s->problems[q].dataset, pred);
+            cm_model_free(&m);
+        } else {
+            rg_err_prefix(err, "--fit-db %s without %s", o->fit_db, s->problems[q].dataset);
+        }
+        cm_set_free(&held);
+    }
+    snprintf(note, cap, "cost models fitted on %.400s (device %.200s) without the problem's dataset", o->fit_db,
+             train.device);
+    cm_set_free(&train);
+    return rc;
 }
 
 int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
@@ -254,7 +299,11 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
     for (int i = 0; i < s.nsamples; i++) pred[i] = NAN;
     char note[1024] = "none";
     int rc = 0, by_size = !strcmp(cm, SR_CM_LOSO);
-    if (!strcmp(cm, SR_CM_LODO) || by_size) {
+    if (o->fit_db && strcmp(cm, SR_CM_LODO)) {
+        rc = rg_errf(err, "--fit-db fits leave-one-dataset-out on the other store; it takes no --cm %s", cm);
+    } else if (o->fit_db) {
+        rc = cross_predictions(&s, o, pred, note, sizeof note, err);
+    } else if (!strcmp(cm, SR_CM_LODO) || by_size) {
         const char *how = by_size ? "leave-one-size-out" : "leave-one-dataset-out";
         cm_eval e;
         if ((rc = (by_size ? cm_loso : cm_lodo)(&s, NULL, &e, err)) == 0) {

@@ -46,6 +46,8 @@ typedef struct sr_set {
 typedef struct sr_load_options {
     const char *model, *task, *device;   /* filters; NULL: any (several devices need one chosen) */
     const char *cm;            /* SR_CM_LODO (NULL), SR_CM_LOSO, SR_CM_NONE or a model file (explore fit's) */
+    const char *fit_db;        /* non-NULL: predictions of models fitted on this other store (another
+                                  device's measurements) without the problem's dataset; cm must be lodo */
 } sr_load_options;
 
 /* Reads the problems of a store (only read: rs_open_read) with at least SR_MIN_POINTS points:

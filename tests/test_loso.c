@@ -311,11 +311,22 @@ static char *markdown_of(int (*fn)(const char *, FILE *, rg_err *), const char *
     return text;
 }
 
+static int replay_markdown(const char *db, FILE *out, rg_err *err)
+{
+    return sr_cli_replay_markdown(db, NULL, out, err);
+}
+
+/* The transfer section, with models fitted on the same store (the test has one device). */
+static int transfer_markdown(const char *db, FILE *out, rg_err *err)
+{
+    return sr_cli_replay_markdown(db, db, out, err);
+}
+
 static void test_sections_are_deterministic(void **state)
 {
     (void)state;
     char *dir = tu_tmpdir(), *db = make_db(dir, "s.db", -1);
-    char *a = markdown_of(sr_cli_replay_markdown, db), *b = markdown_of(sr_cli_replay_markdown, db);
+    char *a = markdown_of(replay_markdown, db), *b = markdown_of(replay_markdown, db);
     assert_string_equal(a, b);
     char *cmd = rg_xasprintf("`build/explore replay --db %s --strategy all --budget-frac 0.1 --seed 1 --runs 10 --cm lodo`", db);
     if (!strstr(a, cmd)) fail_msg("the replay section does not name its command %s:\n%s", cmd, a);
@@ -324,7 +335,11 @@ static void test_sections_are_deterministic(void **state)
     char *c = markdown_of(cm_cli_loso_markdown, db), *d = markdown_of(cm_cli_loso_markdown, db);
     assert_string_equal(c, d);
     assert_non_null(strstr(c, "| rgat | infer | 64x64h4 | 2 | 2 / 2 |"));
-    free(a), free(b), free(c), free(d), free(cmd), free(db);
+    char *e = markdown_of(transfer_markdown, db), *f = markdown_of(transfer_markdown, db);
+    assert_string_equal(e, f);
+    char *tcmd = rg_xasprintf("--cm lodo --fit-db %s`", db);
+    if (!strstr(e, tcmd)) fail_msg("the transfer section does not name its command %s:\n%s", tcmd, e);
+    free(a), free(b), free(c), free(d), free(e), free(f), free(cmd), free(tcmd), free(db);
     tu_rm_tree(dir);
 }
 

@@ -256,6 +256,47 @@ static void test_static_list_leaves_the_dataset_out(void **state)
     tu_rm_tree(dir);
 }
 
+/* Predictions fitted on another store (--fit-db) leave the problem's dataset out: the held-out
+ * dataset's own times in the fit store do not change them, and fitted on this very store they are
+ * the leave-one-dataset-out predictions. */
+static void test_fit_db_leaves_the_dataset_out(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *a = synth_db(dir, "a.db", -1, 1), *b = synth_db(dir, "b.db", 1, 0.2);
+    rg_err err;
+    sr_set lodo, self, other;
+    load(a, SR_CM_LODO, &lodo);
+    sr_load_options o = {.cm = SR_CM_LODO, .fit_db = a};
+    if (sr_load(a, &o, &self, &err)) fail_msg("sr_load --fit-db: %s", err.msg);
+    o.fit_db = b;
+    if (sr_load(a, &o, &other, &err)) fail_msg("sr_load --fit-db: %s", err.msg);
+    assert_non_null(strstr(other.model_source, b));
+    for (int q = 0; q < NDS; q++) {
+        const sr_problem *pl = &lodo.problems[q], *ps = &self.problems[q], *po = &other.problems[q];
+        assert_string_equal(pl->prob.dataset, ps->prob.dataset);
+        assert_int_equal(pl->n, ps->n);
+        int beta = !strcmp(ps->prob.dataset, DS[1].name), differ = 0;
+        for (int i = 0; i < ps->n; i++) {
+            if (!isfinite(ps->points[i].time_ms)) continue;   /* an unmeasurable point: no counts, no prediction */
+            assert_true(isfinite(ps->points[i].pred_ms));
+            assert_float_equal(ps->points[i].pred_ms, pl->points[i].pred_ms, 1e-9 * pl->points[i].pred_ms);
+            if (beta) assert_float_equal(po->points[i].pred_ms, ps->points[i].pred_ms, 1e-9 * ps->points[i].pred_ms);
+            differ |= fabs(po->points[i].pred_ms - ps->points[i].pred_ms) > 1e-6 * ps->points[i].pred_ms;
+        }
+        /* the other datasets' models did see beta's times, which differ between the stores */
+        if (!beta) assert_true(differ);
+    }
+    sr_set_free(&other);
+    o.cm = SR_CM_LOSO;
+    assert_int_equal(sr_load(a, &o, &other, &err), -1);
+    assert_non_null(strstr(err.msg, "--fit-db"));
+    sr_set_free(&lodo);
+    sr_set_free(&self);
+    free(a);
+    free(b);
+    tu_rm_tree(dir);
+}
+
 /* ---- strategies ---- */
 
 static void test_every_strategy_finds_the_optimum(void **state)
@@ -551,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_p_score_random_zero_oracle_one),
         cmocka_unit_test(test_static_rank),
         cmocka_unit_test(test_static_list_leaves_the_dataset_out),
+        cmocka_unit_test(test_fit_db_leaves_the_dataset_out),
         cmocka_unit_test(test_every_strategy_finds_the_optimum),
         cmocka_unit_test(test_strategies_are_deterministic),
         cmocka_unit_test(test_random_search_matches_its_expectation),
