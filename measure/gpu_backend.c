@@ -30,6 +30,8 @@ typedef struct graph_state {
     kx_staging *stage;     /* the problem's inputs in float32, and the download buffer */
     int32_t *node_old_of, *edge_old_of;   /* relabelled: where its nodes' and edges' data come from */
     double order_s;        /* seconds the ordering and relabelling took (0 for the graph as given) */
+    long long ref_bytes;   /* what building ref added to the resident set (0: not measured) */
+    unsigned long used;    /* the context's clock when it was last made current (least recent parked first) */
 } graph_state;
 
 #define NORDERS 5   /* the values of cfg_order */
@@ -41,6 +43,7 @@ typedef struct gpu_ctx {
     graph_state cur;       /* the ordering of the variant being measured */
     cfg_order order;       /* cur's */
     graph_state parked[NORDERS];   /* the others built so far, by ordering: variants come in any order */
+    unsigned long clock;   /* counts use_order's switches */
     hg_stats stats;
     fl_floor floor[2];     /* the layer's floor on this problem, by store= (0 f32, 1 bf16) */
     int have_floor[2];
@@ -93,11 +96,14 @@ static int use_order(gpu_ctx *c, cfg_order order, rg_err *err)
         memset(&c->cur, 0, sizeof c->cur);
     }
     c->order = order;
+    c->clock++;
     if (c->parked[order].g) {
         c->cur = c->parked[order];
+        c->cur.used = c->clock;
         memset(&c->parked[order], 0, sizeof c->parked[order]);
         return 0;
     }
+    c->cur.used = c->clock;
     int rc = build_ordered(c, c->parked[CFG_ORDER_ORIG].g, order, err);
     if (rc) free_state(&c->cur);   /* the next variant of this ordering tries again */
     return rc;
@@ -120,12 +126,61 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     return 0;
 }
 
+/* A /proc file's first number after `key` (in its own unit), or -1 when it cannot be read. */
+static long long proc_number(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    long long v = -1;
+    size_t klen = strlen(key);
+    while (v < 0 && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, klen)) v = strtoll(line + klen, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static long long resident_bytes(void)
+{
+    long long kb = proc_number("/proc/self/status", "VmRSS:");
+    return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Each ordering's graph keeps its float64 reference while it is parked, since variants of several
+ * orderings interleave; on a large graph five of them do not fit in the host's memory (HGT training
+ * on synth:mag: the worker was killed building the third). Before another is built, the least
+ * recently used parked references are freed until the host has room for one more of the largest
+ * size seen, with half again for the build's transient arrays; a freed one is built again when its
+ * ordering comes back. */
+static void make_room_for_reference(gpu_ctx *c)
+{
+    long long need = 0;
+    for (int i = 0; i < NORDERS; i++)
+        if (c->parked[i].ref && c->parked[i].ref_bytes > need) need = c->parked[i].ref_bytes;
+    need += need / 2;
+    long long avail_kb;
+    while (need > 0 && (avail_kb = proc_number("/proc/meminfo", "MemAvailable:")) >= 0 && avail_kb * 1024 < need) {
+        int victim = -1;
+        for (int i = 0; i < NORDERS; i++)
+            if (c->parked[i].ref && (victim < 0 || c->parked[i].used < c->parked[victim].used)) victim = i;
+        if (victim < 0) return;
+        xv_reference_free(c->parked[victim].ref);
+        c->parked[victim].ref = NULL;
+    }
+}
+
 /* The float64 reference of the prepared problem, and its near-kink alternatives (training). */
 static int gpu_prepare_reference(xb_backend *b, rg_err *err)
 {
     gpu_ctx *c = b->ctx;
+    if (c->cur.ref) return 0;
+    make_room_for_reference(c);
     ref_options ro = {.node_old_of = c->cur.node_old_of, .edge_old_of = c->cur.edge_old_of};
-    return xb_reference(&c->cur.ref, &c->pl, c->cur.g, &ro, err);
+    long long before = resident_bytes();
+    int rc = xb_reference(&c->cur.ref, &c->pl, c->cur.g, &ro, err);
+    long long after = resident_bytes();
+    if (!rc && before >= 0 && after > before) c->cur.ref_bytes = after - before;
+    return rc;
 }
 
 /* The run's span, whether it started cold, the layer's floor and the device's measured
