@@ -71,7 +71,7 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
  * the softmax form, the GEMMs' precision (mma), traversal mappings and accumulators, node
  * relabelling, the run of the traversals that sum weight gradients (wrun) and how training traversals
  * sum into compact rows (crsum) and whether they recompute per-edge forward values (recompute),
- * 552960 points; "full" adds the W operand in registers, traversals without partial aggregation and
+ * 829440 points; "full" adds the W operand in registers, traversals without partial aggregation and
  * more mapping values (and leaves wrun, crsum, recompute and lanes 8 at their defaults: with them it
  * would pass the 2M points a space may enumerate). */
 static char *builtin_text(int full)

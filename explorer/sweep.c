@@ -382,7 +382,7 @@ static void hash_points(job *j)
 }
 
 /* The store's id of point i's variant, stored on first use: a search of the default space records
- * a few thousand of its 552,960 points, and registering them all first took most of its minute. */
+ * a few thousand of its 829,440 points, and registering them all first took most of its minute. */
 static int64_t variant_of(job *j, int i, rg_err *err)
 {
     if (j->variant_id[i] > 0) return j->variant_id[i];

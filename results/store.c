@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* A prepared statement kept for reuse: a search of the default space runs the same few queries
- * for each of its 552,960 points, and preparing them anew each time took most of its setup. */
+ * for each of its 829,440 points, and preparing them anew each time took most of its setup. */
 typedef struct cached_stmt {
     sqlite3_stmt *st;
     int busy;   /* handed out and not yet released: a nested use of the same query prepares another */
