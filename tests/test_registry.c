@@ -858,6 +858,39 @@ static void test_cache_path_not_a_file(void **state)
     remove_tmpdir(tmp);
 }
 
+/* `explore datasets order`: one row per ordering asked for, miss rates between the compulsory
+ * floor it prints and 1; bad lists are refused. */
+static void test_cli_order(void **state)
+{
+    (void)state;
+    int rc;
+    char *out = explore("order synth:nodes=400,edges=6000,ntypes=3,etypes=5,ratio=0.2,seed=9 --orders orig,rcm "
+                        "--l2-mb 0.01 --no-cache 2>&1", &rc);
+    assert_int_equal(rc, 0);
+    const char *f = strstr(out, "floor ");
+    assert_non_null(f);
+    double floor = atof(f + 6);
+    assert_true(floor > 0 && floor <= 1);
+    const char *names[2] = {"\norig ", "\nrcm "};
+    for (int i = 0; i < 2; i++) {
+        const char *row = strstr(out, names[i]);
+        if (!row) fail_msg("no row %s in:\n%s", names[i] + 1, out);
+        double cs, rs, m128, m256;
+        char name[16];
+        assert_int_equal(sscanf(row + 1, "%15s %lf %lf %lf %lf", name, &cs, &rs, &m128, &m256), 5);
+        assert_true(m128 >= floor - 1e-4 && m128 <= 1 && m256 >= m128 - 1e-4 && m256 <= 1);
+    }
+    assert_null(strstr(out, "\nblock "));
+    free(out);
+    out = explore("order aifb --orders orig,nope 2>&1", &rc);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "unknown ordering 'nope'"));
+    free(out);
+    out = explore("order 2>&1", &rc);
+    assert_int_equal(rc, 2);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -883,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_count_mismatch),
         cmocka_unit_test(test_synth_implausible),
         cmocka_unit_test(test_cache_path_not_a_file),
+        cmocka_unit_test(test_cli_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
