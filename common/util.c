@@ -123,16 +123,22 @@ double rg_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-long rg_peak_rss_kb(void)
+long rg_proc_kb(const char *path, const char *key)
 {
-    FILE *f = fopen("/proc/self/status", "r");
+    FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[256];
     long kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "VmHWM:", 6) == 0) kb = strtol(line + 6, NULL, 10);
+    size_t klen = strlen(key);
+    while (kb < 0 && fgets(line, sizeof line, f))
+        if (strncmp(line, key, klen) == 0) kb = strtol(line + klen, NULL, 10);
     fclose(f);
     return kb;
+}
+
+long rg_peak_rss_kb(void)
+{
+    return rg_proc_kb("/proc/self/status", "VmHWM:");
 }
 
 static void str_reserve(rg_str *b, size_t extra)

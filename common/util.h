@@ -56,6 +56,9 @@ const char *rg_err_class_name(rg_err_class c);
 
 double rg_now(void);            /* monotonic seconds */
 long rg_peak_rss_kb(void);      /* peak resident set size of this process (VmHWM) */
+/* The number after the first line starting with key in a /proc file of "Key: N kB" lines
+ * ("/proc/self/status", "VmRSS:"; "/proc/meminfo", "MemAvailable:"), or -1 when unreadable. */
+long rg_proc_kb(const char *path, const char *key);
 
 /* Growable string. */
 typedef struct rg_str {

@@ -16,19 +16,38 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Every node, by descending degree then ascending id: one sort of packed keys. */
-static int32_t *by_degree(const hg_graph *g)
+/* Per node, in + out degree: the key of every degree-ordered choice below. */
+static int32_t *degrees(const hg_graph *g)
+{
+    int32_t *deg = rg_xmalloc(((size_t)g->num_nodes + 1) * sizeof *deg);
+    for (int32_t n = 0; n < g->num_nodes; n++) deg[n] = degree(g, n);
+    return deg;
+}
+
+/* Every node by degree, descending or ascending, ties by ascending id: a stable counting sort,
+ * O(N + largest degree). */
+static int32_t *by_degree(const hg_graph *g, const int32_t *deg, int descending)
 {
     int32_t N = g->num_nodes, maxdeg = 0;
     for (int32_t n = 0; n < N; n++)
-        if (degree(g, n) > maxdeg) maxdeg = degree(g, n);
-    uint64_t *key = rg_xmalloc(((size_t)N + 1) * sizeof *key);
-    for (int32_t n = 0; n < N; n++) key[n] = (uint64_t)(uint32_t)(maxdeg - degree(g, n)) << 32 | (uint32_t)n;
-    qsort(key, (size_t)N, sizeof *key, cmp_u64);
+        if (deg[n] > maxdeg) maxdeg = deg[n];
+    int32_t *key = rg_xmalloc(((size_t)N + 1) * sizeof *key), *count = rg_xcalloc((size_t)maxdeg + 2, sizeof *count);
+    for (int32_t n = 0; n < N; n++) key[n] = descending ? maxdeg - deg[n] : deg[n];
+    for (int32_t n = 0; n < N; n++) count[key[n] + 1]++;
+    for (int32_t d = 0; d <= maxdeg; d++) count[d + 1] += count[d];
     int32_t *seq = rg_xmalloc(((size_t)N + 1) * sizeof *seq);
-    for (int32_t i = 0; i < N; i++) seq[i] = (int32_t)(key[i] & 0xffffffffu);
+    for (int32_t n = 0; n < N; n++) seq[count[key[n]]++] = n;
     free(key);
+    free(count);
     return seq;
+}
+
+/* The k-th neighbour of n in the undirected graph of all edges (0 <= k < degree): its out-edges'
+ * destinations, then its in-edges' sources. Self-loops and parallel edges repeat a neighbour. */
+static inline int32_t neighbour(const hg_graph *g, int32_t n, int32_t k)
+{
+    int32_t out = g->out_ptr[n + 1] - g->out_ptr[n];
+    return k < out ? g->dst[g->out_eid[g->out_ptr[n] + k]] : g->src[g->in_eid[g->in_ptr[n] + k - out]];
 }
 
 /* Every node in breadth-first order over both edge directions; each search starts from the
@@ -44,12 +63,8 @@ static int32_t *breadth_first(const hg_graph *g, const int32_t *starts)
         seq[tail++] = starts[s];
         while (head < tail) {
             int32_t n = seq[head++];
-            for (int32_t q = g->out_ptr[n]; q < g->out_ptr[n + 1]; q++) {
-                int32_t m = g->dst[g->out_eid[q]];
-                if (!seen[m]) seen[m] = 1, seq[tail++] = m;
-            }
-            for (int32_t q = g->in_ptr[n]; q < g->in_ptr[n + 1]; q++) {
-                int32_t m = g->src[g->in_eid[q]];
+            for (int32_t k = 0, d = degree(g, n); k < d; k++) {
+                int32_t m = neighbour(g, n, k);
                 if (!seen[m]) seen[m] = 1, seq[tail++] = m;
             }
         }
@@ -57,37 +72,6 @@ static int32_t *breadth_first(const hg_graph *g, const int32_t *starts)
     RG_ASSERT(tail == N);
     free(seen);
     return seq;
-}
-
-/* Per node, in + out degree: the key of every degree-ordered choice below. */
-static int32_t *degrees(const hg_graph *g)
-{
-    int32_t *deg = rg_xmalloc(((size_t)g->num_nodes + 1) * sizeof *deg);
-    for (int32_t n = 0; n < g->num_nodes; n++) deg[n] = degree(g, n);
-    return deg;
-}
-
-/* Every node by ascending degree, ties by id: a counting sort, O(N + largest degree). */
-static int32_t *by_ascending_degree(const hg_graph *g, const int32_t *deg)
-{
-    int32_t N = g->num_nodes, maxdeg = 0;
-    for (int32_t n = 0; n < N; n++)
-        if (deg[n] > maxdeg) maxdeg = deg[n];
-    int32_t *count = rg_xcalloc((size_t)maxdeg + 2, sizeof *count);
-    for (int32_t n = 0; n < N; n++) count[deg[n] + 1]++;
-    for (int32_t d = 0; d <= maxdeg; d++) count[d + 1] += count[d];
-    int32_t *seq = rg_xmalloc(((size_t)N + 1) * sizeof *seq);
-    for (int32_t n = 0; n < N; n++) seq[count[deg[n]]++] = n;
-    free(count);
-    return seq;
-}
-
-/* The k-th neighbour of n in the undirected graph of all edges (0 <= k < degree): its out-edges'
- * destinations, then its in-edges' sources. Self-loops and parallel edges repeat a neighbour. */
-static inline int32_t neighbour(const hg_graph *g, int32_t n, int32_t k)
-{
-    int32_t out = g->out_ptr[n + 1] - g->out_ptr[n];
-    return k < out ? g->dst[g->out_eid[g->out_ptr[n] + k]] : g->src[g->in_eid[g->in_ptr[n] + k - out]];
 }
 
 /* George-Liu's search for a pseudo-peripheral node repeats a breadth-first search while the
@@ -188,7 +172,7 @@ static int32_t *reverse_cuthill_mckee(const hg_graph *g)
     s.queue = rg_xmalloc(((size_t)N + 1) * sizeof *s.queue);
     s.done = rg_xcalloc((size_t)N + 1, 1);
     s.keys = rg_xmalloc(((size_t)N + 1) * sizeof *s.keys);
-    int32_t *starts = by_ascending_degree(g, s.deg), *seq = rg_xmalloc(((size_t)N + 1) * sizeof *seq);
+    int32_t *starts = by_degree(g, s.deg, 0), *seq = rg_xmalloc(((size_t)N + 1) * sizeof *seq);
     for (int32_t i = 0; i < N; i++)
         if (!s.done[starts[i]]) cuthill_mckee(&s, s.deg[starts[i]] ? pseudo_peripheral(&s, starts[i]) : starts[i], seq, &tail);
     RG_ASSERT(tail == N);
@@ -280,7 +264,9 @@ int32_t *ord_compute(const hg_graph *g, ord_kind kind)
     if (kind == ORD_RCM) {
         seq = reverse_cuthill_mckee(g);
     } else {
-        seq = by_degree(g);
+        int32_t *deg = degrees(g);
+        seq = by_degree(g, deg, 1);
+        free(deg);
         if (kind == ORD_BFS) {
             int32_t *bfs = breadth_first(g, seq);
             free(seq);

@@ -31,10 +31,11 @@ typedef struct graph_state {
     int32_t *node_old_of, *edge_old_of;   /* relabelled: where its nodes' and edges' data come from */
     double order_s;        /* seconds the ordering and relabelling took (0 for the graph as given) */
     long long ref_bytes;   /* what building ref added to the resident set (0: not measured) */
-    unsigned long used;    /* the context's clock when it was last made current (least recent parked first) */
+    unsigned long used;    /* the context's clock when it was parked (least recently used first) */
 } graph_state;
 
-#define NORDERS 5   /* the values of cfg_order */
+#define NORDERS ORD_NKINDS   /* the values of cfg_order: one ord_kind each */
+_Static_assert(CFG_ORDER_BLOCK + 1 == ORD_NKINDS, "each value of relabel needs its ordering in build_ordered");
 
 typedef struct gpu_ctx {
     krt_device dev;
@@ -43,7 +44,7 @@ typedef struct gpu_ctx {
     graph_state cur;       /* the ordering of the variant being measured */
     cfg_order order;       /* cur's */
     graph_state parked[NORDERS];   /* the others built so far, by ordering: variants come in any order */
-    unsigned long clock;   /* counts use_order's switches */
+    unsigned long clock;   /* counts the states parked */
     hg_stats stats;
     fl_floor floor[2];     /* the layer's floor on this problem, by store= (0 f32, 1 bf16) */
     int have_floor[2];
@@ -89,21 +90,19 @@ static int build_ordered(gpu_ctx *c, const hg_graph *orig, cfg_order order, rg_e
 /* Makes `order`'s graph the current one, building it on first use. */
 static int use_order(gpu_ctx *c, cfg_order order, rg_err *err)
 {
-    RG_ASSERT((int)order >= 0 && order < NORDERS);
+    RG_ASSERT((int)order >= 0 && (int)order < NORDERS);
     if (c->cur.g) {   /* none after a failed build: the graph as given is parked then */
         if (order == c->order) return 0;
         c->parked[c->order] = c->cur;
+        c->parked[c->order].used = ++c->clock;
         memset(&c->cur, 0, sizeof c->cur);
     }
     c->order = order;
-    c->clock++;
     if (c->parked[order].g) {
         c->cur = c->parked[order];
-        c->cur.used = c->clock;
         memset(&c->parked[order], 0, sizeof c->parked[order]);
         return 0;
     }
-    c->cur.used = c->clock;
     int rc = build_ordered(c, c->parked[CFG_ORDER_ORIG].g, order, err);
     if (rc) free_state(&c->cur);   /* the next variant of this ordering tries again */
     return rc;
@@ -126,24 +125,10 @@ static int gpu_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
     return 0;
 }
 
-/* A /proc file's first number after `key` (in its own unit), or -1 when it cannot be read. */
-static long long proc_number(const char *path, const char *key)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[256];
-    long long v = -1;
-    size_t klen = strlen(key);
-    while (v < 0 && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, klen)) v = strtoll(line + klen, NULL, 10);
-    fclose(f);
-    return v;
-}
-
 static long long resident_bytes(void)
 {
-    long long kb = proc_number("/proc/self/status", "VmRSS:");
-    return kb < 0 ? -1 : kb * 1024;
+    long kb = rg_proc_kb("/proc/self/status", "VmRSS:");
+    return kb < 0 ? -1 : (long long)kb * 1024;
 }
 
 /* Each ordering's graph keeps its float64 reference while it is parked, since variants of several
@@ -158,8 +143,8 @@ static void make_room_for_reference(gpu_ctx *c)
     for (int i = 0; i < NORDERS; i++)
         if (c->parked[i].ref && c->parked[i].ref_bytes > need) need = c->parked[i].ref_bytes;
     need += need / 2;
-    long long avail_kb;
-    while (need > 0 && (avail_kb = proc_number("/proc/meminfo", "MemAvailable:")) >= 0 && avail_kb * 1024 < need) {
+    long avail_kb;
+    while (need > 0 && (avail_kb = rg_proc_kb("/proc/meminfo", "MemAvailable:")) >= 0 && (long long)avail_kb * 1024 < need) {
         int victim = -1;
         for (int i = 0; i < NORDERS; i++)
             if (c->parked[i].ref && (victim < 0 || c->parked[i].used < c->parked[victim].used)) victim = i;
