@@ -100,7 +100,7 @@ PERF_STORES = $(shell git ls-files 'results/h100/*.db')
 .PHONY: perf-tables
 perf-tables: $(BUILD)/explore
 	@[ -n "$(PERF_STORES)" ] || { echo "make perf-tables: git lists no results/h100/*.db (not a git checkout?)" >&2; exit 2; }
-	$(BUILD)/explore perf-tables --replay results/h100/results.db --loso results/h100/session6-sizes.db \
+	$(BUILD)/explore perf-tables --replay results/h100/results.db,results/h100/session14-sizes.db --loso results/h100/session6-sizes.db \
 	    --transfer results/h200/session13-sizes.db --transfer-fit results/h100/session13-sizes.db \
 	    --out docs/perf-tables.md $(PERF_STORES)
 

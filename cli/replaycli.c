@@ -406,8 +406,9 @@ static void md_write(FILE *out, const replay_args *a, const sr_set *set, const s
             a->p.db, set->device, set->n, SR_MIN_POINTS, a->budget_frac, a->seed, a->seed + a->runs - 1,
             set->model_source, a->p.db, a->budget_frac, a->seed, a->runs, a->cm, a->fit_db ? " --fit-db " : "",
             a->fit_db ? a->fit_db : "");
-    fprintf(out, "Oracles: %d problem%s exhaustive, %d best of the points measured (%s).\n\n", ex, ex == 1 ? "" : "s",
-            set->n - ex, ORACLE_NOTE);
+    fprintf(out, "Oracles: %d problem%s exhaustive, %d best of the points measured (%s). The prior of `bo` is calibrated "
+                 "on the model's held-out errors for %d of the %d problems; `bo-fixed` has one prior sd for every feature.\n\n",
+            ex, ex == 1 ? "" : "s", set->n - ex, ORACLE_NOTE, set->calibrated, set->n);
     md_header(out, "", 0);
     for (int k = 0; k < nst; k++) md_summary_row(out, "", st[k]->name, &rs->all[k]);
     md_summary_row(out, "", "random (expected)", &rs->all[nst]);
@@ -485,6 +486,8 @@ int sr_cli_replay(int argc, char **argv)
     if (a.budget) printf("%d evaluations", a.budget);
     else printf("%g of each space", a.budget_frac);
     printf("; seeds %d..%d; predictions: %s\n", a.seed, a.seed + a.runs - 1, set.model_source);
+    printf("bo's prior: calibrated on the model's held-out errors for %d of %d problems (bo-fixed: one sd for all)\n",
+           set.calibrated, set.n);
     int rc = replay(&a, &set, st, nst, csv, sumcsv);
     FILE *files[2] = {csv, sumcsv};
     const char *names[2] = {a.out, a.summary_out};

@@ -73,14 +73,14 @@ void cm_set_add(cm_set *s, const cm_sample *x)
     s->samples[s->nsamples++].cfg_key = cfg_hash(&x->cfg);
 }
 
-void cm_set_without_dataset(const cm_set *s, const char *dataset, cm_set *out)
+/* A copy of s without the problems that drop[] marks. */
+static void set_without(const cm_set *s, const int *drop, cm_set *out)
 {
     memset(out, 0, sizeof *out);
     snprintf(out->device, sizeof out->device, "%s", s->device);
     snprintf(out->source, sizeof out->source, "%s", s->source);
     int *renum = rg_xmalloc(((size_t)s->nproblems + 1) * sizeof *renum);
-    for (int q = 0; q < s->nproblems; q++)
-        renum[q] = strcmp(s->problems[q].dataset, dataset) ? cm_set_problem(out, &s->problems[q]) : -1;
+    for (int q = 0; q < s->nproblems; q++) renum[q] = drop[q] ? -1 : cm_set_problem(out, &s->problems[q]);
     for (int i = 0; i < s->nsamples; i++) {
         if (renum[s->samples[i].problem] < 0) continue;
         cm_sample x = s->samples[i];
@@ -88,6 +88,25 @@ void cm_set_without_dataset(const cm_set *s, const char *dataset, cm_set *out)
         cm_set_add(out, &x);
     }
     free(renum);
+}
+
+void cm_set_without_dataset(const cm_set *s, const char *dataset, cm_set *out)
+{
+    int *drop = rg_xmalloc(((size_t)s->nproblems + 1) * sizeof *drop);
+    for (int q = 0; q < s->nproblems; q++) drop[q] = !strcmp(s->problems[q].dataset, dataset);
+    set_without(s, drop, out);
+    free(drop);
+}
+
+void cm_set_without_size(const cm_set *s, int dim_in, int dim_out, int heads, cm_set *out)
+{
+    int *drop = rg_xmalloc(((size_t)s->nproblems + 1) * sizeof *drop);
+    for (int q = 0; q < s->nproblems; q++) {
+        const cm_problem *p = &s->problems[q];
+        drop[q] = p->dim_in == dim_in && p->dim_out == dim_out && p->heads == heads;
+    }
+    set_without(s, drop, out);
+    free(drop);
 }
 
 void cm_set_free(cm_set *s)

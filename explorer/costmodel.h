@@ -61,6 +61,8 @@ void cm_set_add(cm_set *s, const cm_sample *x);
 /* A copy of s without the problems on `dataset` (a leave-one-dataset-out training set taken from
  * another store). */
 void cm_set_without_dataset(const cm_set *s, const char *dataset, cm_set *out);
+/* A copy of s without the problems of one size (dims and heads). */
+void cm_set_without_size(const cm_set *s, int dim_in, int dim_out, int heads, cm_set *out);
 void cm_set_free(cm_set *s);
 
 typedef struct cm_filter {

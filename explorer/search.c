@@ -1,6 +1,7 @@
 /* Search strategies under a budget and their replay on recorded measurements: the space of a
  * problem is what the store holds of it, so strategies are compared and tuned without a GPU. */
 #include "explorer/search.h"
+#include "explorer/calib.h"
 #include "codegen/pipeline.h"
 #include "results/store.h"
 #include "results/yardstick.h"
@@ -138,6 +139,7 @@ void sr_problem_free(sr_problem *p)
     free(p->by_key);
     free(p->sorted_ms);
     free(p->static_list);
+    free(p->prior_sd);
     memset(p, 0, sizeof *p);
 }
 
@@ -208,12 +210,18 @@ int sr_load_failed(const char *db_path, sr_set *s, rg_err *err)
     return rc;
 }
 
-/* Each sample's prediction by model m, for the problems on only_dataset (NULL: every problem);
- * problems without a section get none. */
-static void predict_problems(const cm_set *s, const cm_model *m, const char *only_dataset, double *pred)
+static int same_group(const cm_problem *a, const cm_problem *b, int by_size)
+{
+    return by_size ? a->dim_in == b->dim_in && a->dim_out == b->dim_out && a->heads == b->heads
+                   : !strcmp(a->dataset, b->dataset);
+}
+
+/* Each sample's prediction by model m, for the problems of only's group (its dataset; by_size: its
+ * size; only NULL: every problem); problems without a section get none. */
+static void predict_problems(const cm_set *s, const cm_model *m, const cm_problem *only, int by_size, double *pred)
 {
     for (int q = 0; q < s->nproblems; q++) {
-        if (only_dataset && strcmp(s->problems[q].dataset, only_dataset)) continue;
+        if (only && !same_group(&s->problems[q], only, by_size)) continue;
         const cm_section *sec = cm_find_section(m, s->problems[q].model, s->problems[q].task, NULL);
         int n = 0;
         for (int i = 0; i < s->nsamples; i++) n += s->samples[i].problem == q;
@@ -246,23 +254,16 @@ static int file_predictions(const cm_set *s, const char *path, double *pred, cha
     if (strcmp(m.device, s->device))
         fprintf(stderr, "explore replay: note: the cost model was fitted on '%s', the store's times are of '%s'\n",
                 m.device, s->device);
-    predict_problems(s, &m, NULL, pred);
+    predict_problems(s, &m, NULL, 0, pred);
     cm_model_free(&m);
     return 0;
 }
 
-/* Each sample's prediction by models fitted on another store's measurements (another device's,
+/* Each sample's prediction by models fitted on another store's measurements (fit: another device's,
  * typically) without the sample's dataset: a pick on a graph and a device neither of which the
- * fit saw. The filters (model, task) are the target's; the fit store must hold one device. */
-static int cross_predictions(const cm_set *s, const sr_load_options *o, double *pred, char *note, size_t cap,
-                             rg_err *err)
+ * fit saw. */
+static int cross_predictions(const cm_set *s, const cm_set *fit, double *pred, rg_err *err)
 {
-    cm_filter f = {.model = o->model, .task = o->task};
-    cm_set train;
-    if (cm_set_load(o->fit_db, &f, &train, err)) {
-        rg_err_prefix(err, "--fit-db");
-        return -1;
-    }
     cm_fit_options fo;
     cm_fit_options_default(&fo);
     int rc = 0;
@@ -271,21 +272,110 @@ static int cross_predictions(const cm_set *s, const sr_load_options *o, double *
         for (int j = 0; j < q && first; j++) first = strcmp(s->problems[j].dataset, s->problems[q].dataset) != 0;
         if (!first) continue;
         cm_set held;
-        cm_set_without_dataset(&train, s->problems[q].dataset, &held);
+        cm_set_without_dataset(fit, s->problems[q].dataset, &held);
         cm_model m;
         rc = cm_fit(&held, &fo, &m, err);
         if (!rc) {
-            predict_problems(s, &m, s->problems[q].dataset, pred);
+            predict_problems(s, &m, &s->problems[q], 0, pred);
             cm_model_free(&m);
         } else {
-            rg_err_prefix(err, "--fit-db %s without %s", o->fit_db, s->problems[q].dataset);
+            rg_err_prefix(err, "the fit store without %s", s->problems[q].dataset);
         }
         cm_set_free(&held);
     }
-    snprintf(note, cap, "cost models fitted on %.400s (device %.200s) without the problem's dataset", o->fit_db,
-             train.device);
-    cm_set_free(&train);
     return rc;
+}
+
+/* Each sample's held-out prediction (pred[], NaN where none): by models fitted without its dataset
+ * (by_size: without its size) on s itself, or with fit, on that other store without its dataset. */
+static int held_out_predictions(const cm_set *s, const cm_set *fit, int by_size, double *pred, rg_err *err)
+{
+    for (int i = 0; i < s->nsamples; i++) pred[i] = NAN;
+    if (fit) return cross_predictions(s, fit, pred, err);
+    cm_eval e;
+    if ((by_size ? cm_loso : cm_lodo)(s, NULL, &e, err)) return -1;
+    memcpy(pred, e.sample_pred, (size_t)s->nsamples * sizeof *pred);
+    cm_eval_free(&e);
+    return 0;
+}
+
+/* ---- The calibrated prior of Bayesian optimisation (explorer/calib.h) ---- */
+
+static void without_group(const cm_set *s, const cm_problem *g, int by_size, cm_set *out)
+{
+    if (by_size) cm_set_without_size(s, g->dim_in, g->dim_out, g->heads, out);
+    else cm_set_without_dataset(s, g->dataset, out);
+}
+
+/* The prior of the problems of group a (a dataset; by_size: a size): how wrong the held-out
+ * predictions were on the problems of the other groups, each of those predictions made by models
+ * fitted without group a too (nested), so that no time of group a reaches its own prior. pred_a:
+ * those predictions, per sample of s. */
+static int prior_of_group(const cm_set *s, const cm_problem *a, int by_size, const double *pred_a, sr_set *out)
+{
+    int set = 0;
+    double coef[CAL_NFEAT];
+    unsigned char varied[CAL_NFEAT];
+    for (int q = 0; q < out->n; q++) {
+        sr_problem *p = &out->problems[q];
+        if (!same_group(&p->prob, a, by_size)) continue;
+        cal_prior prior;
+        cal_prior_init(&prior);
+        for (int k = 0; k < s->nproblems; k++) {
+            const cm_problem *x = &s->problems[k];
+            if (same_group(x, a, by_size) || strcmp(x->model, p->prob.model) || strcmp(x->task, p->prob.task)) continue;
+            if (cal_residual_effects(s, k, pred_a, coef, varied) == 0) cal_prior_add(&prior, coef, varied);
+        }
+        if (prior.problems) {
+            free(p->prior_sd);
+            p->prior_sd = rg_xmalloc(CAL_NFEAT * sizeof *p->prior_sd);
+            cal_prior_sd(&prior, SR_BO_W_SD, p->prior_sd);
+            p->prior_sd[0] = cal_prior_noise(&prior);
+            set++;
+        }
+        cal_prior_free(&prior);
+    }
+    return set;
+}
+
+/* Calibrates the prior of every problem of out; returns how many got one. For each pair of groups
+ * (a, b), one fit without both (on s, or on the fit store: fit) predicts b's problems as group a's
+ * calibration sees them, and a's as b's does: half the fits of a held-out evaluation per group. A
+ * group whose pairs cannot be fitted (fewer than three datasets or sizes) keeps the fixed prior. */
+static int calibrate(const cm_set *s, const cm_set *fit, int by_size, sr_set *out)
+{
+    int *first = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1) * sizeof *first), ng = 0;
+    for (int q = 0; q < s->nproblems; q++) {
+        int seen = 0;
+        for (int g = 0; g < ng && !seen; g++) seen = same_group(&s->problems[first[g]], &s->problems[q], by_size);
+        if (!seen) first[ng++] = q;
+    }
+    size_t ns = (size_t)(s->nsamples ? s->nsamples : 1);
+    double *pred = rg_xmalloc((size_t)ng * ns * sizeof *pred);
+    for (size_t i = 0; i < (size_t)ng * ns; i++) pred[i] = NAN;
+    cm_fit_options fo;
+    cm_fit_options_default(&fo);
+    for (int a = 0; a < ng; a++)
+        for (int b = a + 1; b < ng; b++) {
+            const cm_problem *ga = &s->problems[first[a]], *gb = &s->problems[first[b]];
+            cm_set t1, t2;
+            without_group(fit ? fit : s, ga, by_size, &t1);
+            without_group(&t1, gb, by_size, &t2);
+            cm_model m;
+            rg_err ignored;
+            if (t2.nsamples && cm_fit(&t2, &fo, &m, &ignored) == 0) {
+                predict_problems(s, &m, gb, by_size, pred + (size_t)a * ns);
+                predict_problems(s, &m, ga, by_size, pred + (size_t)b * ns);
+                cm_model_free(&m);
+            }
+            cm_set_free(&t1);
+            cm_set_free(&t2);
+        }
+    int set = 0;
+    for (int a = 0; a < ng; a++) set += prior_of_group(s, &s->problems[first[a]], by_size, pred + (size_t)a * ns, out);
+    free(pred);
+    free(first);
+    return set;
 }
 
 int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
@@ -293,38 +383,48 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
     memset(out, 0, sizeof *out);
     const char *cm = o->cm ? o->cm : SR_CM_LODO;
     cm_filter f = {.model = o->model, .task = o->task, .device = o->device};
-    cm_set s;
+    cm_set s, fit;
+    int have_fit = 0;
     if (cm_set_load(db, &f, &s, err)) return -1;
     double *pred = rg_xmalloc((size_t)s.nsamples * sizeof *pred);
     for (int i = 0; i < s.nsamples; i++) pred[i] = NAN;
     char note[1024] = "none";
-    int rc = 0, by_size = !strcmp(cm, SR_CM_LOSO);
+    int rc = 0, by_size = !strcmp(cm, SR_CM_LOSO), held_out = 0;
     if (o->fit_db && strcmp(cm, SR_CM_LODO)) {
         rc = rg_errf(err, "--fit-db fits leave-one-dataset-out on the other store; it takes no --cm %s", cm);
     } else if (o->fit_db) {
-        rc = cross_predictions(&s, o, pred, note, sizeof note, err);
+        /* the filters (model, task) are the target's; the fit store must hold one device */
+        cm_filter ff = {.model = o->model, .task = o->task};
+        if ((rc = cm_set_load(o->fit_db, &ff, &fit, err)) != 0) {
+            rg_err_prefix(err, "--fit-db");
+        } else {
+            have_fit = held_out = 1;
+            if ((rc = held_out_predictions(&s, &fit, 0, pred, err)) != 0) rg_err_prefix(err, "--fit-db %s", o->fit_db);
+            snprintf(note, sizeof note, "cost models fitted on %.400s (device %.200s) without the problem's dataset",
+                     o->fit_db, fit.device);
+        }
     } else if (!strcmp(cm, SR_CM_LODO) || by_size) {
         const char *how = by_size ? "leave-one-size-out" : "leave-one-dataset-out";
-        cm_eval e;
-        if ((rc = (by_size ? cm_loso : cm_lodo)(&s, NULL, &e, err)) == 0) {
-            memcpy(pred, e.sample_pred, (size_t)s.nsamples * sizeof *pred);
-            cm_eval_free(&e);
+        held_out = 1;
+        if ((rc = held_out_predictions(&s, NULL, by_size, pred, err)) == 0)
             snprintf(note, sizeof note, "cost models fitted %s on %.900s", how, db);
-        } else {
+        else
             rg_err_prefix(err, "no %s model (--cm none searches without one)", how);
-        }
     } else if (strcmp(cm, SR_CM_NONE)) {
         rc = file_predictions(&s, cm, pred, note, sizeof note, err);
     }
     if (rc == 0) {
         from_cm_set(&s, pred, SR_MIN_POINTS, by_size, out);
         snprintf(out->model_source, sizeof out->model_source, "%s", note);
+        /* a model file's predictions have no held-out errors to calibrate on: bo keeps its fixed prior */
+        if (held_out) out->calibrated = calibrate(&s, have_fit ? &fit : NULL, by_size, out);
         rc = sr_load_failed(db, out, err);
         if (rc == 0 && out->n == 0)
             rc = rg_errf(err, "%s: no problem with at least %d stored configs on '%s'", db, SR_MIN_POINTS, s.device);
     }
     free(pred);
     cm_set_free(&s);
+    if (have_fit) cm_set_free(&fit);
     if (rc) sr_set_free(out);
     return rc;
 }
@@ -601,35 +701,28 @@ static void run_anneal(sr_run *r)
 
 /* ================================================================ Bayesian optimisation ==== */
 
-/* A Bayesian linear regression of log time on the config's cost-model encoding (the key table's
- * one-hot bits and their pairs, plus an intercept), with the cost model's log prediction as the
- * prior mean, refitted after every measurement; the next point maximises expected improvement. */
+/* A Bayesian linear regression of log time on the config's cost-model encoding (explorer/calib.h:
+ * the key table's one-hot bits and their pairs, plus an intercept), with the cost model's log
+ * prediction as the prior mean, refitted after every measurement; the next point maximises expected
+ * improvement. The prior sd of each weight is the problem's calibrated one where it has one (how
+ * wrong the model was on that feature on held-out problems: wide where compaction's effect flips
+ * between graphs, tight where the model is right everywhere) and its noise sd the misfit the
+ * encoding left there; else SR_BO_W_SD for all and BO_NOISE. */
 #define BO_NOISE 0.05          /* log-time noise sd: ~5% between repeated sweeps */
-#define BO_W_SD_MODEL 0.25     /* prior sd of a feature's effect beyond what the model predicts */
-#define BO_W_SD_BARE 1.0       /* ... without a model */
+#define BO_W_SD_BARE 1.0       /* prior sd of a feature's effect without a model */
 #define BO_B_SD 10.0           /* prior sd of the intercept (the level is unknown) */
-#define BO_NFEAT (1 + CFG_NFEATURES + CFG_NFEATURES * (CFG_NFEATURES - 1) / 2)
-
-static void bo_features(const cg_config *c, double *x)
-{
-    double bits[CFG_NFEATURES];
-    cfg_features(c, bits);
-    int k = 0;
-    x[k++] = 1;
-    for (int i = 0; i < CFG_NFEATURES; i++) x[k++] = bits[i];
-    for (int i = 0; i < CFG_NFEATURES; i++)
-        for (int j = i + 1; j < CFG_NFEATURES; j++) x[k++] = bits[i] * bits[j];
-}
+#define BO_NFEAT CAL_NFEAT
 
 typedef struct bo_state {
     gsl_matrix *A;             /* posterior precision, then its Cholesky factor */
     gsl_vector *b, *w, *v;
     double *offset;            /* [n] prior mean of each point's log time */
     double *X;                 /* [n * BO_NFEAT] */
+    const double *prior_sd;    /* [BO_NFEAT] the problem's calibrated prior, or NULL */
     int have_model;
 } bo_state;
 
-static void bo_init(const sr_problem *p, bo_state *s)
+static void bo_init(const sr_problem *p, int calibrated, bo_state *s)
 {
     s->A = gsl_matrix_alloc(BO_NFEAT, BO_NFEAT);
     s->b = gsl_vector_alloc(BO_NFEAT);
@@ -640,13 +733,14 @@ static void bo_init(const sr_problem *p, bo_state *s)
     double mean = 0;
     int known = 0;
     for (int i = 0; i < p->n; i++) {
-        bo_features(&p->points[i].cfg, s->X + (size_t)i * BO_NFEAT);
+        cal_features(&p->points[i].cfg, s->X + (size_t)i * BO_NFEAT);
         if (isfinite(p->points[i].pred_ms) && p->points[i].pred_ms > 0) {
             mean += log(p->points[i].pred_ms);
             known++;
         }
     }
     s->have_model = known > 0;
+    s->prior_sd = s->have_model && calibrated ? p->prior_sd : NULL;
     mean = known ? mean / known : 0;
     for (int i = 0; i < p->n; i++)
         s->offset[i] = isfinite(p->points[i].pred_ms) && p->points[i].pred_ms > 0 ? log(p->points[i].pred_ms) : mean;
@@ -665,10 +759,14 @@ static void bo_free(bo_state *s)
 /* Posterior of the weights given the measured points (idx, log times y). */
 static void bo_fit(bo_state *s, const int *idx, const double *y, int m)
 {
-    double wsd = s->have_model ? BO_W_SD_MODEL : BO_W_SD_BARE, prec = 1 / (BO_NOISE * BO_NOISE);
+    double noise = s->prior_sd ? s->prior_sd[0] : BO_NOISE;
+    double wsd = s->have_model ? SR_BO_W_SD : BO_W_SD_BARE, prec = 1 / (noise * noise);
     gsl_matrix_set_zero(s->A);
     gsl_vector_set_zero(s->b);
-    for (int j = 0; j < BO_NFEAT; j++) gsl_matrix_set(s->A, j, j, 1 / ((j ? wsd : BO_B_SD) * (j ? wsd : BO_B_SD)));
+    for (int j = 0; j < BO_NFEAT; j++) {
+        double sd = j == 0 ? BO_B_SD : s->prior_sd ? s->prior_sd[j] : wsd;
+        gsl_matrix_set(s->A, j, j, 1 / (sd * sd));
+    }
     for (int k = 0; k < m; k++) {
         const double *x = s->X + (size_t)idx[k] * BO_NFEAT;
         double r = y[k] - s->offset[idx[k]];
@@ -702,11 +800,11 @@ static double bo_ei(bo_state *s, int i, double f)
     return (f - mu) * gsl_cdf_ugaussian_P(z) + sd * gsl_ran_ugaussian_pdf(z);
 }
 
-static void run_bo(sr_run *r)
+static void run_bo_prior(sr_run *r, int calibrated)
 {
     const sr_problem *p = r->p;
     bo_state s;
-    bo_init(p, &s);
+    bo_init(p, calibrated, &s);
     int *idx = rg_xmalloc((size_t)r->budget * sizeof *idx), m = 0;
     double *y = rg_xmalloc((size_t)r->budget * sizeof *y);
     int *order = rg_xmalloc((size_t)p->n * sizeof *order);
@@ -740,6 +838,10 @@ static void run_bo(sr_run *r)
     bo_free(&s);
 }
 
+/* The calibrated prior where the problem has one (explorer/calib.h), and the fixed one, to compare. */
+static void run_bo(sr_run *r) { run_bo_prior(r, 1); }
+static void run_bo_fixed(sr_run *r) { run_bo_prior(r, 0); }
+
 /* ================================================================ the table ==== */
 
 static const sr_strategy STRATEGIES[] = {
@@ -747,7 +849,9 @@ static const sr_strategy STRATEGIES[] = {
     {"model", "the cost model's ranking, best predicted first", run_model},
     {"static", "the static list (best geomean on the other datasets), then random", run_static},
     {"anneal", "model-guided simulated annealing: one-key mutations of the best so far", run_anneal},
-    {"bo", "Bayesian optimisation: linear surrogate over the config encoding, expected improvement", run_bo},
+    {"bo", "Bayesian optimisation: linear surrogate over the config encoding, expected improvement; its prior "
+           "calibrated on the model's held-out errors where replay has them", run_bo},
+    {"bo-fixed", "bo with one fixed prior sd for every feature (bo before calibration)", run_bo_fixed},
 };
 #define NSTRATEGIES (int)(sizeof STRATEGIES / sizeof *STRATEGIES)
 
@@ -771,8 +875,10 @@ void sr_search(const sr_strategy *s, const sr_problem *p, int budget, uint64_t s
     sr_search_eval(s, p, budget, seed, NULL, best);
 }
 
-int sr_search_eval(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, const sr_evaluator *ev,
-                   double *best)
+/* One search; *drew (may be NULL) receives whether it drew any random number: a search that drew
+ * none gives the same sequence for every seed. */
+static int search_run(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, const sr_evaluator *ev,
+                      double *best, int *drew)
 {
     RG_ASSERT(budget >= 1 && budget <= p->n);
     sr_run r = {.p = p, .ev = ev ? *ev : (sr_evaluator){replay_time, NULL}, .budget = budget, .best = best,
@@ -783,8 +889,10 @@ int sr_search_eval(const sr_strategy *s, const sr_problem *p, int budget, uint64
     snprintf(id, sizeof id, "%s/%s/%s/%d/%d/%d", p->prob.model, p->prob.task, p->prob.dataset, p->prob.dim_in,
              p->prob.dim_out, p->prob.heads);
     rg_rng_seed(&r.rng, seed ^ rg_fnv1a64(id, strlen(id), RG_FNV_SEED));
+    rg_rng seeded = r.rng;
     r.done = rg_xcalloc((size_t)p->n, 1);
     s->run(&r);
+    if (drew) *drew = memcmp(&seeded, &r.rng, sizeof seeded) != 0;
     /* a strategy that stops early (it ran out of points, or the evaluator stopped it) found
      * nothing more */
     int used = r.used;
@@ -792,6 +900,12 @@ int sr_search_eval(const sr_strategy *s, const sr_problem *p, int budget, uint64
     free(r.done);
     free(r.outside);
     return used;
+}
+
+int sr_search_eval(const sr_strategy *s, const sr_problem *p, int budget, uint64_t seed, const sr_evaluator *ev,
+                   double *best)
+{
+    return search_run(s, p, budget, seed, ev, best, NULL);
 }
 
 /* ================================================================ scores ==== */
@@ -827,9 +941,11 @@ void sr_replay(const sr_strategy *s, const sr_problem *p, int budget, uint64_t s
     out->runs = runs;
     out->curve = rg_xcalloc((size_t)budget, sizeof *out->curve);
     double *best = rg_xmalloc((size_t)budget * sizeof *best);
-    for (int k = 0; k < runs; k++) {
-        sr_search(s, p, budget, seed + (uint64_t)k, best);
-        for (int t = 0; t < budget; t++) out->curve[t] += (isfinite(best[t]) ? best[t] : p->worst_ms) / runs;
+    for (int k = 0, drew = 1; k < runs && drew; k++) {
+        search_run(s, p, budget, seed + (uint64_t)k, NULL, best, &drew);
+        /* a run that drew no random number (the model's ranking, bo with a model) is every run */
+        double weight = drew ? 1.0 / runs : (double)(runs - k) / runs;
+        for (int t = 0; t < budget; t++) out->curve[t] += (isfinite(best[t]) ? best[t] : p->worst_ms) * weight;
     }
     free(best);
     for (int f = 0; f < SR_NFRACS; f++) {

@@ -26,6 +26,9 @@ typedef struct sr_problem {
     double *sorted_ms;         /* [n] measurable times ascending, then worst_ms for each unmeasurable one */
     cg_config *static_list;    /* the static list of this problem's kind on the OTHER datasets, best first */
     int nstatic;
+    double *prior_sd;          /* [CAL_NFEAT] bo's prior calibrated on held-out problems (explorer/calib.h):
+                                  [0] the surrogate's noise sd, [j] the prior sd of weight j; NULL: the
+                                  fixed prior (SR_BO_W_SD for every weight, 5% noise) */
     int closed;                /* the points are every config worth evaluating (a live search's valid points
                                   for its problem): anneal proposes no other; 0 in replay, where a config the
                                   store lacks stands for one a search would have measured */
@@ -36,12 +39,15 @@ typedef struct sr_set {
     int n;
     char device[256], source[1024];
     char model_source[1024];   /* where the predictions come from */
+    int calibrated;            /* problems whose bo prior is calibrated */
 } sr_set;
 
 #define SR_CM_LODO "lodo"      /* predictions of models fitted without the problem's dataset */
 #define SR_CM_LOSO "loso"      /* predictions of models fitted without the problem's size (dims, heads) */
 #define SR_CM_NONE "none"      /* no predictions: model-guided strategies lose their prior */
 #define SR_MIN_POINTS 10       /* problems with fewer stored points (spot checks) are not searched */
+/* bo's prior sd of a feature's effect beyond what the model predicts, where no calibration says more */
+#define SR_BO_W_SD 0.25
 
 typedef struct sr_load_options {
     const char *model, *task, *device;   /* filters; NULL: any (several devices need one chosen) */

@@ -2,6 +2,7 @@
  * (leave-one-dataset-out), every strategy on a synthetic store, determinism, unmeasurable points. */
 #include "tests/testutil.h"
 #include "cli/replaycli.h"
+#include "explorer/calib.h"
 #include "explorer/search.h"
 #include "results/store.h"
 #include "results/yardstick.h"
@@ -92,6 +93,10 @@ static void record(rs_store *st, int64_t run, int64_t ds, const cg_config *cfg, 
     free(json);
 }
 
+/* Multiplies dataset held's compacted configs' times by e^held_warp in the next synth_db: unlike
+ * held_scale, a change the ranking sees. */
+static double held_warp;
+
 /* The store; held_scale multiplies dataset held's times (1: as the others). A compile error of
  * one extra config per dataset is an unmeasurable point of its space. */
 static char *synth_db(const char *dir, const char *name, int held, double held_scale)
@@ -110,7 +115,8 @@ static char *synth_db(const char *dir, const char *name, int held, double held_s
         for (int i = 0; i < NCFG; i++) {
             cg_config c;
             config_of(i, &c);
-            record(st, run, ds, &c, time_of(d, &c, d == held ? held_scale : 1), RS_OK);
+            double warp = d == held && c.compact != CFG_COMPACT_OFF ? exp(held_warp) : 1;
+            record(st, run, ds, &c, time_of(d, &c, d == held ? held_scale : 1) * warp, RS_OK);
         }
         cg_config failed;
         cfg_default(&failed);
@@ -295,6 +301,111 @@ static void test_fit_db_leaves_the_dataset_out(void **state)
     free(a);
     free(b);
     tu_rm_tree(dir);
+}
+
+/* ---- bo's calibrated prior ---- */
+
+/* The prior of a dataset's problems comes from the other datasets' held-out errors, each of those
+ * predictions made without it too: changing its own times (how much compaction costs there) leaves
+ * its prior as it was, and changes the others'. */
+static void test_calibrated_prior_leaves_the_dataset_out(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *a = synth_db(dir, "a.db", -1, 1);
+    held_warp = 0.8;
+    char *b = synth_db(dir, "b.db", 1, 1);
+    held_warp = 0;
+    sr_set sa, sb;
+    load(a, SR_CM_LODO, &sa);
+    load(b, SR_CM_LODO, &sb);
+    assert_int_equal(sa.calibrated, NDS);
+    assert_int_equal(sb.calibrated, NDS);
+    for (int q = 0; q < NDS; q++) {
+        const sr_problem *pa = &sa.problems[q], *pb = &sb.problems[q];
+        assert_string_equal(pa->prob.dataset, pb->prob.dataset);
+        assert_non_null(pa->prior_sd);
+        assert_non_null(pb->prior_sd);
+        int beta = !strcmp(pa->prob.dataset, DS[1].name), differ = 0;
+        for (int j = 0; j < CAL_NFEAT; j++) {
+            assert_true(pa->prior_sd[j] > 0);
+            if (beta) assert_float_equal(pa->prior_sd[j], pb->prior_sd[j], 1e-9 * pa->prior_sd[j]);
+            differ |= fabs(pa->prior_sd[j] - pb->prior_sd[j]) > 1e-6 * pa->prior_sd[j];
+        }
+        if (!beta) assert_true(differ);   /* beta's times reach the other datasets' priors */
+    }
+    /* a model file has no held-out errors: no calibration */
+    sr_set_free(&sb);
+    load(a, SR_CM_NONE, &sb);
+    assert_int_equal(sb.calibrated, 0);
+    for (int q = 0; q < NDS; q++) assert_null(sb.problems[q].prior_sd);
+    sr_set_free(&sa);
+    sr_set_free(&sb);
+    free(a);
+    free(b);
+    tu_rm_tree(dir);
+}
+
+static int feature_index(const char *name)
+{
+    for (int i = 0; i < CFG_NFEATURES; i++)
+        if (!strcmp(cfg_feature_name(i), name)) return 1 + i;   /* after the intercept */
+    fail_msg("no feature %s", name);
+    return -1;
+}
+
+/* A model that misses compaction's cost on a problem: the residual fit puts its largest effect on
+ * the compaction bits, none on a key the problem never varies, and leaves little unexplained. */
+static void test_residual_effects_find_what_the_model_missed(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir(), *db = synth_db(dir, "r.db", -1, 1);
+    cm_set s;
+    rg_err err;
+    if (cm_set_load(db, NULL, &s, &err)) fail_msg("cm_set_load: %s", err.msg);
+    double *pred = rg_xmalloc((size_t)s.nsamples * sizeof *pred);
+    for (int i = 0; i < s.nsamples; i++)   /* the truth, but 2x too fast wherever rows are compacted */
+        pred[i] = s.samples[i].time_ms / (s.samples[i].cfg.compact == CFG_COMPACT_DIRECT ? 2 : 1);
+    double coef[CAL_NFEAT];
+    unsigned char varied[CAL_NFEAT];
+    assert_int_equal(cal_residual_effects(&s, 0, pred, coef, varied), 0);
+    int direct = feature_index("compact_direct"), lb = feature_index("lb");
+    assert_true(varied[direct]);
+    assert_false(varied[lb]);   /* every config of the store has lb off */
+    assert_true(coef[lb] == 0);
+    assert_true(coef[direct] > 0.2);
+    for (int j = 1; j < CAL_NFEAT; j++)
+        if (j != direct) assert_true(fabs(coef[j]) < coef[direct]);
+    assert_true(coef[0] < 0.1);   /* the misfit: log 2 split over bits and pairs leaves little */
+    /* too few predicted rows: nothing to say */
+    for (int i = 0; i < s.nsamples; i++) pred[i] = NAN;
+    assert_int_equal(cal_residual_effects(&s, 0, pred, coef, varied), -1);
+    free(pred);
+    cm_set_free(&s);
+    free(db);
+    tu_rm_tree(dir);
+}
+
+/* The prior sd: the root mean square of the effects where the feature varied, at least
+ * CAL_SD_MIN, the fallback where it never did. */
+static void test_prior_sd_is_the_rms_effect(void **state)
+{
+    (void)state;
+    cal_prior p;
+    cal_prior_init(&p);
+    double coef[CAL_NFEAT] = {0};
+    unsigned char varied[CAL_NFEAT] = {0};
+    varied[1] = varied[2] = 1;
+    coef[1] = 0.3, coef[2] = 0.001;
+    cal_prior_add(&p, coef, varied);
+    coef[1] = -0.4;
+    cal_prior_add(&p, coef, varied);
+    double sd[CAL_NFEAT];
+    cal_prior_sd(&p, 0.25, sd);
+    assert_int_equal(p.problems, 2);
+    assert_float_equal(sd[1], sqrt((0.09 + 0.16) / 2), 1e-12);
+    assert_float_equal(sd[2], CAL_SD_MIN, 1e-12);
+    assert_float_equal(sd[3], 0.25, 1e-12);
+    cal_prior_free(&p);
 }
 
 /* ---- strategies ---- */
@@ -593,6 +704,9 @@ int main(void)
         cmocka_unit_test(test_static_rank),
         cmocka_unit_test(test_static_list_leaves_the_dataset_out),
         cmocka_unit_test(test_fit_db_leaves_the_dataset_out),
+        cmocka_unit_test(test_calibrated_prior_leaves_the_dataset_out),
+        cmocka_unit_test(test_residual_effects_find_what_the_model_missed),
+        cmocka_unit_test(test_prior_sd_is_the_rms_effect),
         cmocka_unit_test(test_every_strategy_finds_the_optimum),
         cmocka_unit_test(test_strategies_are_deterministic),
         cmocka_unit_test(test_random_search_matches_its_expectation),
