@@ -4,6 +4,7 @@
 #include "cli/cmcli.h"
 #include "codegen/pipeline.h"
 #include "datasets/dataset.h"
+#include "explorer/calib.h"
 #include "explorer/costmodel.h"
 #include "explorer/search.h"
 #include "results/yardstick.h"
@@ -358,6 +359,27 @@ static int store_predictions(const fit_args *a, const cm_set *s, const cm_eval *
     return rc;
 }
 
+
+/* bo's prior for each section of m (explorer/calib.h): what the leave-one-dataset-out predictions
+ * pred[] got wrong on the store's problems of its model and task. A graph the fit never saw is
+ * searched with it (`explore --strategy bo`); sections left uncalibrated keep the fixed prior. */
+static void calibrate_sections(const cm_set *s, const double *pred, cm_model *m)
+{
+    unsigned char *use = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1));
+    for (int k = 0; k < m->nsections; k++) {
+        cm_section *sec = &m->sections[k];
+        for (int q = 0; q < s->nproblems; q++)
+            use[q] = !strcmp(s->problems[q].model, sec->model) && !strcmp(s->problems[q].task, sec->task);
+        double prior[CAL_NFEAT];
+        int n = cal_prior_of(s, pred, use, NAN, prior);
+        if (!n) continue;
+        sec->bo_prior = rg_xmalloc(sizeof prior);
+        memcpy(sec->bo_prior, prior, sizeof prior);
+        sec->bo_problems = n;
+    }
+    free(use);
+}
+
 int cm_cli_fit(int argc, char **argv)
 {
     fit_args a;
@@ -382,6 +404,7 @@ int cm_cli_fit(int argc, char **argv)
         cm_set_free(&s);
         return 1;
     }
+    double *lodo_pred = NULL;   /* the held-out predictions bo's prior is calibrated on */
     if (!a.no_eval) {
         cm_eval e;
         if (cm_lodo(&s, &a.opt, &e, &err)) {
@@ -390,6 +413,8 @@ int cm_cli_fit(int argc, char **argv)
             err.msg[0] = 0;
         } else {
             print_eval(&s, &e, &ok, a.verbose);
+            lodo_pred = rg_xmalloc((size_t)(s.nsamples ? s.nsamples : 1) * sizeof *lodo_pred);
+            memcpy(lodo_pred, e.sample_pred, (size_t)s.nsamples * sizeof *lodo_pred);
             /* a store we cannot write (read-only copy) still gets its model written below */
             if (a.store_predictions && store_predictions(&a, &s, &e, &err)) {
                 fprintf(stderr, "explore fit: predictions not stored: %s\n", err.msg);
@@ -409,11 +434,12 @@ int cm_cli_fit(int argc, char **argv)
     oracle_kinds_free(&ok);
     cm_model m;
     if (rc == 0 && cm_fit(&s, &a.opt, &m, &err) == 0) {
+        if (lodo_pred) calibrate_sections(&s, lodo_pred, &m);
         if (cm_save(&m, a.out, &err) == 0) {
             printf("wrote %s: %d section%s (", a.out, m.nsections, m.nsections == 1 ? "" : "s");
             for (int k = 0; k < m.nsections; k++)
-                printf("%s%s %s, lambda %g", k ? "; " : "", m.sections[k].model, m.sections[k].task,
-                       m.sections[k].ranker.lambda);
+                printf("%s%s %s, lambda %g, bo prior from %d problems", k ? "; " : "", m.sections[k].model,
+                       m.sections[k].task, m.sections[k].ranker.lambda, m.sections[k].bo_problems);
             printf(") in %.1f s\n", rg_now() - t0);
         } else {
             rc = 1;
@@ -423,6 +449,7 @@ int cm_cli_fit(int argc, char **argv)
         rc = 1;
     }
     if (rc && err.msg[0]) fprintf(stderr, "explore fit: %s\n", err.msg);
+    free(lodo_pred);
     cm_set_free(&s);
     return rc ? rc : store_failed;
 }

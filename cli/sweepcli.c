@@ -221,6 +221,15 @@ static void predict_with_model(void *ctx, const xb_problem *p, const cg_config *
     free(order);
 }
 
+/* bo's calibrated prior (xs_prior_fn): the attached model's section's, if explore fit wrote one. */
+static int prior_of_model(void *ctx, const xb_problem *p, double *sd)
+{
+    const cm_section *sec = cm_find_section(ctx, p->model, p->task, NULL);
+    if (!sec || !sec->bo_prior) return 0;
+    memcpy(sd, sec->bo_prior, CM_BO_NFEAT * sizeof *sd);
+    return 1;
+}
+
 int sc_attach_cost_model(sc_cli *c, cm_model *model, rg_err *err)
 {
     const char *path = c->cost_model;
@@ -235,6 +244,7 @@ int sc_attach_cost_model(sc_cli *c, cm_model *model, rg_err *err)
     }
     c->opt.order = cm_sweep_order;
     c->opt.predict = predict_with_model;
+    c->opt.bo_prior = prior_of_model;
     c->opt.order_ctx = model;
     fprintf(stderr, "explore: %s with the cost model %s\n", c->opt.strategy ? "guiding the search" : "ordering the variants",
             path);

@@ -106,3 +106,21 @@ double cal_prior_noise(const cal_prior *p)
 {
     return p->problems ? fmax(CAL_SD_MIN, sqrt(p->misfit_sq / p->problems)) : CAL_SD_MIN;
 }
+
+int cal_prior_of(const cm_set *s, const double *pred, const unsigned char *use, double fallback,
+                 double out[CAL_NFEAT])
+{
+    cal_prior prior;
+    cal_prior_init(&prior);
+    double coef[CAL_NFEAT];
+    unsigned char varied[CAL_NFEAT];
+    for (int k = 0; k < s->nproblems; k++)
+        if (use[k] && cal_residual_effects(s, k, pred, coef, varied) == 0) cal_prior_add(&prior, coef, varied);
+    int n = prior.problems;
+    if (n) {
+        cal_prior_sd(&prior, fallback, out);
+        out[0] = cal_prior_noise(&prior);
+    }
+    cal_prior_free(&prior);
+    return n;
+}

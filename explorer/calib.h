@@ -5,8 +5,9 @@
 
 #include "explorer/costmodel.h"
 
-/* The encoding: an intercept, the key table's one-hot bits (cfg_features) and their pairs. */
-#define CAL_NFEAT (1 + CFG_NFEATURES + CFG_NFEATURES * (CFG_NFEATURES - 1) / 2)
+/* The encoding: an intercept, the key table's one-hot bits (cfg_features) and their pairs (the
+ * model file names them: cm_bo_feature_name). */
+#define CAL_NFEAT CM_BO_NFEAT
 void cal_features(const cg_config *c, double x[CAL_NFEAT]);
 
 /* How wrong the predictions pred[] (one per sample of s, NaN: none) were on problem q, feature by
@@ -37,5 +38,11 @@ void cal_prior_free(cal_prior *p);
 void cal_prior_sd(const cal_prior *p, double fallback, double sd[CAL_NFEAT]);
 /* The noise sd of the surrogate: the rms misfit of the training problems, at least CAL_SD_MIN. */
 double cal_prior_noise(const cal_prior *p);
+
+/* The whole prior from the problems of s that use[] marks, with the held-out predictions pred[] (one
+ * per sample): out[0] the noise sd, out[j] weight j's sd (fallback where no problem varied it).
+ * Returns how many problems it was calibrated on (0: none could be; out is left alone). */
+int cal_prior_of(const cm_set *s, const double *pred, const unsigned char *use, double fallback,
+                 double out[CAL_NFEAT]);
 
 #endif

@@ -1050,7 +1050,10 @@ int cm_fit(const cm_set *s, const cm_fit_options *o, cm_model *out, rg_err *err)
 
 void cm_model_free(cm_model *m)
 {
-    for (int k = 0; k < m->nsections; k++) ranker_free(&m->sections[k].ranker);
+    for (int k = 0; k < m->nsections; k++) {
+        ranker_free(&m->sections[k].ranker);
+        free(m->sections[k].bo_prior);
+    }
     free(m->sections);
     memset(m, 0, sizeof *m);
 }
@@ -1115,6 +1118,23 @@ static const char *num(double v, char buf[32])
     return buf;
 }
 
+const char *cm_bo_feature_name(int j)
+{
+    RG_ASSERT(j >= 1 && j < CM_BO_NFEAT);
+    /* the bits and their pairs, in the order of the ranking features' bits and pairs */
+    return j <= NC ? cm_feature_name(j - 1) : cm_feature_name(NC + NA + NC * NZ + (j - 1 - NC));
+}
+
+/* bo's calibrated prior: "bo.noise", "bo.problems" and one "bo.sd.<feature>" per weight. */
+static void write_bo_prior(FILE *f, const cm_section *sec)
+{
+    char b[32];
+    if (!sec->bo_prior) return;
+    fprintf(f, "bo.problems = %d\nbo.noise = %s\n", sec->bo_problems, num(sec->bo_prior[0], b));
+    for (int j = 1; j < CM_BO_NFEAT; j++)
+        if (isfinite(sec->bo_prior[j])) fprintf(f, "bo.sd.%s = %s\n", cm_bo_feature_name(j), num(sec->bo_prior[j], b));
+}
+
 static void write_section(FILE *f, const cm_section *sec)
 {
     char b[32];
@@ -1130,6 +1150,7 @@ static void write_section(FILE *f, const cm_section *sec)
     fprintf(f, "ranking.lambda = %s\n", num(sec->ranker.lambda, b));
     fprintf(f, "ranking.level_shift = %s\n", num(sec->ranker.level_shift, b));
     for (int j = 0; j < NFEAT; j++) fprintf(f, "ranking.coef.%s = %s\n", cm_feature_name(j), num(sec->ranker.coef[j], b));
+    write_bo_prior(f, sec);
 }
 
 int cm_save(const cm_model *m, const char *path, rg_err *err)
@@ -1148,6 +1169,8 @@ int cm_save(const cm_model *m, const char *path, rg_err *err)
                "#   (robust bisquare fit per kernel category; 'total' fits the whole time).\n"
                "# ranking.coef.<feature>: ridge coefficients of log time within a problem, features in their own\n"
                "#   units (config bits, log counts, and config bit * graph/shape feature products).\n"
+               "# bo.*: the prior of the Bayesian-optimisation search (explorer/calib.h), calibrated on the\n"
+               "#   held-out errors of the fit's leave-one-dataset-out evaluation (absent without one).\n"
                "format = %s\ncreated = %s\ndevice = %s\nsource = %s\n"
                "bandwidth_bytes_per_s = %s\n",
             CM_FORMAT, m->created, m->device, m->source, num(m->bw, b));
@@ -1212,8 +1235,35 @@ typedef struct load_state {
     char first_missing[400];
 } load_state;
 
+/* A "bo." key of a section: its calibrated prior (optional; a feature the file lacks stays NaN). */
+static int set_bo_value(load_state *st, const char *key, const char *val, rg_err *err)
+{
+    cm_section *sec = st->sec;
+    double v;
+    if (parse_number(val, &v)) return rg_errf(err, "%s:%d: %s: '%s' is not a number", st->path, st->line, key, val);
+    if (!sec->bo_prior) {
+        sec->bo_prior = rg_xmalloc(CM_BO_NFEAT * sizeof *sec->bo_prior);
+        for (int j = 0; j < CM_BO_NFEAT; j++) sec->bo_prior[j] = NAN;
+    }
+    int j = -1;
+    if (!strcmp(key, "bo.problems")) {
+        sec->bo_problems = (int)v;
+        return 0;
+    }
+    if (!strcmp(key, "bo.noise")) j = 0;
+    else if (!strncmp(key, "bo.sd.", 6))
+        for (int i = 1; i < CM_BO_NFEAT && j < 0; i++)
+            if (!strcmp(key + 6, cm_bo_feature_name(i))) j = i;
+    if (j < 0) return rg_errf(err, "%s:%d: unknown key '%s'", st->path, st->line, key);
+    if (!isnan(sec->bo_prior[j])) return rg_errf(err, "%s:%d: %s given twice", st->path, st->line, key);
+    if (!(v > 0)) return rg_errf(err, "%s:%d: %s must be positive (got '%s')", st->path, st->line, key, val);
+    sec->bo_prior[j] = v;
+    return 0;
+}
+
 static int set_section_value(load_state *st, const char *key, const char *val, rg_err *err)
 {
+    if (!strncmp(key, "bo.", 3)) return set_bo_value(st, key, val, err);
     int k = section_key(key);
     if (k < 0) return rg_errf(err, "%s:%d: unknown key '%s'", st->path, st->line, key);
     cm_section *sec = st->sec;
@@ -1282,6 +1332,9 @@ static void zero_new_features(load_state *st)
 static int check_section(load_state *st, rg_err *err)
 {
     if (!st->sec) return 0;
+    if (st->sec->bo_prior && isnan(st->sec->bo_prior[0]))
+        return rg_errf(err, "%s: section [%s %s] has bo.sd lines but no bo.noise", st->path, st->sec->model,
+                       st->sec->task);
     zero_new_features(st);
     for (int k = 0; k < NKEYS; k++) {
         if (st->seen[k] || (k < K_LAMBDA && k % NFIELD == F_SIGMA)) continue;

@@ -123,6 +123,12 @@ typedef struct cm_fit_options {
 #define CM_WEIGHT_TAU 0.5
 void cm_fit_options_default(cm_fit_options *o);
 
+/* Bayesian optimisation's config encoding (explorer/calib.h): an intercept, the key table's one-hot
+ * bits, their pairs. */
+#define CM_BO_NFEAT (1 + CFG_NFEATURES + CFG_NFEATURES * (CFG_NFEATURES - 1) / 2)
+/* Feature j >= 1 of that encoding as the model file names it: a config bit, or a pair "a*b". */
+const char *cm_bo_feature_name(int j);
+
 /* A section of a model file: the models for one (model, task). */
 typedef struct cm_section {
     char model[256], task[8];
@@ -130,6 +136,10 @@ typedef struct cm_section {
     int samples, ndatasets;
     cm_analytic analytic;
     cm_ranker ranker;
+    double *bo_prior;          /* [CM_BO_NFEAT] bo's prior calibrated on the fit's held-out errors
+                                  (explorer/calib.h): [0] the noise sd, [j] weight j's sd (NaN: a feature
+                                  the file predates); NULL: none (written without an evaluation) */
+    int bo_problems;           /* the training problems it was calibrated on */
 } cm_section;
 
 typedef struct cm_model {

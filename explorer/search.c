@@ -245,17 +245,16 @@ static void predict_problems(const cm_set *s, const cm_model *m, const cm_proble
     }
 }
 
-/* Each sample's prediction by a model file. */
-static int file_predictions(const cm_set *s, const char *path, double *pred, char *note, size_t cap, rg_err *err)
+/* Each sample's prediction by a model file, loaded into m (the caller frees it). */
+static int file_predictions(const cm_set *s, const char *path, double *pred, char *note, size_t cap, cm_model *m,
+                            rg_err *err)
 {
-    cm_model m;
-    if (cm_load(path, &m, err)) return -1;
-    snprintf(note, cap, "%.400s (fitted %s on %.400s; in-sample where it was fitted on this store)", path, m.created, m.source);
-    if (strcmp(m.device, s->device))
+    if (cm_load(path, m, err)) return -1;
+    snprintf(note, cap, "%.400s (fitted %s on %.400s; in-sample where it was fitted on this store)", path, m->created, m->source);
+    if (strcmp(m->device, s->device))
         fprintf(stderr, "explore replay: note: the cost model was fitted on '%s', the store's times are of '%s'\n",
-                m.device, s->device);
-    predict_problems(s, &m, NULL, 0, pred);
-    cm_model_free(&m);
+                m->device, s->device);
+    predict_problems(s, m, NULL, 0, pred);
     return 0;
 }
 
@@ -301,6 +300,22 @@ static int held_out_predictions(const cm_set *s, const cm_set *fit, int by_size,
 
 /* ---- The calibrated prior of Bayesian optimisation (explorer/calib.h) ---- */
 
+/* The prior explore fit calibrated into a model file, for the problems of its sections that have
+ * one (in-sample where the file was fitted on this store, as its predictions are). */
+static int file_priors(const cm_model *m, sr_set *out)
+{
+    int set = 0;
+    for (int q = 0; q < out->n; q++) {
+        sr_problem *p = &out->problems[q];
+        const cm_section *sec = cm_find_section(m, p->prob.model, p->prob.task, NULL);
+        if (!sec || !sec->bo_prior) continue;
+        p->prior_sd = rg_xmalloc(CAL_NFEAT * sizeof *p->prior_sd);
+        memcpy(p->prior_sd, sec->bo_prior, CAL_NFEAT * sizeof *p->prior_sd);
+        set++;
+    }
+    return set;
+}
+
 static void without_group(const cm_set *s, const cm_problem *g, int by_size, cm_set *out)
 {
     if (by_size) cm_set_without_size(s, g->dim_in, g->dim_out, g->heads, out);
@@ -314,27 +329,22 @@ static void without_group(const cm_set *s, const cm_problem *g, int by_size, cm_
 static int prior_of_group(const cm_set *s, const cm_problem *a, int by_size, const double *pred_a, sr_set *out)
 {
     int set = 0;
-    double coef[CAL_NFEAT];
-    unsigned char varied[CAL_NFEAT];
+    unsigned char *use = rg_xmalloc((size_t)(s->nproblems ? s->nproblems : 1));
     for (int q = 0; q < out->n; q++) {
         sr_problem *p = &out->problems[q];
         if (!same_group(&p->prob, a, by_size)) continue;
-        cal_prior prior;
-        cal_prior_init(&prior);
         for (int k = 0; k < s->nproblems; k++) {
             const cm_problem *x = &s->problems[k];
-            if (same_group(x, a, by_size) || strcmp(x->model, p->prob.model) || strcmp(x->task, p->prob.task)) continue;
-            if (cal_residual_effects(s, k, pred_a, coef, varied) == 0) cal_prior_add(&prior, coef, varied);
+            use[k] = !same_group(x, a, by_size) && !strcmp(x->model, p->prob.model) && !strcmp(x->task, p->prob.task);
         }
-        if (prior.problems) {
-            free(p->prior_sd);
-            p->prior_sd = rg_xmalloc(CAL_NFEAT * sizeof *p->prior_sd);
-            cal_prior_sd(&prior, SR_BO_W_SD, p->prior_sd);
-            p->prior_sd[0] = cal_prior_noise(&prior);
-            set++;
-        }
-        cal_prior_free(&prior);
+        double prior[CAL_NFEAT];
+        if (cal_prior_of(s, pred_a, use, SR_BO_W_SD, prior) == 0) continue;
+        free(p->prior_sd);
+        p->prior_sd = rg_xmalloc(sizeof prior);
+        memcpy(p->prior_sd, prior, sizeof prior);
+        set++;
     }
+    free(use);
     return set;
 }
 
@@ -384,7 +394,8 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
     const char *cm = o->cm ? o->cm : SR_CM_LODO;
     cm_filter f = {.model = o->model, .task = o->task, .device = o->device};
     cm_set s, fit;
-    int have_fit = 0;
+    cm_model file_model;
+    int have_fit = 0, have_file = 0;
     if (cm_set_load(db, &f, &s, err)) return -1;
     double *pred = rg_xmalloc((size_t)s.nsamples * sizeof *pred);
     for (int i = 0; i < s.nsamples; i++) pred[i] = NAN;
@@ -411,13 +422,15 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
         else
             rg_err_prefix(err, "no %s model (--cm none searches without one)", how);
     } else if (strcmp(cm, SR_CM_NONE)) {
-        rc = file_predictions(&s, cm, pred, note, sizeof note, err);
+        rc = file_predictions(&s, cm, pred, note, sizeof note, &file_model, err);
+        have_file = rc == 0;
     }
     if (rc == 0) {
         from_cm_set(&s, pred, SR_MIN_POINTS, by_size, out);
         snprintf(out->model_source, sizeof out->model_source, "%s", note);
-        /* a model file's predictions have no held-out errors to calibrate on: bo keeps its fixed prior */
+        /* held out: calibrated on this store; a model file: the prior explore fit wrote into it, if any */
         if (held_out) out->calibrated = calibrate(&s, have_fit ? &fit : NULL, by_size, out);
+        else if (have_file) out->calibrated = file_priors(&file_model, out);
         rc = sr_load_failed(db, out, err);
         if (rc == 0 && out->n == 0)
             rc = rg_errf(err, "%s: no problem with at least %d stored configs on '%s'", db, SR_MIN_POINTS, s.device);
@@ -425,6 +438,7 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
     free(pred);
     cm_set_free(&s);
     if (have_fit) cm_set_free(&fit);
+    if (have_file) cm_model_free(&file_model);
     if (rc) sr_set_free(out);
     return rc;
 }
@@ -759,12 +773,12 @@ static void bo_free(bo_state *s)
 /* Posterior of the weights given the measured points (idx, log times y). */
 static void bo_fit(bo_state *s, const int *idx, const double *y, int m)
 {
-    double noise = s->prior_sd ? s->prior_sd[0] : BO_NOISE;
+    double noise = s->prior_sd && isfinite(s->prior_sd[0]) ? s->prior_sd[0] : BO_NOISE;
     double wsd = s->have_model ? SR_BO_W_SD : BO_W_SD_BARE, prec = 1 / (noise * noise);
     gsl_matrix_set_zero(s->A);
     gsl_vector_set_zero(s->b);
     for (int j = 0; j < BO_NFEAT; j++) {
-        double sd = j == 0 ? BO_B_SD : s->prior_sd ? s->prior_sd[j] : wsd;
+        double sd = j == 0 ? BO_B_SD : s->prior_sd && isfinite(s->prior_sd[j]) ? s->prior_sd[j] : wsd;
         gsl_matrix_set(s->A, j, j, 1 / (sd * sd));
     }
     for (int k = 0; k < m; k++) {

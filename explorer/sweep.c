@@ -938,6 +938,13 @@ static void search_problem(job *j, int *cand, sr_problem *sp)
     prob.stats = j->info.stats;
     sr_problem_init(sp, &prob, cfgs, pred, nc);
     sp->closed = 1;   /* the points that do not apply to the problem are not worth a unit of the budget */
+    if (pred && o->bo_prior) {
+        sp->prior_sd = rg_xmalloc(CM_BO_NFEAT * sizeof *sp->prior_sd);
+        if (!o->bo_prior(o->order_ctx, j->p, sp->prior_sd)) {
+            free(sp->prior_sd);
+            sp->prior_sd = NULL;
+        }
+    }
     free(pred);
     free(cfgs);
     live_static_list(j, sp);

@@ -14,6 +14,9 @@ typedef void (*xs_order_fn)(void *ctx, const xb_problem *p, const hg_stats *stat
 /* Predictions (ms) of the cost model for n configs of the problem, for a search strategy's model
  * prior: pred_ms[i] of cfgs[i], NaN where there is none. */
 typedef void (*xs_predict_fn)(void *ctx, const xb_problem *p, const cg_config *cfgs, int n, double *pred_ms);
+/* The cost model's calibrated prior for bo (sr_problem.prior_sd's layout, CM_BO_NFEAT values) in sd:
+ * 1, or 0 when the model has none for the problem (bo then keeps its fixed prior). */
+typedef int (*xs_prior_fn)(void *ctx, const xb_problem *p, double *sd);
 
 /* The GPU backend's constructor (xb_gpu_backend), passed in by the program's main so that the
  * library and the CPU tests link without it. */
@@ -50,6 +53,7 @@ typedef struct xs_options {
                                    * a space of over XS_EXHAUSTIVE_MAX valid points (below) */
     int exhaustive;               /* measure every valid point however large the space */
     xs_predict_fn predict;        /* the strategy's model prior (ctx: order_ctx); NULL: none */
+    xs_prior_fn bo_prior;         /* bo's calibrated prior (ctx: order_ctx); NULL: none */
     uint64_t seed;                /* the strategy's seed */
     double time_limit_s;          /* wall seconds per problem, then the sweep or search stops; <= 0: none */
     int progress;                 /* XS_PROGRESS_*; AUTO: a bar on a terminal, lines otherwise */

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include "datasets/dataset.h"
 #include "cli/cmcli.h"
+#include "explorer/calib.h"
 #include "explorer/costmodel.h"
 #include "explorer/space.h"
 #include "codegen/pipeline.h"
@@ -599,6 +600,42 @@ static void test_model_file_round_trip(void **state)
     tu_rm_tree(dir);
 }
 
+/* bo's calibrated prior goes through the model file as written (a weight it lacks: NaN); a file
+ * without one loads without one. */
+static void test_model_file_bo_prior(void **state)
+{
+    (void)state;
+    cm_set s;
+    fixture_set(&s);
+    cm_model m, back;
+    rg_err err;
+    assert_int_equal(cm_fit(&s, NULL, &m, &err), 0);
+    char *dir = tu_tmpdir(), *path = rg_xasprintf("%s/model.txt", dir);
+    assert_int_equal(cm_save(&m, path, &err), 0);
+    assert_int_equal(cm_load(path, &back, &err), 0);
+    assert_null(back.sections[0].bo_prior);
+    cm_model_free(&back);
+    cm_section *a = &m.sections[0];
+    a->bo_prior = rg_xmalloc(CM_BO_NFEAT * sizeof *a->bo_prior);
+    for (int j = 0; j < CM_BO_NFEAT; j++) a->bo_prior[j] = 0.03 + 0.001 * j;
+    a->bo_prior[5] = NAN;
+    a->bo_problems = 3;
+    assert_int_equal(cm_save(&m, path, &err), 0);
+    assert_int_equal(cm_load(path, &back, &err), 0);
+    const cm_section *b = &back.sections[0];
+    assert_non_null(b->bo_prior);
+    assert_int_equal(b->bo_problems, 3);
+    for (int j = 0; j < CM_BO_NFEAT; j++) {
+        if (j == 5) assert_true(isnan(b->bo_prior[j]));
+        else assert_true(b->bo_prior[j] == a->bo_prior[j]);
+    }
+    cm_model_free(&back);
+    cm_model_free(&m);
+    cm_set_free(&s);
+    free(path);
+    tu_rm_tree(dir);
+}
+
 static void expect_load_error(const char *dir, const char *text, const char *want)
 {
     char *path = tu_write_file(dir, "bad.txt", text);
@@ -817,6 +854,17 @@ static void test_model_file_errors(void **state)
     at[0] = 'z';
     expect_load_error(dir, edited, "is not a number");
     free(edited);
+    /* bo's prior lines: a feature no key has, a value that is no sd, one given twice, sds without
+     * the noise */
+    const char *bo_bad[][2] = {{"bo.noise = 0.05\nbo.sd.nope = 0.1\n", "unknown key 'bo.sd.nope'"},
+                               {"bo.noise = 0.05\nbo.sd.reorder = -1\n", "must be positive"},
+                               {"bo.noise = 0.05\nbo.sd.reorder = 0.1\nbo.sd.reorder = 0.2\n", "given twice"},
+                               {"bo.sd.reorder = 0.1\n", "no bo.noise"}};
+    for (int k = 0; k < 4; k++) {
+        edited = rg_xasprintf("%s%s", good.s, bo_bad[k][0]);
+        expect_load_error(dir, edited, bo_bad[k][1]);
+        free(edited);
+    }
     expect_load_error(dir, "format = rgnn-costmodel 9\n", "bad.txt:1: format");
     expect_load_error(dir, "device = x\n", "not a cost model file");
     expect_load_error(dir, "format = rgnn-costmodel 2\nbandwidth_bytes_per_s = 1e12\npeak_flops_per_s = 1e13\n[rgat\n",
@@ -1052,6 +1100,10 @@ static void test_cli_fit_and_pick(void **state)
     assert_int_equal(tu_sql_int(db, count_pred), stored);
     cm_model m;
     assert_int_equal(cm_load(model, &m, &err), 0);
+    /* calibrated on the held-out errors of the fit's evaluation: every dataset's problem */
+    assert_non_null(m.sections[0].bo_prior);
+    assert_int_equal(m.sections[0].bo_problems, NDS);
+    assert_true(m.sections[0].bo_prior[0] >= CAL_SD_MIN);
     cm_model_free(&m);
     char *bad_fit[] = {"fit", "--db", db, "--top", "0", NULL};
     assert_int_equal(run_cli(cm_cli_fit, bad_fit), 2);
@@ -1115,6 +1167,7 @@ int main(void)
         cmocka_unit_test(test_weighted_fit_follows_the_fast_configs),
         cmocka_unit_test(test_lodo_needs_two_datasets),
         cmocka_unit_test(test_model_file_round_trip),
+        cmocka_unit_test(test_model_file_bo_prior),
         cmocka_unit_test(test_model_file_errors),
         cmocka_unit_test(test_model_file_with_missing_coefficients),
         cmocka_unit_test(test_model_file_before_two_features),

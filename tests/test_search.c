@@ -1,6 +1,7 @@
 /* Tests of search and replay: random search's exact expectation, the P-score, the static list
  * (leave-one-dataset-out), every strategy on a synthetic store, determinism, unmeasurable points. */
 #include "tests/testutil.h"
+#include "cli/cmcli.h"
 #include "cli/replaycli.h"
 #include "explorer/calib.h"
 #include "explorer/search.h"
@@ -333,11 +334,23 @@ static void test_calibrated_prior_leaves_the_dataset_out(void **state)
         }
         if (!beta) assert_true(differ);   /* beta's times reach the other datasets' priors */
     }
-    /* a model file has no held-out errors: no calibration */
+    /* no predictions: no calibration */
     sr_set_free(&sb);
     load(a, SR_CM_NONE, &sb);
     assert_int_equal(sb.calibrated, 0);
     for (int q = 0; q < NDS; q++) assert_null(sb.problems[q].prior_sd);
+    /* a model file: the prior explore fit calibrated into it, the same for every dataset */
+    sr_set_free(&sb);
+    char *model = rg_xasprintf("%s/cm.txt", dir);
+    char *fit[] = {"fit", "--db", a, "--out", model, NULL};
+    assert_int_equal(cm_cli_fit(5, fit), 0);
+    load(a, model, &sb);
+    assert_int_equal(sb.calibrated, NDS);
+    for (int q = 0; q < NDS; q++) {
+        assert_non_null(sb.problems[q].prior_sd);
+        assert_memory_equal(sb.problems[q].prior_sd, sb.problems[0].prior_sd, CAL_NFEAT * sizeof(double));
+    }
+    free(model);
     sr_set_free(&sa);
     sr_set_free(&sb);
     free(a);

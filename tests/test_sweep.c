@@ -2,6 +2,7 @@
  * class, worker restarts and timeouts, resume after a budget or a kill, SIGINT, plans and shards. */
 #include "tests/testutil.h"
 #include "explorer/plan.h"
+#include "explorer/calib.h"
 #include "explorer/sweep.h"
 #include "cli/rscli.h"
 #include "cli/sweepcli.h"
@@ -1232,6 +1233,43 @@ static void test_live_search_uses_predictions(void **state)
     assert_null(status_of(f, &p, valid_index(f, 0), NULL));
 }
 
+/* bo's prior from the cost model (explore fit's calibration) reaches a live search: asked once per
+ * problem; a tight one (every weight's sd and the noise at their floor) makes bo trust the
+ * predictions and measure the three predicted best first. */
+static int prior_calls;
+static int tight_prior(void *ctx, const xb_problem *p, double *sd)
+{
+    (void)ctx, (void)p;
+    prior_calls++;
+    for (int j = 0; j < CM_BO_NFEAT; j++) sd[j] = CAL_SD_MIN;
+    return 1;
+}
+
+static void test_live_bo_takes_the_models_prior(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    int calls = 0;
+    prior_calls = 0;
+    options(&o, f, "sim");
+    o.predict = backwards_prediction;
+    o.bo_prior = tight_prior;
+    o.order_ctx = &calls;
+    o.strategy = "bo";
+    o.budget = 3;
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(prior_calls, 1);
+    assert_int_equal(sum.measured, 3);
+    for (int k = 1; k <= 3; k++) {
+        char *st = status_of(f, &p, valid_index(f, VALID - k), NULL);
+        assert_non_null(st);
+        free(st);
+    }
+}
+
 /* A search reads back what the store has for this device and commit (each still a unit of its
  * budget) and measures only the rest; every variant ends up measured once. */
 static void test_live_search_resumes(void **state)
@@ -1642,6 +1680,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_resumes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_uses_predictions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_live_bo_takes_the_models_prior, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_searches_measure_each_variant_once, setup, teardown),
     };
     int rc = cmocka_run_group_tests_name("sweep", tests, NULL, NULL);
