@@ -81,25 +81,16 @@ void cal_prior_add(cal_prior *p, const double coef[CAL_NFEAT], const unsigned ch
     p->misfit_sq += coef[0] * coef[0];
     for (int a = 0; a < CAL_NFEAT; a++)
         if (varied[a]) {
-            p->effect[a] = rg_xrealloc(p->effect[a], (size_t)(p->count[a] + 1) * sizeof *p->effect[a]);
-            p->effect[a][p->count[a]++] = fabs(coef[a]);
+            p->sum_sq[a] += coef[a] * coef[a];
+            p->count[a]++;
         }
     p->problems++;
 }
 
-void cal_prior_free(cal_prior *p)
-{
-    for (int a = 0; a < CAL_NFEAT; a++) free(p->effect[a]);
-    memset(p, 0, sizeof *p);
-}
-
 void cal_prior_sd(const cal_prior *p, double fallback, double sd[CAL_NFEAT])
 {
-    for (int a = 0; a < CAL_NFEAT; a++) {
-        double sum = 0;
-        for (int k = 0; k < p->count[a]; k++) sum += p->effect[a][k] * p->effect[a][k];
-        sd[a] = p->count[a] ? fmax(CAL_SD_MIN, sqrt(sum / p->count[a])) : fallback;
-    }
+    for (int a = 0; a < CAL_NFEAT; a++)
+        sd[a] = p->count[a] ? fmax(CAL_SD_MIN, sqrt(p->sum_sq[a] / p->count[a])) : fallback;
 }
 
 double cal_prior_noise(const cal_prior *p)
@@ -121,6 +112,5 @@ int cal_prior_of(const cm_set *s, const double *pred, const unsigned char *use, 
         cal_prior_sd(&prior, fallback, out);
         out[0] = cal_prior_noise(&prior);
     }
-    cal_prior_free(&prior);
     return n;
 }

@@ -21,16 +21,15 @@ void cal_features(const cg_config *c, double x[CAL_NFEAT]);
 int cal_residual_effects(const cm_set *s, int q, const double *pred, double coef[CAL_NFEAT],
                          unsigned char varied[CAL_NFEAT]);
 
-/* A prior under construction: the training problems' effects, per feature. */
+/* A prior under construction: the training problems' squared effects, per feature. */
 typedef struct cal_prior {
-    double *effect[CAL_NFEAT]; /* [count[j]] the effects of the problems where feature j varied */
+    double sum_sq[CAL_NFEAT];  /* over the problems where feature j varied */
     int count[CAL_NFEAT];
     double misfit_sq;          /* sum of the training problems' squared misfits */
     int problems;
 } cal_prior;
 void cal_prior_init(cal_prior *p);
 void cal_prior_add(cal_prior *p, const double coef[CAL_NFEAT], const unsigned char varied[CAL_NFEAT]);
-void cal_prior_free(cal_prior *p);
 /* The prior sd of each weight (sd[0], the intercept's, is left to the caller): the root mean square
  * of the training problems' effects, the variance a normal prior on the effect would have, at
  * least CAL_SD_MIN; fallback where no training problem varied the feature. */

@@ -418,7 +418,6 @@ static void test_prior_sd_is_the_rms_effect(void **state)
     assert_float_equal(sd[1], sqrt((0.09 + 0.16) / 2), 1e-12);
     assert_float_equal(sd[2], CAL_SD_MIN, 1e-12);
     assert_float_equal(sd[3], 0.25, 1e-12);
-    cal_prior_free(&p);
 }
 
 /* ---- strategies ---- */
