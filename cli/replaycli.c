@@ -465,7 +465,10 @@ int sr_cli_replay(int argc, char **argv)
     if (!st) return 2;
     rg_err err = {0};
     sr_set set;
-    sr_load_options o = {.model = a.p.model, .task = a.p.task, .device = a.device, .cm = a.cm, .fit_db = a.fit_db};
+    int reads_prior = 0;
+    for (int k = 0; k < nst; k++) reads_prior |= st[k]->reads_prior;
+    sr_load_options o = {.model = a.p.model, .task = a.p.task, .device = a.device, .cm = a.cm, .fit_db = a.fit_db,
+                         .no_prior = !reads_prior};
     if (sr_load(a.p.db, &o, &set, &err)) {
         fprintf(stderr, "explore replay: %s\n", err.msg);
         free(st);
@@ -486,8 +489,9 @@ int sr_cli_replay(int argc, char **argv)
     if (a.budget) printf("%d evaluations", a.budget);
     else printf("%g of each space", a.budget_frac);
     printf("; seeds %d..%d; predictions: %s\n", a.seed, a.seed + a.runs - 1, set.model_source);
-    printf("bo's prior: calibrated on the model's held-out errors for %d of %d problems (bo-fixed: one sd for all)\n",
-           set.calibrated, set.n);
+    if (reads_prior)
+        printf("bo's prior: calibrated on the model's held-out errors for %d of %d problems (bo-fixed: one sd for all)\n",
+               set.calibrated, set.n);
     int rc = replay(&a, &set, st, nst, csv, sumcsv);
     FILE *files[2] = {csv, sumcsv};
     const char *names[2] = {a.out, a.summary_out};

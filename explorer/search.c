@@ -429,7 +429,8 @@ int sr_load(const char *db, const sr_load_options *o, sr_set *out, rg_err *err)
         from_cm_set(&s, pred, SR_MIN_POINTS, by_size, out);
         snprintf(out->model_source, sizeof out->model_source, "%s", note);
         /* held out: calibrated on this store; a model file: the prior explore fit wrote into it, if any */
-        if (held_out) out->calibrated = calibrate(&s, have_fit ? &fit : NULL, by_size, out);
+        if (o->no_prior) out->calibrated = 0;
+        else if (held_out) out->calibrated = calibrate(&s, have_fit ? &fit : NULL, by_size, out);
         else if (have_file) out->calibrated = file_priors(&file_model, out);
         rc = sr_load_failed(db, out, err);
         if (rc == 0 && out->n == 0)
@@ -859,13 +860,13 @@ static void run_bo_fixed(sr_run *r) { run_bo_prior(r, 0); }
 /* ================================================================ the table ==== */
 
 static const sr_strategy STRATEGIES[] = {
-    {"random", "uniform random order (seeded): the baseline", run_random},
-    {"model", "the cost model's ranking, best predicted first", run_model},
-    {"static", "the static list (best geomean on the other datasets), then random", run_static},
-    {"anneal", "model-guided simulated annealing: one-key mutations of the best so far", run_anneal},
+    {"random", "uniform random order (seeded): the baseline", run_random, 0},
+    {"model", "the cost model's ranking, best predicted first", run_model, 0},
+    {"static", "the static list (best geomean on the other datasets), then random", run_static, 0},
+    {"anneal", "model-guided simulated annealing: one-key mutations of the best so far", run_anneal, 0},
     {"bo", "Bayesian optimisation: linear surrogate over the config encoding, expected improvement; its prior "
-           "calibrated on the model's held-out errors where replay has them", run_bo},
-    {"bo-fixed", "bo with one fixed prior sd for every feature (bo before calibration)", run_bo_fixed},
+           "calibrated on the model's held-out errors where replay has them", run_bo, 1},
+    {"bo-fixed", "bo with one fixed prior sd for every feature (bo before calibration)", run_bo_fixed, 0},
 };
 #define NSTRATEGIES (int)(sizeof STRATEGIES / sizeof *STRATEGIES)
 

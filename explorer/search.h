@@ -54,6 +54,8 @@ typedef struct sr_load_options {
     const char *cm;            /* SR_CM_LODO (NULL), SR_CM_LOSO, SR_CM_NONE or a model file (explore fit's) */
     const char *fit_db;        /* non-NULL: predictions of models fitted on this other store (another
                                   device's measurements) without the problem's dataset; cm must be lodo */
+    int no_prior;              /* leave bo's prior uncalibrated (no strategy of the run reads it): the
+                                  calibration's fits are skipped */
 } sr_load_options;
 
 /* Reads the problems of a store (only read: rs_open_read) with at least SR_MIN_POINTS points:
@@ -95,6 +97,7 @@ typedef void (*sr_strategy_fn)(sr_run *r);
 typedef struct sr_strategy {
     const char *name, *summary;
     sr_strategy_fn run;
+    int reads_prior;           /* reads sr_problem.prior_sd (bo): the prior is worth calibrating */
 } sr_strategy;
 int sr_nstrategies(void);
 const sr_strategy *sr_strategy_at(int i);

@@ -334,6 +334,13 @@ static void test_calibrated_prior_leaves_the_dataset_out(void **state)
         }
         if (!beta) assert_true(differ);   /* beta's times reach the other datasets' priors */
     }
+    /* a run whose strategies do not read the prior skips its calibration */
+    sr_set_free(&sb);
+    rg_err err;
+    sr_load_options skip = {.cm = SR_CM_LODO, .no_prior = 1};
+    if (sr_load(a, &skip, &sb, &err)) fail_msg("sr_load: %s", err.msg);
+    assert_int_equal(sb.calibrated, 0);
+    for (int q = 0; q < sb.n; q++) assert_null(sb.problems[q].prior_sd);
     /* no predictions: no calibration */
     sr_set_free(&sb);
     load(a, SR_CM_NONE, &sb);
@@ -568,7 +575,7 @@ static void test_unmeasurable_points_cost_a_unit(void **state)
     sr_set s;
     load(db, SR_CM_NONE, &s);
     probe_problem = &s.problems[0];
-    const sr_strategy probe = {"probe", "test", run_probe};
+    const sr_strategy probe = {"probe", "test", run_probe, 0};
     double best[4];
     sr_search(&probe, probe_problem, 4, 1, best);
     assert_true(isnan(probe_t[0]) && isnan(probe_t[1]));
