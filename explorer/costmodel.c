@@ -1333,7 +1333,7 @@ static int check_section(load_state *st, rg_err *err)
 {
     if (!st->sec) return 0;
     if (st->sec->bo_prior && isnan(st->sec->bo_prior[0]))
-        return rg_errf(err, "%s: section [%s %s] has bo.sd lines but no bo.noise", st->path, st->sec->model,
+        return rg_errf(err, "%s: section [%s %s] has bo.* lines but no bo.noise", st->path, st->sec->model,
                        st->sec->task);
     zero_new_features(st);
     for (int k = 0; k < NKEYS; k++) {
