@@ -87,6 +87,24 @@ static int cfg_rule_acc(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_msg(const cg_config *c, rg_err *err)
+{
+    if (c->msg && c->compact != CFG_COMPACT_OFF)
+        return rg_errf(err, "invalid: msg=trav computes each edge's message in the traversal; compact=%s keeps "
+                            "a table of messages per unique (src, etype) row, so it needs compact=off",
+                       c->compact == CFG_COMPACT_BSEARCH ? "bsearch" : "direct");
+    return 0;
+}
+
+static int cfg_rule_nchunk(const cg_config *c, rg_err *err)
+{
+    if (c->nchunk != 64 && !c->node_centric)
+        return rg_errf(err, "invalid: nchunk=%d splits the incoming edges of node-centric traversals; trav=edge "
+                            "walks dst runs of fixed length instead, so it would duplicate nchunk=64",
+                       c->nchunk);
+    return 0;
+}
+
 /* ---- The table ---- */
 
 /* Each key's member read and written as an int code. */

@@ -8,7 +8,6 @@
 
 #define DST_RUN 32   /* edge-centric partial aggregation: positions of the dst-sorted order per row group */
 #define EDGE_CHUNK 32 /* edge-centric: consecutive edges per row group */
-#define NODE_CHUNK 64 /* node-centric: incoming edges per warp before a node is split across warps */
 #define SMEM_MAX 232448 /* dynamic shared memory one block may have on sm_90 (the runtime opts in above 48 KB) */
 #define REG_SLOTS 16    /* acc=reg: doubles of register accumulators a lane may hold (32 registers) */
 #define WACC_SLOTS 8    /* weight-gradient sums: edge-type slots a row group keeps at most */
@@ -594,7 +593,11 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     return 0;
 }
 
-/* A linear operator evaluated row by row (fallback when it is not lowered to a GEMM). */
+/* A linear operator evaluated row by row: a message computed in the traversal (msg=trav), or the
+ * fallback for a linear the GEMM template cannot take. Each lane forms its output elements as float32
+ * dot products over K, as the GEMM template does (a K-term float sum is within the validation
+ * tolerance); the x row is one broadcast address per k, the weight's row coalesced across lanes and
+ * L1-resident when consecutive edges share a relation. */
 static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var), *x = V(g, s->in[0].var), *w = V(g, s->in[1].var);
@@ -617,8 +620,9 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const int hh = %s, nn = %s;\n"
                   "            const auto* xr = v%d + (size_t)(%s) * %lld + %s;\n"
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
-                  "            double r = 0.0;\n"
-                  "            for (int k = 0; k < K_; k++) r = fma((double)%s, (double)wr[%s], r);\n",
+                  "            float r = 0.0f;\n"
+                  "#pragma unroll 16\n"
+                  "            for (int k = 0; k < K_; k++) r = fmaf((float)%s, wr[%s], r);\n",
                   per_head ? out->dim : vt_heads(out) * out->dim,
                   per_head ? out->dim : vt_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
                   s->in[0].var, xrow, ldx, per_head && vt_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
@@ -1254,7 +1258,7 @@ static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *
 }
 
 /* The rows of one kernel: which rows a warp takes and the statements run per row. With
- * `split`, a node-centric kernel works on tiles of at most NODE_CHUNK incoming edges, so a
+ * `split`, a node-centric kernel works on tiles of at most nchunk incoming edges, so a
  * high-degree node is shared by several warps that add their partial sums atomically. */
 static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, int nphases, int split, rg_err *err)
 {
@@ -1289,7 +1293,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
                           "    const int n = tile_type[tile];\n    const int q_begin = tile_row0[tile];\n"
                           "    const int q_end = min(%s[n + 1], q_begin + %d);\n"
                           "    const int whole = q_begin == %s[n] && q_end == %s[n + 1];\n",
-                          g->rpb, arr(g, KG_IN_PTR), NODE_CHUNK, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
+                          g->rpb, arr(g, KG_IN_PTR), g->cfg->nchunk, arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
         } else {
             rg_str_printf(b, "    const int n = blockIdx.x * %d + warp;\n    if (n >= num_rows) return;\n"
                              "    const int q_begin = %s[n], q_end = %s[n + 1];\n",
@@ -1358,8 +1362,8 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         /* rows are tiles of incoming edges: num_rows is the tile count */
         kp_add_param(k, KP_INT, KS_NTILES, 0, "num_rows");
         rg_str_puts(src, ", const int* __restrict__ tile_type, const int* __restrict__ tile_row0");
-        kp_add_param(k, KP_TILE_TYPE, KR_IN_EDGES, NODE_CHUNK, "tile_type");
-        kp_add_param(k, KP_TILE_ROW0, KR_IN_EDGES, NODE_CHUNK, "tile_row0");
+        kp_add_param(k, KP_TILE_TYPE, KR_IN_EDGES, g->cfg->nchunk, "tile_type");
+        kp_add_param(k, KP_TILE_ROW0, KR_IN_EDGES, g->cfg->nchunk, "tile_row0");
     } else {
         kp_add_param(k, KP_INT, rows_size(g->f), 1, "num_rows");  /* FORM_GLOBAL: the constant 1 */
     }
@@ -1392,7 +1396,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
     k->grid_x_fixed = 1;
     k->grid_rows_size = rows_size(g->f);
     k->tile_rowset = KR_IN_EDGES;
-    k->tile_rows = NODE_CHUNK;
+    k->tile_rows = g->cfg->nchunk;
     k->rows_per_block = g->rpb * g->run;
     k->block_x = g->cfg->tblock;
     k->shmem_bytes = g->rpb * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(double);
@@ -1451,7 +1455,7 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     g.crrun = kp->crrun;
     plan_rows(&g, tr, phases, phase, nphases);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
-    int split = f == FORM_NODE && nphases == 1;
+    int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
     long long smem = (long long)g.rpb * (g.scr_size > 0 ? g.scr_size : 1) * (long long)sizeof(double);
     int rc = smem > SMEM_MAX ? rg_errf(err, "invalid: tblock=%d with lanes=%d runs %d rows per block, each with %d "
                                             "doubles of shared scratch: %lld bytes, over the %d a block may have",
@@ -1543,6 +1547,15 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
     free(phases);
     if (rc) rg_err_prefix(err, "cannot emit %s", name);
     return rc;
+}
+
+int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
+{
+    if (form_of(tr, cfg) != FORM_NODE) return 0;
+    int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
+    int once = et_phases(ir, tr, phases) == 1;
+    free(phases);
+    return once;
 }
 
 int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)

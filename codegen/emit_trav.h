@@ -30,6 +30,10 @@ int et_split_part(const ir_program *ir, const lw_trav *tr, const int *materializ
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err);
 
+/* Whether a node-centric kernel of this traversal walks each node's edges once, so that nodes of
+ * more than cfg->nchunk incoming edges are split across row groups (the degree-aware hybrid). */
+int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg);
+
 /* Whether the traversal thread mapping (vec with lanes) applies to a problem of these feature
  * sizes: 0 with the reason when a vector width could vectorize no feature row, or when the row
  * group's step is wider than every row (the point duplicates one with fewer lanes). */

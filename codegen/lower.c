@@ -148,6 +148,19 @@ static int absorb_scalar(const ir_program *p, lw_gemm *g, const char *taken, int
     return 1;
 }
 
+/* The forward pass's per-edge typed linears: a row of an edge variable from a gathered node row and
+ * the edge's relation's weight. The backward pass's linears and weight gradients stay GEMMs: their
+ * results are sums over edges into source rows or weights, which a traversal could form only with an
+ * atomic per element (K x N of them per edge for a weight gradient). */
+int lw_message_linear(const ir_program *p, int i)
+{
+    const ir_stmt *s = &p->stmts[i];
+    if (s->op != IR_OP_LINEAR || s->backward || i >= p->nforward || s->dom != IR_DOM_EDGE) return 0;
+    if (s->accumulate || s->out.acc != IR_ACC_ROW || p->vars[s->out.var].layout == IR_LAYOUT_COMPACT) return 0;
+    if (s->in[0].acc != IR_ACC_SRC && s->in[0].acc != IR_ACC_DST) return 0;
+    return s->in[1].acc == IR_ACC_ETYPE;
+}
+
 /* ------------------------------------------------------------------ scan 2: traversal */
 
 static int traversal_eligible(const ir_stmt *s)
@@ -294,7 +307,7 @@ static void decide_materialization(const ir_program *p, lw_program *lp, const in
 lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *err)
 {
     if (ir_verify(p, err) < 0) return NULL;
-    int fuse = opt ? opt->fuse : 1;
+    int fuse = opt ? opt->fuse : 1, msg_in_trav = opt ? opt->msg_in_trav : 0;
     builder b = {0};
     b.p = p;
     b.lp = rg_xcalloc(1, sizeof *b.lp);
@@ -304,7 +317,7 @@ lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *er
     /* scan 1: GEMM-eligible statements, each with the scalar multiply it can absorb */
     for (int i = 0; i < p->nstmts; i++) {
         lw_gemm g;
-        if (taken[i] || !gemm_of(p, i, &g)) continue;
+        if (taken[i] || (msg_in_trav && lw_message_linear(p, i)) || !gemm_of(p, i, &g)) continue;
         int m = -1;
         if (absorb_scalar(p, &g, taken, &m)) {
             taken[m] = 1;

@@ -88,10 +88,16 @@ lw_program *lw_lower(const ir_program *p, rg_err *err);
 
 /* ---- additions (D1) ---- */
 /* Switches of the lowering: fuse = 0 turns loop fusion (pass_fuse) off, so every
- * traversal statement becomes its own instance; lw_lower uses fuse = 1. */
+ * traversal statement becomes its own instance; lw_lower uses fuse = 1. msg_in_trav = 1 (config
+ * msg=trav) leaves the forward pass's per-edge typed linears (x[src] or x[dst] times W[etype]: the
+ * messages) to the traversal that reads them, computed per edge in its kernel, instead of a GEMM
+ * that materializes them (lw_message_linear says which statements). */
 typedef struct lw_options {
     int fuse;
+    int msg_in_trav;
 } lw_options;
+/* Whether statement i is a forward per-edge typed linear that msg=trav computes in a traversal. */
+int lw_message_linear(const ir_program *p, int i);
 lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *err);
 void lw_free(lw_program *lp);
 void lw_print(const lw_program *lp, FILE *f);

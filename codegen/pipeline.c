@@ -128,6 +128,25 @@ static int split_applies(const ir_program *ir, const lw_program *lp, const cg_co
     return found;
 }
 
+static int has_message_linear(const ir_program *ir)
+{
+    for (int i = 0; i < ir->nstmts; i++)
+        if (lw_message_linear(ir, i)) return 1;
+    return 0;
+}
+
+/* nchunk changes only node-centric kernels that walk a node's edges once (et_node_split). */
+static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    if (cfg->nchunk == 64) return 1;
+    for (int i = 0; i < lp->ninst; i++)
+        if (lp->inst[i].kind == LW_TRAV && et_node_split(ir, &lp->inst[i].u.trav, cfg)) return 1;
+    rg_errf(err, "nchunk=%d splits heavy nodes of node-centric kernels that walk a node's edges once; this plan has "
+                 "none (its node-centric kernels walk each node's edges in several passes): it would duplicate "
+                 "nchunk=64", cfg->nchunk);
+    return 0;
+}
+
 /* The passes cfg chooses, as model_load_opts takes them. */
 static model_options pass_options(const pl_problem *p, const cg_config *cfg, const rr_stats *rs, FILE *log,
                                   int *inapplicable)
@@ -170,12 +189,19 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
     if (!ir) return inapplicable ? PL_INAPPLICABLE : -1;
     /* after every pass (and autodiff): eligibility reads the final program's writers */
     vt_mark_storage(ir, cfg->store_bf16);
-    lw_program *lp = lw_lower(ir, err);
+    if (cfg->msg && !has_message_linear(ir)) {
+        rg_errf(err, "msg=trav computes per-edge typed linears in the traversal; %s has none, so it would "
+                     "duplicate msg=gemm", p->model);
+        ir_free(ir);
+        return PL_INAPPLICABLE;
+    }
+    lw_options lo = {.fuse = 1, .msg_in_trav = cfg->msg};
+    lw_program *lp = lw_lower_opts(ir, &lo, err);
     if (!lp) {
         ir_free(ir);
         return -1;
     }
-    if (!split_applies(ir, lp, cfg, err)) {
+    if (!split_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);
         return PL_INAPPLICABLE;
