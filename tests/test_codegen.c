@@ -683,6 +683,68 @@ static void test_thread_mapping_refusals(void **state)
     cg_variant_free(&v);
 }
 
+/* msg=trav: the forward messages are computed in the traversal (no GEMM over edges, no message
+ * table), the backward keeps its GEMMs; it needs compact=off. nchunk: the tile size of split
+ * node-centric kernels, refused where no kernel is split. */
+static int count_category(const cg_variant *v, kp_category c, int backward)
+{
+    int n = 0;
+    for (int i = 0; i < v->plan.nkernels; i++)
+        n += v->plan.kernels[i].category == c && v->plan.kernels[i].backward == backward;
+    return n;
+}
+
+static void test_messages_in_traversal_and_node_split(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "msg=trav", &err), 0);
+    assert_int_equal(cfg_validate(&cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "compact=direct keeps a table of messages"));
+    assert_int_equal(cfg_parse(&cfg, "compact=off,msg=gemm,softmax=single", &err), 0);
+    assert_int_equal(build_variant("hgt", "infer", &cfg, &v, &err), 0);
+    int gemm_before = count_category(&v, KC_GEMM, 0);
+    cg_variant_free(&v);
+    cfg.msg = 1;
+    assert_int_equal(build_variant("hgt", "infer", &cfg, &v, &err), 0);
+    /* HGT's two per-edge typed linears (K·Wa, V·Wm) leave the GEMMs; Q stays a GEMM over nodes */
+    assert_int_equal(count_category(&v, KC_GEMM, 0), gemm_before - 2);
+    assert_int_equal(count_category(&v, KC_GEMM, 0), 1);
+    int in_trav = 0;
+    for (int i = 0; i < v.plan.nkernels; i++)
+        if (v.plan.kernels[i].category == KC_TRAVERSAL && strstr(v.plan.kernels[i].source, "fmaf(")) in_trav++;
+    assert_int_equal(in_trav, 1);
+    cg_variant_free(&v);
+    /* training: the backward pass's edge GEMMs stay */
+    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), 0);
+    assert_true(count_category(&v, KC_GEMM, 1) >= 2);
+    assert_int_equal(count_category(&v, KC_GEMM, 0), 0);
+    cg_variant_free(&v);
+
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "nchunk=8", &err), 0);
+    assert_int_equal(cfg_validate(&cfg, &err), -1);
+    assert_non_null(strstr(err.msg, "trav=edge walks dst runs"));
+    assert_int_equal(cfg_parse(&cfg, "trav=node", &err), 0);
+    /* two-pass softmax walks each node's edges twice: nothing is split */
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "it would duplicate nchunk=64"));
+    assert_int_equal(cfg_parse(&cfg, "softmax=single", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &v, &err), 0);
+    int tiled = 0;
+    for (int i = 0; i < v.plan.nkernels; i++)
+        if (v.plan.kernels[i].grid_kind == KGRID_TILES && v.plan.kernels[i].category == KC_TRAVERSAL) {
+            assert_int_equal(v.plan.kernels[i].tile_rows, 8);
+            assert_non_null(strstr(v.plan.kernels[i].source, "q_begin + 8)"));
+            tiled++;
+        }
+    assert_int_equal(tiled, 1);
+    cg_variant_free(&v);
+}
+
 static void test_invalid_configs_are_rejected_before_compiling(void **state)
 {
     (void)state;
@@ -764,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_mma_sources_compile),
         cmocka_unit_test(test_thread_mapping_shows_in_sources),
         cmocka_unit_test(test_thread_mapping_refusals),
+        cmocka_unit_test(test_messages_in_traversal_and_node_split),
         cmocka_unit_test(test_thread_mappings_compile),
         cmocka_unit_test(test_acc_reg_in_sources),
         cmocka_unit_test(test_weight_gradient_runs),

@@ -161,9 +161,9 @@ static void test_default_space_matches_reference(void **state)
     assert_int_equal(t.failed, 0);
 }
 
-/* Every value of the traversal mapping and ordering keys, and GEMM coarsening 8 (the default
- * space leaves some out), across the traversal forms, for every model, inference and training,
- * on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others). */
+/* Every value of the traversal mapping and ordering keys, msg=trav, nchunk at both ends and
+ * between, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
+ * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others). */
 static void test_mapping_values_match_reference(void **state)
 {
     (void)state;
@@ -177,9 +177,11 @@ static void test_mapping_values_match_reference(void **state)
         "compact: direct\ntile: 64\ncoarsen: 4 8\ntrav: node edge\nvec: 1 2 4\nlanes: 4 8 16 32\n",
         "compact: off bsearch\ntrav: edge\npagg: off\nvec: 1 4\nlanes: 4 16\n",
         "trav: node edge\nlanes: 8 32\ntblock: 128 256 512\nrelabel: orig degree bfs rcm block\n",
+        "compact: off direct\ntrav: node edge\nsoftmax: twopass single\nmsg: gemm trav\nnchunk: 1 8 64 1024\n",
     };
-    char *space[3];
-    for (int i = 0; i < 3; i++) {
+    enum { NSPACES = sizeof spaces / sizeof spaces[0] };
+    char *space[NSPACES];
+    for (int i = 0; i < NSPACES; i++) {
         char name[32];
         snprintf(name, sizeof name, "mapping%d.space", i);
         space[i] = tu_write_file(dir, name, spaces[i]);
@@ -192,11 +194,11 @@ static void test_mapping_values_match_reference(void **state)
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < nd; k++)
-                for (int q = 0; q < 3; q++) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
+                for (int q = 0; q < NSPACES; q++) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
     printf("GPU mapping sweep: %d variants checked, %d failed\n", t.checked, t.failed);
     b->close(b);
     free(sets_s);
-    for (int q = 0; q < 3; q++) free(space[q]);
+    for (int q = 0; q < NSPACES; q++) free(space[q]);
     tu_rm_tree(dir);
     assert_int_equal(t.failed, 0);
 }
