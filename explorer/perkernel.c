@@ -502,6 +502,30 @@ static int structure_points(const pl_problem *p, const hg_graph *g, const sp_poi
     return 0;
 }
 
+/* nchunk other than 64 changes only node-centric kernels that walk a node's edges once, which the
+ * structure decides: where its plan has none, pl_build refuses those points (they would duplicate 64),
+ * so one build tells for all of the structure's. Returns how many of idx[0..n) are kept. */
+static int drop_unsplit_nchunk(const pl_problem *p, const hg_graph *g, const sp_point *pts, int *idx, int n)
+{
+    int first = -1;
+    for (int j = 0; j < n && first < 0; j++)
+        if (pts[idx[j]].cfg.nchunk != 64) first = j;
+    if (first < 0) return n;
+    ir_program *ir;
+    lw_program *lp;
+    rg_err why;
+    int rc = pl_build(p, &pts[idx[first]].cfg, g, NULL, &ir, &lp, &why);
+    if (rc == 0) {
+        lw_free(lp);
+        ir_free(ir);
+    }
+    if (rc != PL_INAPPLICABLE) return n;
+    int m = 0;
+    for (int j = 0; j < n; j++)
+        if (pts[idx[j]].cfg.nchunk == 64) idx[m++] = idx[j];
+    return m;
+}
+
 int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_space_count *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -522,6 +546,7 @@ int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_
         int m = 0;
         for (int i = 0; i < n; i++)
             if (structure[i] == q) idx[m++] = i;
+        m = drop_unsplit_nchunk(p, g, pts, idx, m);
         double points;
         rc = structure_points(p, g, pts, idx, m, &points, err);
         if (rc || points == 0) continue;

@@ -113,8 +113,9 @@ static void collect(const kp_kernel *k, void *ctx)
 /* softmax=single for rgcn, a traversal mapping wider than the rows, acc=reg with trav=node or with
  * 16 lanes on dst-sorted edge traversals in training, 8 lanes there with two-pass softmax (refused:
  * wrong on the H100), or wrun in inference and crsum in inference or without compaction (nothing to
- * change), recompute=on in inference or for RGCN (nothing stored for the backward pass to recompute):
- * the only points that may not apply. */
+ * change), recompute=on in inference or for RGCN (nothing stored for the backward pass to recompute),
+ * nchunk=8 where no node-centric kernel walks a node's edges once (nothing split): the only points that
+ * may not apply. */
 static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err *why)
 {
     rg_err e;
@@ -132,6 +133,7 @@ static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err
     if (c->recompute && (!pl_is_train(p->task) || !strcmp(p->model, "rgcn")) &&
         strstr(why->msg, "recompute=on does not apply"))
         return 1;
+    if (c->nchunk != 64 && c->node_centric && strstr(why->msg, "it would duplicate nchunk=64")) return 1;
     return (c->softmax == CFG_SOFTMAX_SINGLE && !strcmp(p->model, "rgcn")) || !et_mapping_applies(c, &p->dims, &e);
 }
 

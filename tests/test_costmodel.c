@@ -1003,7 +1003,7 @@ static void test_counts_depend_on_structure_only(void **state)
     rg_err err;
     assert_int_equal(sp_load("default", &sp, &err), 0);
     long *idx;
-    int n = kc_pairwise(&sp, 64, 5, &idx), compared = 0;
+    int n = kc_pairwise(&sp, 128, 5, &idx), compared = 0;
     static const char *const problems[][2] = {{"rgat", "train"}, {"hgt", "infer"}};
     for (int q = 0; q < 2; q++)
         for (int i = 0; i < n; i++) {
@@ -1022,6 +1022,7 @@ static void test_counts_depend_on_structure_only(void **state)
             compared++;
         }
     if (compared < 40) fail_msg("%d of %d points compared", compared, 2 * n);
+    printf("%d of %d points compared\n", compared, 2 * n);
     free(idx);
     hg_free(g);
 }
