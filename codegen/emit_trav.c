@@ -596,7 +596,7 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
 /* A linear operator evaluated row by row: a message computed in the traversal (msg=trav), or the
  * fallback for a linear the GEMM template cannot take. Each lane forms its output elements as float32
  * dot products over K, as the GEMM template does (a K-term float sum is within the validation
- * tolerance); the x row is one broadcast address per k, the weight's row coalesced across lanes and
+ * tolerance), in double where the input row is float64 (vt_is_f64); the x row is one broadcast address per k, the weight's row coalesced across lanes and
  * L1-resident when consecutive edges share a relation. */
 static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
 {
@@ -613,6 +613,7 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
     const char *welem = s->transpose_w ? "(size_t)nn * K_ + k" : "(size_t)k * N_ + nn";
     char xk[64];
     int reg = stores_to_regs(g, s);
+    const char *acc_t = vt_is_f64(x) ? "double" : "float";   /* a float64 per-row input keeps its digits */
     open_row_loop(g, &g->body, vt_heads(out) * out->dim, reg, NULL);
     rg_str_printf(&g->body,
                   "            const int h = i / %d, d = i %% %d; (void)d;\n"
@@ -620,13 +621,13 @@ static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
                   "            const int hh = %s, nn = %s;\n"
                   "            const auto* xr = v%d + (size_t)(%s) * %lld + %s;\n"
                   "            const float* wr = v%d + (size_t)(%s) * %lld + (size_t)hh * K_ * N_;\n"
-                  "            float r = 0.0f;\n"
+                  "            %s r = 0;\n"
                   "#pragma unroll 16\n"
-                  "            for (int k = 0; k < K_; k++) r = fmaf((float)%s, wr[%s], r);\n",
+                  "            for (int k = 0; k < K_; k++) r = fma((%s)%s, (%s)wr[%s], r);\n",
                   per_head ? out->dim : vt_heads(out) * out->dim,
                   per_head ? out->dim : vt_heads(out) * out->dim, K, N, per_head ? "h" : "0", per_head ? "d" : "i",
                   s->in[0].var, xrow, ldx, per_head && vt_heads(x) > 1 ? "(size_t)h * K_" : "0", s->in[1].var, wrow,
-                  wslice, vt_load(x, "xr[k]", xk, sizeof xk), welem);
+                  wslice, acc_t, acc_t, vt_load(x, "xr[k]", xk, sizeof xk), acc_t, welem);
     (void)N;
     if (emit_store(g, s, "r", err)) return -1;
     close_row_loop(g, &g->body, reg);
