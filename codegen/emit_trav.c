@@ -596,8 +596,9 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
 /* A linear operator evaluated row by row: a message computed in the traversal (msg=trav), or the
  * fallback for a linear the GEMM template cannot take. Each lane forms its output elements as float32
  * dot products over K, as the GEMM template does (a K-term float sum is within the validation
- * tolerance), in double where the input row is float64 (vt_is_f64); the x row is one broadcast address per k, the weight's row coalesced across lanes and
- * L1-resident when consecutive edges share a relation. */
+ * tolerance), in double where the input row is float64 (vt_is_f64). The x row is one broadcast
+ * address per k, the weight's row coalesced across lanes and L1-resident when consecutive edges share
+ * a relation. */
 static int emit_rowwise_linear(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var), *x = V(g, s->in[0].var), *w = V(g, s->in[1].var);

@@ -142,8 +142,8 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
     for (int i = 0; i < lp->ninst; i++)
         if (lp->inst[i].kind == LW_TRAV && et_node_split(ir, &lp->inst[i].u.trav, cfg)) return 1;
     rg_errf(err, "nchunk=%d splits heavy nodes of node-centric kernels that walk a node's edges once; this plan has "
-                 "none (its node-centric kernels walk each node's edges in several passes): it would duplicate "
-                 "nchunk=64", cfg->nchunk);
+                 "none (its node-centric kernels walk each node's edges in several passes, or it has none): it would "
+                 "duplicate nchunk=64", cfg->nchunk);
     return 0;
 }
 
