@@ -300,6 +300,14 @@ static int held_out_predictions(const cm_set *s, const cm_set *fit, int by_size,
 
 /* ---- The calibrated prior of Bayesian optimisation (explorer/calib.h) ---- */
 
+/* p's prior becomes a copy of prior[CAL_NFEAT] (replacing any it had). */
+static void set_prior(sr_problem *p, const double *prior)
+{
+    free(p->prior_sd);
+    p->prior_sd = rg_xmalloc(CAL_NFEAT * sizeof *p->prior_sd);
+    memcpy(p->prior_sd, prior, CAL_NFEAT * sizeof *p->prior_sd);
+}
+
 /* The prior explore fit calibrated into a model file, for the problems of its sections that have
  * one (in-sample where the file was fitted on this store, as its predictions are). */
 static int file_priors(const cm_model *m, sr_set *out)
@@ -309,8 +317,7 @@ static int file_priors(const cm_model *m, sr_set *out)
         sr_problem *p = &out->problems[q];
         const cm_section *sec = cm_find_section(m, p->prob.model, p->prob.task, NULL);
         if (!sec || !sec->bo_prior) continue;
-        p->prior_sd = rg_xmalloc(CAL_NFEAT * sizeof *p->prior_sd);
-        memcpy(p->prior_sd, sec->bo_prior, CAL_NFEAT * sizeof *p->prior_sd);
+        set_prior(p, sec->bo_prior);
         set++;
     }
     return set;
@@ -339,9 +346,7 @@ static int prior_of_group(const cm_set *s, const cm_problem *a, int by_size, con
         }
         double prior[CAL_NFEAT];
         if (cal_prior_of(s, pred_a, use, SR_BO_W_SD, prior) == 0) continue;
-        free(p->prior_sd);
-        p->prior_sd = rg_xmalloc(sizeof prior);
-        memcpy(p->prior_sd, prior, sizeof prior);
+        set_prior(p, prior);
         set++;
     }
     free(use);
