@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,11 +241,30 @@ static int word_at(const char *list, int i, char *out, size_t cap)
 }
 
 /* Whether a code is one of the key's values. */
+/* Each key's allowed codes, read from the table's text once per process: cfg_validate checks every
+ * key of every point a space enumerates. */
+enum { MAX_KEY_VALUES = 16 };
+static struct { int n, code[MAX_KEY_VALUES]; } allowed_codes[CFG_NKEYS];
+static pthread_once_t allowed_once = PTHREAD_ONCE_INIT;
+
+static void read_allowed_codes(void)
+{
+    for (int k = 0; k < CFG_NKEYS; k++) {
+        char w[CFG_VALUE_MAX];
+        for (int i = 0; word_at(values_of(&KEYS[k]), i, w, sizeof w); i++) {
+            RG_ASSERT(i < MAX_KEY_VALUES);
+            allowed_codes[k].code[allowed_codes[k].n++] = KEYS[k].kind == CFG_INT ? atoi(w) : i;
+        }
+    }
+}
+
 static int code_allowed(const cfg_key *k, int code)
 {
-    char w[CFG_VALUE_MAX];
-    for (int i = 0; word_at(values_of(k), i, w, sizeof w); i++)
-        if ((k->kind == CFG_INT ? atoi(w) : i) == code) return 1;
+    pthread_once(&allowed_once, read_allowed_codes);
+    int i = (int)(k - KEYS);
+    RG_ASSERT(i >= 0 && i < CFG_NKEYS);   /* a key of the table, not a copy */
+    for (int j = 0; j < allowed_codes[i].n; j++)
+        if (allowed_codes[i].code[j] == code) return 1;
     return 0;
 }
 
@@ -290,10 +310,20 @@ int cfg_printed(const cfg_key *k, const cg_config *c)
     return k->printed == CFG_ALWAYS || k->get(c) != table_code(k, k->dflt);
 }
 
+/* The defaults from the table's text, once per process: enumerating a space copies them per point. */
+static cg_config default_config;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void make_default_config(void)
+{
+    memset(&default_config, 0, sizeof default_config);
+    for (int i = 0; i < CFG_NKEYS; i++) KEYS[i].set(&default_config, table_code(&KEYS[i], KEYS[i].dflt));
+}
+
 void cfg_default(cg_config *c)
 {
-    memset(c, 0, sizeof *c);
-    for (int i = 0; i < CFG_NKEYS; i++) KEYS[i].set(c, table_code(&KEYS[i], KEYS[i].dflt));
+    pthread_once(&default_once, make_default_config);
+    *c = default_config;
 }
 
 /* ---- Parsing ---- */

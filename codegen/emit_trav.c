@@ -1358,7 +1358,8 @@ static kp_size rows_size(form f)
 static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, int split)
 {
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
-    if (g->cfg->launch_bounds) rg_str_printf(src, "__launch_bounds__(%d, 4) ", g->cfg->tblock);
+    if (g->cfg->launch_bounds)   /* resident blocks asked for: an SM holds 2048 threads at most */
+        rg_str_printf(src, "__launch_bounds__(%d, %d) ", g->cfg->tblock, g->cfg->tblock >= 1024 ? 2 : 4);
     rg_str_printf(src, "%s(int num_rows", k->name);
     if (split) {
         /* rows are tiles of incoming edges: num_rows is the tile count */

@@ -14,6 +14,10 @@ typedef struct sp_dim {
     char key[32];
     int nvals;
     char vals[SP_MAX_VALS][16];
+    /* a global key's table entry and its values' codes (sp_load fills them), so that sp_config_at
+     * sets codes instead of parsing text; NULL for per-instance keys and hand-built dimensions */
+    const cfg_key *k;
+    int code[SP_MAX_VALS];
 } sp_dim;
 
 typedef struct sp_space {

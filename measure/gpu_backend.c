@@ -335,6 +335,12 @@ static int measure_variant(gpu_ctx *c, const ir_program *ir, const lw_program *l
         xb_run_failed(r, &e);
         goto done_compiled;
     }
+    int resolved = kx_resolve(&var.plan, &comp, &e);
+    if (resolved) {
+        if (resolved == KX_TOO_MANY_THREADS) xb_result_fail(r, RS_INVALID, &e);
+        else xb_run_failed(r, &e);
+        goto done_compiled;
+    }
     mp_status ms = kx_alloc(ir, &var, &c->cur.kg, c->prob.mem_limit, &bufs, &e);
     if (ms != MP_OK) {
         xb_result_fail(r, ms == MP_OOM ? RS_OOM : RS_LAUNCH_ERROR, &e);

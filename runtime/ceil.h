@@ -15,7 +15,8 @@ typedef struct kceil {
 } kceil;
 
 /* The ceilings, measured on first call (a few seconds) and cached; NULL with err when the
- * device cannot run the measurement. Best of three timings each. */
+ * device cannot run the measurement, or when RGNN_NO_CEILINGS is set (not "0": sanitizer runs,
+ * whose tools cannot follow cuBLAS's kernels). Best of three timings each. */
 const kceil *kceil_get(rg_err *err);
 
 #endif

@@ -275,11 +275,23 @@ void kx_compiled_free(kx_compiled *c)
     memset(c, 0, sizeof *c);
 }
 
-static int get_kernels(const kp_plan *plan, kx_compiled *c, rg_err *err)
+int kx_resolve(const kp_plan *plan, kx_compiled *c, rg_err *err)
 {
-    for (int i = 0; i < c->n; i++)
-        if (!c->kernels[i].handle && krt_get_kernel(c->modules[i], plan->kernels[i].name, &c->kernels[i], err))
-            return -1;
+    for (int i = 0; i < c->n; i++) {
+        const kp_kernel *k = &plan->kernels[i];
+        krt_kernel *h = &c->kernels[i];
+        if (h->handle) continue;
+        if (krt_get_kernel(c->modules[i], k->name, h, err)) return -1;
+        int threads = k->block_x * (k->block_y > 0 ? k->block_y : 1);
+        if (threads > h->max_threads_per_block) {
+            int regs = h->num_regs, most = h->max_threads_per_block;
+            memset(h, 0, sizeof *h);   /* looked up again, and refused again, on a later call */
+            rg_errf(err, "invalid: kernel %s uses %d registers a thread, so a block may have %d threads, fewer than its %d "
+                         "(a smaller tblock, or lb=on, fits it)",
+                    k->name, regs, most, threads);
+            return KX_TOO_MANY_THREADS;
+        }
+    }
     return 0;
 }
 
@@ -577,7 +589,7 @@ int kx_launch_all(const cg_variant *v, const kx_compiled *c_const, const kx_buff
                   rg_err *err)
 {
     kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
-    if (get_kernels(&v->plan, c, err)) return -1;
+    if (kx_resolve(&v->plan, c, err)) return -1;
     if (launch_sequence(v, c, b, kg, NULL, err)) return -1;
     return krt_sync(err);
 }
@@ -587,7 +599,7 @@ int kx_launch_one(const cg_variant *v, const kx_compiled *c_const, const kx_buff
 {
     RG_ASSERT(i >= 0 && i < v->plan.nkernels);
     kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
-    if (get_kernels(&v->plan, c, err)) return -1;
+    if (kx_resolve(&v->plan, c, err)) return -1;
     int launched;
     return launch_kernel(&v->plan.kernels[i], &c->kernels[i], b, kg, &launched, err);
 }
@@ -769,7 +781,7 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     kx_compiled *c = (kx_compiled *)c_const;
     memset(out, 0, sizeof *out);
     if (repeats < 1) repeats = 1;
-    if (get_kernels(&v->plan, c, err)) return -1;
+    if (kx_resolve(&v->plan, c, err)) return -1;
     int per_run = 0;
     for (int i = 0; i < warmup; i++)
         if (kx_reset(v, b, err) || launch_sequence(v, c, b, kg, &per_run, err)) return -1;

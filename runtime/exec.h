@@ -53,6 +53,12 @@ typedef struct kx_compiled {
  * names the kernel and carries its log. */
 int kx_compile(const kp_plan *plan, int sm, int threads, kx_compiled *out, rg_err *err);
 int kx_load(kx_compiled *c, rg_err *err);
+/* The loaded kernels' handles (the launches look them up on first use too): 0, -1 with err, or
+ * KX_TOO_MANY_THREADS when a kernel's registers leave room for fewer threads than its blocks have
+ * (tblock 1024 without lb=on: 64 registers a thread at most), named in err, rather than the
+ * launch's "too many resources requested": the point is invalid, not a fault. */
+enum { KX_TOO_MANY_THREADS = -2 };
+int kx_resolve(const kp_plan *plan, kx_compiled *c, rg_err *err);
 void kx_compiled_free(kx_compiled *c);
 
 /* ---- buffers ---- */

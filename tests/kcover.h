@@ -28,8 +28,8 @@ uint64_t kc_kernel_class(const kp_kernel *k);
  * kernels that differ only in their schedule macros share it. */
 uint64_t kc_kernel_shape(const kp_kernel *k);
 
-/* The two schedule classes of a config: its structure keys (no CFG_SCHEDULE) with its GEMM
- * schedule keys, and with its traversal schedule keys. Within one structure a GEMM kernel's
+/* The two schedule classes of a config: its structure keys (no CFG_SCHEDULE; but relabel, which
+ * changes the graph, not the kernels) with its GEMM schedule keys, and with its traversal schedule keys. Within one structure a GEMM kernel's
  * text depends only on the GEMM keys and a traversal's only on the traversal keys (the premise
  * of per-kernel configs, docs/architecture.md), so the points that bring a new class give every
  * kernel of the space; the tests that use this check the premise on a sample of the others. */
@@ -55,6 +55,7 @@ typedef struct kc_space {
     int *point;             /* [nvalid]: the valid point's index in sp_enumerate's order */
     cg_config *cfg;         /* [nvalid] */
     uint64_t (*cls)[2];     /* [nvalid]: kc_schedule_classes */
+    uint64_t *structure;    /* [nvalid]: a hash of the structure keys (those of cfg_structure) */
 } kc_space;
 const kc_space *kc_space_get(const char *space);
 
@@ -68,7 +69,11 @@ typedef struct kc_walk {
     int inapplicable;   /* of those, PL_INAPPLICABLE to the problem */
     int kernels;        /* distinct kernel sources given to fn */
     int sampled;        /* other points built to check the premise */
+    int refused;        /* points left out unbuilt: their structure or schedule does not apply */
 } kc_walk;
+
+/* built[v] of a point the walk left out unbuilt, as one whose structure or schedule does not apply. */
+enum { KC_REFUSED = 2 };
 
 /* A covering walk over the valid points of a space for one problem: each point it picks (v, its
  * index among the valid ones) goes to visit, which builds it and returns 0, or 1 when the point does

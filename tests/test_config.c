@@ -310,7 +310,7 @@ static void test_override_errors(void **state)
                                            "w, pagg, mma, vec, lanes, tblock");
     expect_parse_error("trav_3.relabel=bfs", "relabel is not per-kernel");
     expect_parse_error("gemm_2.tile=48", "config: gemm_2.tile must be 8, 16, 32, 64 or 128 (got '48')");
-    expect_parse_error("trav_3.tblock=64", "config: trav_3.tblock must be 128, 256 or 512 (got '64')");
+    expect_parse_error("trav_3.tblock=96", "config: trav_3.tblock must be 64, 128, 256, 512 or 1024 (got '96')");
     expect_parse_error("gemm_2.tile=16,gemm_2.tile=32", "config: gemm_2.tile given twice");
     expect_parse_error("gemm_2.lb=on,gemm_2.launch_bounds=off", "config: gemm_2.lb given twice");
     expect_parse_error("gemm_2.tiel=16", "unknown key 'tiel' (did you mean 'tile'?");

@@ -108,6 +108,8 @@ static const walked *walk(int d)
             pl_problem p = {.model = MODELS[m], .task = TASKS[t], .dims = tu_model_dims(MODELS[m], &DIMS[d])};
             kc_walk kw;
             kc_space_kernels("default", &p, 64, NULL, check_helpers_called, w, &kw);
+            printf("%s %s: %d of %d points built, %d left out unbuilt (not for this problem)\n", p.model, p.task,
+                   kw.built, kw.points, kw.refused);
         }
     w->done = 1;
     return w;
