@@ -277,6 +277,8 @@ static const char *const mappings[] = {
     "tile=64,coarsen=8",
     "tile=16,coarsen=8,lanes=16,w=reg",
     "tblock=64,lanes=16,lb=on",
+    "tblock=32,lb=on",
+    "tblock=32,lanes=8,acc=reg",
     "tblock=1024,lb=on",
     "trav=node,tblock=1024,lanes=16",
     "trav=node,tblock=64,lanes=8,nchunk=8,softmax=single",

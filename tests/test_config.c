@@ -310,7 +310,7 @@ static void test_override_errors(void **state)
                                            "w, pagg, mma, vec, lanes, tblock");
     expect_parse_error("trav_3.relabel=bfs", "relabel is not per-kernel");
     expect_parse_error("gemm_2.tile=48", "config: gemm_2.tile must be 8, 16, 32, 64 or 128 (got '48')");
-    expect_parse_error("trav_3.tblock=96", "config: trav_3.tblock must be 64, 128, 256, 512 or 1024 (got '96')");
+    expect_parse_error("trav_3.tblock=96", "config: trav_3.tblock must be 32, 64, 128, 256, 512 or 1024 (got '96')");
     expect_parse_error("gemm_2.tile=16,gemm_2.tile=32", "config: gemm_2.tile given twice");
     expect_parse_error("gemm_2.lb=on,gemm_2.launch_bounds=off", "config: gemm_2.lb given twice");
     expect_parse_error("gemm_2.tiel=16", "unknown key 'tiel' (did you mean 'tile'?");
@@ -391,7 +391,7 @@ static void test_builtin_spaces(void **state)
         "relabel: orig degree bfs\nacc: smem reg\nwrun: 32 128\ncrsum: atomic run\nrecompute: off on\nnchunk: 64 8\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
-        "lanes: 16 32\ntblock: 256 512\nrelabel: orig degree bfs\nstore: f32 bf16\nacc: smem reg\n"};
+        "lanes: 16 32\ntblock: 128 256\nrelabel: orig degree bfs\nstore: f32 bf16\nacc: smem reg\n"};
     const char *names[2] = {"default", "full"};
     for (int i = 0; i < 2; i++) {
         sp_space sp;

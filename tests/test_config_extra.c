@@ -21,7 +21,7 @@ static int cfg_rule_probe(const cg_config *c, rg_err *err)
 #define DEFAULT_POINTS (960 * 2 * 3 * 3 * 3 * 2 * 2 * 2 * 2 * 2)   /* 720 with coarsen 8, x vec 1 4, lanes 8 16 32,
                                                                  * relabel orig degree bfs, mma 3, acc smem reg, wrun 32
                                                                  * 128, crsum atomic run, recompute off on, nchunk 64 8 */
-#define FULL_POINTS (3840 * 3 * 2 * 2 * 3 * 3 * 2 * 2)   /* 2880 with coarsen 8, x vec 1 2 4, lanes 16 32, tblock 256 512,
+#define FULL_POINTS (3840 * 3 * 2 * 2 * 3 * 3 * 2 * 2)   /* 2880 with coarsen 8, x vec 1 2 4, lanes 16 32, tblock 128 256,
                                                          * relabel orig degree bfs, mma 3, store f32 bf16, acc smem reg */
 
 #define LEGACY_DEFAULT "compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=edge,pagg=on"

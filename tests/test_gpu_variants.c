@@ -183,7 +183,7 @@ static void test_mapping_values_match_reference(void **state)
         "compact: off bsearch\ntrav: edge\npagg: off\nvec: 1 4\nlanes: 4 16\n",
         "trav: node edge\nlanes: 8 32\ntblock: 128 256 512\nrelabel: orig degree bfs rcm block\n",
         "compact: off direct\ntrav: node edge\nsoftmax: twopass single\nmsg: gemm trav\nnchunk: 1 8 64 1024\n",
-        "trav: node edge\nsoftmax: twopass single\nlanes: 8 32\ntblock: 64 1024\nlb: off on\n",
+        "trav: node edge\nsoftmax: twopass single\nlanes: 8 32\ntblock: 32 64 1024\nlb: off on\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
