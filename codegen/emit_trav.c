@@ -738,10 +738,11 @@ static int aggregated_at(const ir_stmt *s, int var)
 
 int et_phases(const ir_program *ir, const lw_trav *tr, int *phases)
 {
+    RG_ASSERT(phases);   /* a statement's phase follows from the earlier ones': without them every count is 1 */
     int phase = 0;
     for (int i = 0; i < tr->nstmts; i++) {
         const ir_stmt *s = &ir->stmts[tr->stmts[i].stmt];
-        for (int j = 0; j < i && phases; j++) {
+        for (int j = 0; j < i; j++) {
             if (phases[j] != phase) continue;
             const ir_stmt *w = &ir->stmts[tr->stmts[j].stmt];
             for (int k = 0; k < s->nin; k++)
@@ -751,7 +752,7 @@ int et_phases(const ir_program *ir, const lw_trav *tr, int *phases)
                 }
         }
     next:
-        if (phases) phases[i] = phase;
+        phases[i] = phase;
     }
     return phase + 1;
 }

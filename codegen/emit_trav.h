@@ -10,7 +10,8 @@
 /* Phase of each statement of a traversal: a statement that reads, at e.dst or e.src, a
  * variable aggregated earlier in the same group starts a new phase (a grid-wide dependency:
  * another kernel in edge-centric form, another pass over the incoming edges in node-centric
- * form). phases[i] is for tr->stmts[i]; returns the number of phases. */
+ * form). phases[i] is for tr->stmts[i] (phases: room for tr->nstmts, never NULL); returns the
+ * number of phases. */
 int et_phases(const ir_program *ir, const lw_trav *tr, int *phases);
 
 /* Whether the traversal sums into compact (src, etype) rows walking the edges in their stored
