@@ -240,9 +240,8 @@ static int word_at(const char *list, int i, char *out, size_t cap)
     }
 }
 
-/* Whether a code is one of the key's values. */
 /* Each key's allowed codes, read from the table's text once per process: cfg_validate checks every
- * key of every point a space enumerates. */
+ * key of every point a space enumerates. 16 a key at most, as a space dimension (SP_MAX_VALS). */
 enum { MAX_KEY_VALUES = 16 };
 static struct { int n, code[MAX_KEY_VALUES]; } allowed_codes[CFG_NKEYS];
 static pthread_once_t allowed_once = PTHREAD_ONCE_INIT;
@@ -258,6 +257,7 @@ static void read_allowed_codes(void)
     }
 }
 
+/* Whether a code is one of the key's values. */
 static int code_allowed(const cfg_key *k, int code)
 {
     pthread_once(&allowed_once, read_allowed_codes);

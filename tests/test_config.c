@@ -425,6 +425,38 @@ static void test_space_alias_twice(void **state)
     tu_rm_tree(dir);
 }
 
+/* A space file may list every value of every key (nchunk has nine), and a point set from the codes
+ * is the config its "key=value" text parses to, per-instance keys among them. */
+static void test_space_takes_every_value(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = tu_write_file(dir, "all.space", "trav: node\nsoftmax: single\nnchunk: 1 2 4 8 16 32 64 256 1024\n"
+                                                 "tblock: 32 64 128 256 512 1024\n");
+    sp_space sp;
+    sp_point *pts;
+    int n;
+    rg_err err;
+    assert_int_equal(sp_load(path, &sp, &err), 0);
+    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
+    assert_int_equal(n, 9 * 6);
+    cg_config want;
+    cfg_default(&want);
+    assert_int_equal(cfg_parse(&want, "trav=node,softmax=single,nchunk=1024,tblock=64", &err), 0);
+    assert_int_equal(cfg_hash(&pts[8 * 6 + 1].cfg), cfg_hash(&want));
+    free(pts);
+    free(path);
+    path = tu_write_file(dir, "inst.space", "tile: 16 64\ngemm_2.tile: 32 128\n");
+    assert_int_equal(sp_load(path, &sp, &err), 0);
+    cg_config got;
+    sp_config_at(&sp, 2, &got);   /* tile 64, gemm_2 at 32 */
+    cfg_default(&want);
+    assert_int_equal(cfg_parse(&want, "tile=64,gemm_2.tile=32", &err), 0);
+    assert_int_equal(cfg_hash(&got), cfg_hash(&want));
+    free(path);
+    tu_rm_tree(dir);
+}
+
 /* The cost model's config features keep their names and order (the model file's coefficients). */
 static void test_feature_encoding(void **state)
 {
@@ -476,7 +508,7 @@ int main(void)
         cmocka_unit_test(test_aliases),               cmocka_unit_test(test_key_given_twice),
         cmocka_unit_test(test_unknown_key_suggestion), cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_json_round_trip),       cmocka_unit_test(test_builtin_spaces),
-        cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_feature_encoding),
+        cmocka_unit_test(test_space_alias_twice),     cmocka_unit_test(test_space_takes_every_value),     cmocka_unit_test(test_feature_encoding),
         cmocka_unit_test(test_key_names),             cmocka_unit_test(test_mma_key),
         cmocka_unit_test(test_acc_key),
         cmocka_unit_test(test_override_canonical_forms), cmocka_unit_test(test_override_precision),
