@@ -63,7 +63,7 @@ static int space_size(const pk_args *a)
         ds_options dso = {.data_dir = a->p.data_dir};
         if (!(g = ds_open(a->p.dataset, &dso, &err))) return ro_fail("explore perkernel", &err);
     }
-    pl_problem p = {.model = a->p.model, .task = a->p.task, .dims = {a->p.dims[0], a->p.dims[1], a->p.heads}};
+    pl_problem p = cp_to_pl(&a->p);
     pk_space_count n;
     int rc = pk_space_size(a->space, &p, g, &n, &err);
     hg_free(g);

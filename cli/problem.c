@@ -86,6 +86,11 @@ static int copy_name(char *dst, size_t cap, const char *flag, const char *v, rg_
     return 0;
 }
 
+pl_problem cp_to_pl(const cp_problem *p)
+{
+    return (pl_problem){.model = p->model, .task = p->task, .dims = {p->dims[0], p->dims[1], p->heads}};
+}
+
 int cp_to_xb(const cp_problem *p, xb_problem *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);

@@ -43,6 +43,8 @@ int cp_check(const cp_problem *p, rg_err *err);
 int cp_config(const cp_problem *p, cg_config *cfg, rg_err *err);
 /* The problem as the backends take it (model and dataset names must fit). */
 int cp_to_xb(const cp_problem *p, xb_problem *out, rg_err *err);
+/* The problem as the pipeline takes it (model, task and sizes; the strings stay p's). */
+pl_problem cp_to_pl(const cp_problem *p);
 /* "explore" and the words of argv, to record with a run (caller frees). */
 char *cp_command_line(int argc, char **argv);
 

@@ -149,7 +149,7 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
         return;
     }
     /* the tolerance the variant was judged by: its precision widens the float32 one (validate.h) */
-    const pl_problem pl = {.model = a->p.model, .task = a->p.task, .dims = {a->p.dims[0], a->p.dims[1], a->p.heads}};
+    const pl_problem pl = cp_to_pl(&a->p);
     printf("%s (tolerance %.2g)\n", r->evidence, xv_variant_tolerance(0, &pl, cfg));
     printf("\n%-34s %-10s %-4s %12s %12s\n", "kernel", "category", "pass", "median us", "spread us");
     for (int i = 0; i < r->nkernels; i++)
@@ -259,7 +259,7 @@ int xr_run_main(int argc, char **argv)
 static int gen_one(const run_args *a, const cg_config *cfg, const hg_graph *g, const char *dir, FILE *log,
                    rg_err *err)
 {
-    pl_problem p = {.model = a->p.model, .task = a->p.task, .dims = {a->p.dims[0], a->p.dims[1], a->p.heads}};
+    pl_problem p = cp_to_pl(&a->p);
     ir_program *ir;
     lw_program *lp;
     int rc = pl_build(&p, cfg, g, log, &ir, &lp, err);

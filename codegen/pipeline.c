@@ -210,3 +210,15 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
     *lp_out = lp;
     return 0;
 }
+
+int pl_build_verdict(const pl_problem *p, const cg_config *cfg, const hg_graph *g, rg_err *err)
+{
+    ir_program *ir;
+    lw_program *lp;
+    int rc = pl_build(p, cfg, g, NULL, &ir, &lp, err);
+    if (rc == 0) {
+        lw_free(lp);
+        ir_free(ir);
+    }
+    return rc;
+}

@@ -36,6 +36,9 @@ int pl_passes_apply(const pl_problem *p, const cg_config *cfg, rg_err *err);
  * -1, or PL_INAPPLICABLE. `log` (may be NULL) receives the passes' reports. */
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
              lw_program **lp_out, rg_err *err);
+/* pl_build's verdict alone (0, -1 or PL_INAPPLICABLE, err saying why), what it built freed: whether
+ * a point applies to a problem. */
+int pl_build_verdict(const pl_problem *p, const cg_config *cfg, const hg_graph *g, rg_err *err);
 int pl_is_train(const char *task);
 /* Normalizes "infer"/"inference"/"train"/"training"; -1 for anything else. */
 int pl_parse_task(const char *task, const char **canonical, rg_err *err);

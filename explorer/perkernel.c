@@ -511,15 +511,8 @@ static int drop_unsplit_nchunk(const pl_problem *p, const hg_graph *g, const sp_
     for (int j = 0; j < n && first < 0; j++)
         if (pts[idx[j]].cfg.nchunk != 64) first = j;
     if (first < 0) return n;
-    ir_program *ir;
-    lw_program *lp;
     rg_err why;
-    int rc = pl_build(p, &pts[idx[first]].cfg, g, NULL, &ir, &lp, &why);
-    if (rc == 0) {
-        lw_free(lp);
-        ir_free(ir);
-    }
-    if (rc != PL_INAPPLICABLE) return n;
+    if (pl_build_verdict(p, &pts[idx[first]].cfg, g, &why) != PL_INAPPLICABLE) return n;
     int m = 0;
     for (int j = 0; j < n; j++)
         if (pts[idx[j]].cfg.nchunk == 64) idx[m++] = idx[j];

@@ -109,6 +109,15 @@ uint64_t kc_kernel_shape(const kp_kernel *k) { return normalized_hash(k, 1); }
 
 /* ---- schedule classes ---- */
 
+/* h extended by key k's name and its value in c. */
+static uint64_t hash_key(uint64_t h, const cfg_key *k, const cg_config *c)
+{
+    char buf[CFG_VALUE_MAX];
+    const char *v = cfg_value(k, c, buf);
+    h = rg_fnv1a64(k->name, strlen(k->name) + 1, h);
+    return rg_fnv1a64(v, strlen(v) + 1, h);
+}
+
 void kc_schedule_classes(const cg_config *c, uint64_t cls[2])
 {
     static const unsigned kinds[2] = {CFG_ON_GEMM, CFG_ON_TRAV};
@@ -122,10 +131,7 @@ void kc_schedule_classes(const cg_config *c, uint64_t cls[2])
              * premise check samples points of every relabel value). Keeping it would walk every
              * structure once per value: three times the builds of the default space. */
             if (!strcmp(k->name, "relabel")) continue;
-            char buf[CFG_VALUE_MAX];
-            const char *v = cfg_value(k, c, buf);
-            h = rg_fnv1a64(k->name, strlen(k->name) + 1, h);
-            h = rg_fnv1a64(v, strlen(v) + 1, h);
+            h = hash_key(h, k, c);
         }
         cls[j] = h;
     }
@@ -137,11 +143,7 @@ static uint64_t structure_hash(const cg_config *c)
     uint64_t h = RG_FNV_SEED;
     for (int i = 0; i < CFG_NKEYS; i++) {
         const cfg_key *k = cfg_key_at(i);
-        if (cfg_key_kernels(k)) continue;
-        char buf[CFG_VALUE_MAX];
-        const char *v = cfg_value(k, c, buf);
-        h = rg_fnv1a64(k->name, strlen(k->name) + 1, h);
-        h = rg_fnv1a64(v, strlen(v) + 1, h);
+        if (!cfg_key_kernels(k)) h = hash_key(h, k, c);
     }
     return h;
 }
@@ -330,14 +332,8 @@ static int may_apply(const kc_space *s, const pl_problem *p, int v, kc_set *ok, 
     if (!kc_set_has(ok, h)) {
         cg_config base;
         cfg_structure(&s->cfg[v], &base);
-        ir_program *ir;
-        lw_program *lp;
         rg_err err;
-        int rc = pl_build(p, &base, NULL, NULL, &ir, &lp, &err);
-        if (rc == 0) {
-            lw_free(lp);
-            ir_free(ir);
-        }
+        int rc = pl_build_verdict(p, &base, NULL, &err);
         kc_set_add(rc == PL_INAPPLICABLE ? bad : ok, h);
         if (rc == PL_INAPPLICABLE) return 0;
     }
@@ -508,10 +504,8 @@ static void check_refusals(const kc_space *s, const pl_problem *p, int sample, i
     rg_rng_seed(&rng, 20261128);
     for (; ncand && checked < sample; checked++) {
         const cg_config *cfg = &s->cfg[cand[rg_rng_below(&rng, (uint64_t)ncand)]];
-        ir_program *ir;
-        lw_program *lp;
         rg_err err;
-        if (pl_build(p, cfg, NULL, NULL, &ir, &lp, &err) != PL_INAPPLICABLE) {
+        if (pl_build_verdict(p, cfg, NULL, &err) != PL_INAPPLICABLE) {
             char *cs = cfg_to_string(cfg);
             fail_msg("%s %s %s: left out as inapplicable by its structure or schedule, but pl_build does not refuse it",
                      p->model, p->task, cs);

@@ -29,7 +29,8 @@ uint64_t kc_kernel_class(const kp_kernel *k);
 uint64_t kc_kernel_shape(const kp_kernel *k);
 
 /* The two schedule classes of a config: its structure keys (no CFG_SCHEDULE; but relabel, which
- * changes the graph, not the kernels) with its GEMM schedule keys, and with its traversal schedule keys. Within one structure a GEMM kernel's
+ * changes the graph, not the kernels) with its GEMM schedule keys, and with its traversal schedule
+ * keys. Within one structure a GEMM kernel's
  * text depends only on the GEMM keys and a traversal's only on the traversal keys (the premise
  * of per-kernel configs, docs/architecture.md), so the points that bring a new class give every
  * kernel of the space; the tests that use this check the premise on a sample of the others. */

@@ -23,15 +23,8 @@ static const char *env_or(const char *name, const char *dflt)
 /* A point whose pass does not apply to the model (pl_build says PL_INAPPLICABLE). */
 static int not_for_model(const pl_problem *p, const cg_config *cfg)
 {
-    ir_program *ir;
-    lw_program *lp;
     rg_err err;
-    int rc = pl_build(p, cfg, NULL, NULL, &ir, &lp, &err);
-    if (rc == 0) {
-        lw_free(lp);
-        ir_free(ir);
-    }
-    return rc == PL_INAPPLICABLE;
+    return pl_build_verdict(p, cfg, NULL, &err) == PL_INAPPLICABLE;
 }
 
 /* The points of a space this test validates: all of them, or, for a space of more valid points than
