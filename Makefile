@@ -20,7 +20,7 @@ CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. -I$(CUDA_HOME)/include $(PKG_CFLAGS) -MMD -MP $(SANITIZE)
 # cudart is linked statically and loads the driver itself: no -lcuda anywhere, so every
 # command that needs no GPU runs on machines without one.
-LDLIBS    = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lnvrtc -lcupti -lcublas -lnccl \
+LDLIBS    = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudart_static -lnvrtc -lcupti -lcublas -lcusparse -lnccl \
              $(PKG_LIBS) -lpthread -ldl -lrt -lm
 
 MODULE_DIRS := common datasets codegen runtime results measure explorer baselines cli

@@ -132,6 +132,12 @@ static void print_floors(const xb_result *r)
            span / dram, isnan(l2f) ? "none (does not fit in L2)" : "");
     if (!isnan(l2f)) printf("%.4f ms (span %.1fx)", l2f, span / l2f);
     printf("\n");
+    double gather = metric(r, "gather_floor_ms"), gbwd = metric(r, "gather_bwd_ms");
+    if (!isnan(gather)) {
+        printf("gather floor (cuSPARSE SpMM, one row per edge at the storage width): %.4f ms", gather);
+        if (!isnan(gbwd)) printf(" (forward %.4f, backward %.4f)", metric(r, "gather_fwd_ms"), gbwd);
+        printf("; span %.2fx\n", span / gather);
+    }
     double moved = kernel_sum(r, "dram__bytes_read.sum") + kernel_sum(r, "dram__bytes_write.sum");
     if (!isnan(moved) && r->median_ms > 0)
         printf("achieved DRAM bandwidth: %.0f GB/s over the kernel sum, %.1f%% of the measured copy ceiling\n",

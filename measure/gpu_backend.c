@@ -11,6 +11,7 @@
 #include "datasets/order.h"
 #include "runtime/ceil.h"
 #include "runtime/exec.h"
+#include "runtime/gfloor.h"
 #include "runtime/prof.h"
 #include "runtime/metrics.h"
 #include "runtime/rt.h"
@@ -31,6 +32,8 @@ typedef struct graph_state {
     int32_t *node_old_of, *edge_old_of;   /* relabelled: where its nodes' and edges' data come from */
     double order_s;        /* seconds the ordering and relabelling took (0 for the graph as given) */
     long long ref_bytes;   /* what building ref added to the resident set (0: not measured) */
+    kgf_floor gather[2];   /* the gather floor on this ordering, by store= (0 f32, 1 bf16) */
+    int gather_state[2];   /* 0 not measured yet, 1 measured, -1 failed (not tried again) */
     unsigned long used;    /* the context's clock when it was parked (least recently used first) */
 } graph_state;
 
@@ -168,9 +171,34 @@ static int gpu_prepare_reference(xb_backend *b, rg_err *err)
     return rc;
 }
 
-/* The run's span, whether it started cold, the layer's floor and the device's measured
+/* The gather floor of the current ordering at the variant's storage width, measured on first
+ * use (docs/floor.md): metrics gather_fwd_ms, gather_bwd_ms (training) and gather_floor_ms,
+ * their sum. Its failure is said once, in the evidence of the variant that tried. */
+static void gather_floor(gpu_ctx *c, int bf, xb_result *r)
+{
+    graph_state *s = &c->cur;
+    int train = !strcmp(c->pl.task, "train");
+    if (!s->gather_state[bf]) {
+        rg_err e;
+        const char *off = getenv("RGNN_NO_CEILINGS");
+        if (off && *off && strcmp(off, "0")) return;
+        int rc = kgf_measure(s->g, c->pl.dims.in_dim, c->pl.dims.out_dim, bf, train, &s->gather[bf], &e);
+        s->gather_state[bf] = rc ? -1 : 1;
+        if (rc) {
+            size_t used = strlen(r->evidence);
+            snprintf(r->evidence + used, sizeof r->evidence - used, "; %s", e.msg);
+        }
+    }
+    if (s->gather_state[bf] != 1) return;
+    const kgf_floor *f = &s->gather[bf];
+    xb_add_metric(r, "gather_fwd_ms", "ms", f->fwd_ms);
+    if (train) xb_add_metric(r, "gather_bwd_ms", "ms", f->bwd_ms);
+    xb_add_metric(r, "gather_floor_ms", "ms", f->fwd_ms + f->bwd_ms);
+}
+
+/* The run's span, whether it started cold, the layer's floors and the device's measured
  * ceilings: measurement metrics (docs/floor.md names them). */
-static void span_floor_ceilings(const gpu_ctx *c, const cg_config *cfg, const kx_timing *t, xb_result *r)
+static void span_floor_ceilings(gpu_ctx *c, const cg_config *cfg, const kx_timing *t, xb_result *r)
 {
     xb_add_metric(r, "span_ms", "ms", t->span_ms);
     xb_add_metric(r, "flush_l2", "", t->flushed_l2);
@@ -179,6 +207,7 @@ static void span_floor_ceilings(const gpu_ctx *c, const cg_config *cfg, const kx
         xb_add_metric(r, "floor_bytes", "byte", c->floor[bf].bytes);
         xb_add_metric(r, "floor_flops", "flop", c->floor[bf].flops);
     }
+    gather_floor(c, bf, r);
     rg_err e;
     const kceil *k = kceil_get(&e);
     if (!k) return;

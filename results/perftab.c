@@ -91,6 +91,7 @@ static const char SQL_BEST[] =
     "                      iif(b.precision like 'bf16%', " METRIC("b.id", "ceil_bf16_flops") ", null)),\n"
     "                  " METRIC("b.id", "ceil_fp32_flops") ") as pk,\n"
     "         " METRIC("b.id", "l2_bytes") " as l2,\n"
+    "         " METRIC("b.id", "gather_floor_ms") " as gf,\n"
     "         (select sum(value) from metrics x where x.measurement_id = b.id and coalesce(x.kernel, '') <> ''\n"
     "            and x.name in ('dram__bytes_read.sum', 'dram__bytes_write.sum')) as dram\n"
     "  from ok b where b.rk = 1),\n"
@@ -102,6 +103,8 @@ static const char SQL_BEST[] =
     "       printf('%.4f', median_ms) as \"kernel sum ms\", " MS("span", "span ms") ",\n"
     "       " MS("floor_ms", "DRAM floor ms") ", " MS("l2_floor_ms", "L2 floor ms") ",\n"
     "       iif(floor_ms is null, '-', printf('%.1f', coalesce(span, median_ms) / floor_ms)) as \"x DRAM floor\",\n"
+    "       " MS("gf", "gather floor ms") ",\n"
+    "       iif(gf is null, '-', printf('%.2f', coalesce(span, median_ms) / gf)) as \"x gather floor\",\n"
     "       iif(dram is null, '-', printf('%.3f', dram / 1e9)) as \"DRAM GB\",\n"
     "       iif(dram is null or bw is null, '-', printf('%.1f%%', 100 * dram / (median_ms / 1000) / bw)) as \"DRAM BW\",\n"
     "       hash as variant, substr(git_commit, 1, 7) as \"commit\", device_key as _device, git_commit as _commits\n"
@@ -213,8 +216,10 @@ static const pt_query QUERIES[] = {
      "precision's (`ceil_tf32_flops`, `ceil_bf16_flops` for tf32 and bf16 GEMM operands), the bytes are at the "
      "variant's storage widths. `DRAM GB` and `DRAM BW` (measured with `--metrics` only): the bytes the kernels "
      "moved to and from DRAM (CUPTI `dram__bytes_read.sum + dram__bytes_write.sum` over every kernel) and that over "
-     "the kernel sum, as a share of the measured copy ceiling. `-`: the measurement predates these metrics or was "
-     "taken without `--metrics`.",
+     "the kernel sum, as a share of the measured copy ceiling. `gather floor ms`: cuSPARSE's SpMM summing one source "
+     "row per edge on the variant's node order at its storage width (training: and one destination row per edge "
+     "backward), what any layer that gathers per edge pays (docs/floor.md); `x gather floor` divides the span by it. "
+     "`-`: the measurement predates these metrics or was taken without `--metrics`.",
      SQL_BEST, 0},
     {"geomean", "Generated code against each baseline: geometric mean over the datasets",
      "The per-problem ratios of the next table, summarized per model, task, dims and baseline (> 1: the generated code "

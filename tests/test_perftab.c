@@ -78,12 +78,13 @@ static void make_store(const char *path)
     assert_true(begin(&fx, "2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") > 0);
     /* the best rgat variant now (1.0 ms, span 1.25), with its floor: bytes 3e6 at 3e12 B/s = 1 us,
      * flops 1e9 at 5e13 flop/s = 20 us, so the floor is 0.02 ms and the span 62.5x it; its kernels
-     * moved 1.5 + 0.75 GB to and from DRAM (--metrics): 2.25 GB in 1.0 ms is 75% of 3e12 B/s */
+     * moved 1.5 + 0.75 GB to and from DRAM (--metrics): 2.25 GB in 1.0 ms is 75% of 3e12 B/s; its gather
+     * floor is 0.5 ms, the span 2.5x it */
     const rs_metric floor[] = {
         {.name = "span_ms", .unit = "ms", .value = 1.25}, {.name = "floor_bytes", .unit = "B", .value = 3e6},
         {.name = "floor_flops", .unit = "flop", .value = 1e9}, {.name = "ceil_copy_Bps", .unit = "B/s", .value = 3e12},
         {.name = "ceil_l2_Bps", .unit = "B/s", .value = 2e13}, {.name = "ceil_fp32_flops", .unit = "flop/s", .value = 5e13},
-        {.name = "l2_bytes", .unit = "B", .value = 50e6},
+        {.name = "l2_bytes", .unit = "B", .value = 50e6}, {.name = "gather_floor_ms", .unit = "ms", .value = 0.5},
         {.kernel = "gemm_1", .name = "dram__bytes_read.sum", .unit = "byte", .value = 1e9},
         {.kernel = "trav_2", .name = "dram__bytes_read.sum", .unit = "byte", .value = 0.5e9},
         {.kernel = "trav_2", .name = "dram__bytes_write.sum", .unit = "byte", .value = 0.75e9},
@@ -192,13 +193,13 @@ static void test_numbers(void **state)
     make_store(path);
     const char *stores[] = {path};
     char *t = tables_of(stores, 1);
-    /* best: the 1.0 ms variant of the second commit, its span over a 0.02 ms floor */
+    /* best: the 1.0 ms variant of the second commit, its span over a 0.02 ms floor and a 0.5 ms gather floor */
     assert_true(line_has(t, "| rgat | infer | aifb | 64,64/1 | fp32 | 2 | 1.0000 | 1.2500 | 0.0200 | 0.0200 | 62.5 |"
-                            " 2.250 | 75.0% |", "2222222"));
+                            " 0.5000 | 2.50 | 2.250 | 75.0% |", "2222222"));
     /* one row per precision */
-    assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | fp32+bf16-store | 1 | 0.5000 | 0.6000 | - | - | - |"));
+    assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | fp32+bf16-store | 1 | 0.5000 | 0.6000 | - | - | - | - | - | - |"));
     /* a problem without floor metrics */
-    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | fp32 | 1 | 0.5000 | - | - | - | - | - | - |"));
+    assert_non_null(line_of(t, "| rgcn | infer | aifb | 64,64/1 | fp32 | 1 | 0.5000 | - | - | - | - | - | - | - | - |"));
     /* baselines: spans where the generated row has one (cuBLAS span 3.5 / 1.25), else wall over span;
      * only float32 variants stand against them (not the 0.6 ms bf16-storage one) */
     assert_non_null(line_of(t, "| rgat | infer | aifb | 64,64/1 | 1.0000 | 1.2500 | cublas-seg RGAT | 3.0000 | 3.5000 | 2.80x | span / span |"));
