@@ -191,6 +191,9 @@ static void gather_floor(gpu_ctx *c, int bf, xb_result *r)
     }
     if (s->gather_state[bf] != 1) return;
     const kgf_floor *f = &s->gather[bf];
+    size_t used = strlen(r->evidence);
+    snprintf(r->evidence + used, sizeof r->evidence - used, "; gather floor by %s%s%s", f->fwd_alg,
+             train ? " and " : "", train ? f->bwd_alg : "");
     xb_add_metric(r, "gather_fwd_ms", "ms", f->fwd_ms);
     if (train) xb_add_metric(r, "gather_bwd_ms", "ms", f->bwd_ms);
     xb_add_metric(r, "gather_floor_ms", "ms", f->fwd_ms + f->bwd_ms);

@@ -1,5 +1,5 @@
-/* The gather floor: the time cuSPARSE's SpMM takes to sum, for every node, the rows of its
- * in-neighbours (one row gathered per edge) on a graph's node order, at a storage width. */
+/* The gather floor: the least time cuSPARSE's SpMM or a plain gather kernel takes to sum, for
+ * every node, the rows of its in-neighbours (one row per edge) on a graph's node order. */
 #include "runtime/gfloor.h"
 #include "runtime/exec.h"
 #include "runtime/rt.h"
@@ -198,14 +198,140 @@ static int check_result(const spmm_job *j, const char *alg, rg_err *err)
     return rc;
 }
 
-typedef struct alg_name { cusparseSpMMAlg_t alg; const char *name; } alg_name;
-static const alg_name ALGS[] = {{CUSPARSE_SPMM_ALG_DEFAULT, "default"},
-                                {CUSPARSE_SPMM_CSR_ALG1, "csr_alg1"},
-                                {CUSPARSE_SPMM_CSR_ALG2, "csr_alg2"},
-                                {CUSPARSE_SPMM_CSR_ALG3, "csr_alg3"}};
+/* Our own gather, beside cuSPARSE's (whose bfloat16 SpMM is several times slower than its
+ * float32 one on the H100): LANES threads per row, each summing its DIMS / LANES columns of
+ * the rows of the row's edges in float32, two edges in flight, then storing once. */
+static const char GATHER_SRC[] =
+    "#if ESZ == 2\n"
+    "#define ADD_WORD(a, w) ((a)[0] += __uint_as_float((w) << 16), (a)[1] += __uint_as_float((w) & 0xffff0000u))\n"
+    "#define PER_WORD 2\n"
+    "#else\n"
+    "#define ADD_WORD(a, w) ((a)[0] += __uint_as_float(w))\n"
+    "#define PER_WORD 1\n"
+    "#endif\n"
+    "#define NPER (DIMS / LANES)\n"
+    "#define NWORDS (NPER / PER_WORD)\n"
+    "__device__ __forceinline__ void load_words(unsigned *w, const unsigned *p)\n"
+    "{\n"
+    "#if NWORDS % 4 == 0\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NWORDS / 4; i++) {\n"
+    "        uint4 v = __ldg((const uint4 *)p + i); w[4 * i] = v.x; w[4 * i + 1] = v.y; w[4 * i + 2] = v.z; w[4 * i + 3] = v.w; }\n"
+    "#elif NWORDS % 2 == 0\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NWORDS / 2; i++) {\n"
+    "        uint2 v = __ldg((const uint2 *)p + i); w[2 * i] = v.x; w[2 * i + 1] = v.y; }\n"
+    "#else\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) w[i] = __ldg(p + i);\n"
+    "#endif\n"
+    "}\n"
+    "extern \"C\" __global__ void gather_rows(const int *ptr, const int *col, const unsigned *x, unsigned *y, int nrows)\n"
+    "{\n"
+    "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    int row = (int)(t / LANES), lane = (int)(t % LANES);\n"
+    "    if (row >= nrows) return;\n"
+    "    float acc[NPER];\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NPER; i++) acc[i] = 0.f;\n"
+    "    const size_t row_words = DIMS / PER_WORD, off = (size_t)lane * NWORDS;\n"
+    "    int j = ptr[row], end = ptr[row + 1];\n"
+    "    for (; j + 1 < end; j += 2) {\n"
+    "        unsigned a[NWORDS], b[NWORDS];\n"
+    "        load_words(a, x + (size_t)col[j] * row_words + off);\n"
+    "        load_words(b, x + (size_t)col[j + 1] * row_words + off);\n"
+    "        _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) { ADD_WORD(acc + PER_WORD * i, a[i]); ADD_WORD(acc + PER_WORD * i, b[i]); }\n"
+    "    }\n"
+    "    if (j < end) {\n"
+    "        unsigned a[NWORDS];\n"
+    "        load_words(a, x + (size_t)col[j] * row_words + off);\n"
+    "        _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) ADD_WORD(acc + PER_WORD * i, a[i]);\n"
+    "    }\n"
+    "    unsigned *out = y + (size_t)row * row_words + off;\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) {\n"
+    "#if ESZ == 2\n"
+    "        unsigned lo = __float_as_uint(acc[2 * i]), hi = __float_as_uint(acc[2 * i + 1]);\n"
+    "        lo += 0x7fffu + ((lo >> 16) & 1u); hi += 0x7fffu + ((hi >> 16) & 1u);   /* round to nearest even */\n"
+    "        out[i] = (lo >> 16) | (hi & 0xffff0000u);\n"
+    "#else\n"
+    "        out[i] = __float_as_uint(acc[i]);\n"
+    "#endif\n"
+    "    }\n"
+    "}\n";
 
-/* Best of TIMED calls after a warm-up, in ms; -1 when a call failed. */
-static double time_alg(const spmm_job *j, cusparseHandle_t h, cusparseSpMMAlg_t alg)
+#define OWN_BLOCK 256
+
+/* Whether LANES threads per row split a row of `dims` elements into whole 32-bit words, at most
+ * 16 of them per thread (its registers). */
+static int own_lanes_apply(int dims, size_t esz, int lanes)
+{
+    if (dims % lanes) return 0;
+    size_t bytes = (size_t)(dims / lanes) * esz;
+    return bytes % 4 == 0 && bytes <= 64;
+}
+
+typedef struct own_launch { krt_kernel k; krt_dim3 grid, block; void *args[5]; int nrows; } own_launch;
+
+static int compile_gather(int dims, size_t esz, int lanes, int sm, krt_cubin *cub, rg_err *err)
+{
+    char o_dims[32], o_lanes[32], o_esz[32];
+    snprintf(o_dims, sizeof o_dims, "-DDIMS=%d", dims);
+    snprintf(o_lanes, sizeof o_lanes, "-DLANES=%d", lanes);
+    snprintf(o_esz, sizeof o_esz, "-DESZ=%d", (int)esz);
+    const char *opts[] = {o_dims, o_lanes, o_esz};
+    krt_source src = {"gather_rows.cu", GATHER_SRC, 0, opts, 3};
+    return krt_compile(&src, sm, cub, err);
+}
+
+int kgf_gather_compiles(int dims, int bf16, int lanes, int sm, rg_err *err)
+{
+    size_t esz = bf16 ? 2 : 4;
+    if (!own_lanes_apply(dims, esz, lanes)) return 1;
+    krt_cubin cub;
+    if (compile_gather(dims, esz, lanes, sm, &cub, err)) return -1;
+    krt_cubin_free(&cub);
+    return 0;
+}
+
+/* Compiles and loads the gather for one mapping; 1 when the mapping does not apply. */
+static int own_prepare(const spmm_job *j, int lanes, krt_module **mod, own_launch *l, rg_err *err)
+{
+    if (!own_lanes_apply(j->dims, elem(j), lanes)) return 1;
+    krt_device dev;
+    krt_cubin cub;
+    if (krt_init(0, &dev, err) || compile_gather(j->dims, elem(j), lanes, dev.sm, &cub, err)) return -1;
+    int rc = krt_module_load(&cub, mod, err);
+    krt_cubin_free(&cub);
+    if (rc || krt_get_kernel(*mod, "gather_rows", &l->k, err)) return -1;
+    l->nrows = (int)j->nrows;
+    long long threads = (long long)j->nrows * lanes;
+    l->grid = (krt_dim3){(unsigned)((threads + OWN_BLOCK - 1) / OWN_BLOCK), 1, 1};
+    l->block = (krt_dim3){OWN_BLOCK, 1, 1};
+    l->args[0] = (void *)&j->d_ptr, l->args[1] = (void *)&j->d_col, l->args[2] = (void *)&j->d_x;
+    l->args[3] = (void *)&j->d_y, l->args[4] = &l->nrows;
+    return 0;
+}
+
+typedef struct alg_name { cusparseSpMMAlg_t alg; const char *name; } alg_name;
+static const alg_name ALGS[] = {{CUSPARSE_SPMM_ALG_DEFAULT, "cusparse-default"},
+                                {CUSPARSE_SPMM_CSR_ALG1, "cusparse-csr-alg1"},
+                                {CUSPARSE_SPMM_CSR_ALG2, "cusparse-csr-alg2"},
+                                {CUSPARSE_SPMM_CSR_ALG3, "cusparse-csr-alg3"}};
+static const int OWN_LANES[] = {2, 4, 8, 16, 32};
+
+/* One way of computing y = A x: a cuSPARSE algorithm or our kernel at one mapping. */
+typedef struct runner {
+    const spmm_job *job;
+    cusparseHandle_t h;
+    cusparseSpMMAlg_t alg;
+    const own_launch *own;   /* NULL: cuSPARSE */
+} runner;
+
+static int run_once(const runner *r)
+{
+    if (!r->own) return spmm(r->job, r->h, r->alg);
+    rg_err e;
+    return krt_launch(&r->own->k, r->own->grid, r->own->block, 0, (void **)r->own->args, &e);
+}
+
+/* Best of TIMED calls after the checked warm-up, in ms; -1 when a call failed. */
+static double time_runner(const runner *r)
 {
     cudaEvent_t t0, t1;
     if (cudaEventCreate(&t0) != cudaSuccess) return -1;
@@ -214,7 +340,7 @@ static double time_alg(const spmm_job *j, cusparseHandle_t h, cusparseSpMMAlg_t 
     for (int i = 0; i < TIMED; i++) {
         float ms = 0;
         cudaEventRecord(t0, 0);
-        if (spmm(j, h, alg)) break;
+        if (run_once(r)) break;
         cudaEventRecord(t1, 0);
         if (cudaEventSynchronize(t1) != cudaSuccess || cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess) break;
         if (best < 0 || ms < best) best = ms;
@@ -224,14 +350,28 @@ static double time_alg(const spmm_job *j, cusparseHandle_t h, cusparseSpMMAlg_t 
     return best;
 }
 
-/* Tries one algorithm: its workspace, its one-time analysis, a warm-up call whose result is
- * checked, then the timing. 1 when cuSPARSE does not offer it for these types. */
-static int try_alg(spmm_job *j, cusparseHandle_t h, const alg_name *an, double *ms, rg_err *err)
+/* A warm-up call into a poisoned y, its result checked, then the timing. 1 when the call is
+ * refused (cuSPARSE does not offer the algorithm for these types), 2 when its result is wrong
+ * (err says how). */
+static int checked_time(const runner *r, const char *name, double *ms, rg_err *err)
+{
+    const spmm_job *j = r->job;
+    if (krt_poison(j->d_y, (size_t)(j->nrows * j->dims) * elem(j), err)) return -1;
+    if (run_once(r)) return r->own ? rg_errf(err, "gather floor: %s did not launch", name) : 1;
+    if (krt_sync(err)) return -1;
+    if (check_result(j, name, err)) return 2;
+    *ms = time_runner(r);
+    return *ms > 0 ? 0 : rg_errf(err, "gather floor: timing %s failed", name);
+}
+
+/* Sets up one cuSPARSE algorithm: its workspace and its one-time analysis. 1 when cuSPARSE does
+ * not offer it for these types. */
+static int cusparse_prepare(spmm_job *j, cusparseHandle_t h, cusparseSpMMAlg_t alg, rg_err *err)
 {
     const float one = 1, zero = 0;
     size_t bytes = 0;
     if (cusparseSpMM_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, j->a,
-                                j->x, &zero, j->y, CUDA_R_32F, an->alg, &bytes) != CUSPARSE_STATUS_SUCCESS)
+                                j->x, &zero, j->y, CUDA_R_32F, alg, &bytes) != CUSPARSE_STATUS_SUCCESS)
         return 1;
     if (bytes > j->buf_bytes) {
         krt_free(j->d_buf);
@@ -241,33 +381,63 @@ static int try_alg(spmm_job *j, cusparseHandle_t h, const alg_name *an, double *
     }
     /* optional; it speeds up the calls that follow where the algorithm has an analysis */
     cusparseSpMM_preprocess(h, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, j->a, j->x,
-                            &zero, j->y, CUDA_R_32F, an->alg, j->d_buf);
-    if (krt_poison(j->d_y, (size_t)(j->nrows * j->dims) * elem(j), err)) return -1;
-    if (spmm(j, h, an->alg)) return 1;
-    if (krt_sync(err) || check_result(j, an->name, err)) return -1;
-    *ms = time_alg(j, h, an->alg);
-    return *ms > 0 ? 0 : rg_errf(err, "gather floor: timing cuSPARSE %s failed", an->name);
+                            &zero, j->y, CUDA_R_32F, alg, j->d_buf);
+    return 0;
 }
 
-/* The fastest checked algorithm of one direction. */
-static int measure_direction(const hg_graph *g, int by_dst, int dims, int bf16, double *ms, char *alg, size_t alg_n,
+typedef struct best_of { double ms; char *name; size_t name_n; char left_out[256]; } best_of;
+
+static void keep_if_faster(best_of *b, double ms, const char *name)
+{
+    if (b->ms < 0 || ms < b->ms) b->ms = ms, snprintf(b->name, b->name_n, "%s", name);
+}
+
+static int try_cusparse(spmm_job *j, cusparseHandle_t h, best_of *b, rg_err *err)
+{
+    for (size_t i = 0; i < sizeof ALGS / sizeof ALGS[0]; i++) {
+        int r = cusparse_prepare(j, h, ALGS[i].alg, err);
+        double ms;
+        runner run = {j, h, ALGS[i].alg, NULL};
+        if (!r) r = checked_time(&run, ALGS[i].name, &ms, err);
+        if (r < 0) return -1;
+        /* a library algorithm that answers wrongly is left out (said if nothing else applies) */
+        if (r == 2) snprintf(b->left_out, sizeof b->left_out, "; left out: %.200s", err->msg);
+        if (r == 0) keep_if_faster(b, ms, ALGS[i].name);
+    }
+    return 0;
+}
+
+static int try_own(spmm_job *j, best_of *b, rg_err *err)
+{
+    for (size_t i = 0; i < sizeof OWN_LANES / sizeof OWN_LANES[0]; i++) {
+        krt_module *mod = NULL;
+        own_launch l;
+        int r = own_prepare(j, OWN_LANES[i], &mod, &l, err);
+        char name[24];
+        snprintf(name, sizeof name, "own-lanes%d", OWN_LANES[i]);
+        double ms;
+        runner run = {j, NULL, CUSPARSE_SPMM_ALG_DEFAULT, &l};
+        if (!r) r = checked_time(&run, name, &ms, err);
+        if (mod) krt_module_unload(mod);
+        if (r < 0 || r == 2) return -1;   /* our own gather answering wrongly is a bug */
+        if (r == 0) keep_if_faster(b, ms, name);
+    }
+    return 0;
+}
+
+/* The fastest checked way of one direction. */
+static int measure_direction(const hg_graph *g, int by_dst, int dims, int bf16, double *ms, char *name, size_t name_n,
                              rg_err *err)
 {
     cusparseHandle_t h;
     if (get_handle(&h, err)) return -1;
     spmm_job j = {0};
-    int rc = job_setup(&j, g, by_dst, dims, bf16, err);
-    *ms = -1;
-    for (size_t i = 0; !rc && i < sizeof ALGS / sizeof ALGS[0]; i++) {
-        double t;
-        int r = try_alg(&j, h, &ALGS[i], &t, err);
-        if (r < 0) rc = -1;
-        else if (r == 0 && (*ms < 0 || t < *ms)) *ms = t, snprintf(alg, alg_n, "%s", ALGS[i].name);
-    }
+    best_of b = {-1, name, name_n, ""};
+    int rc = job_setup(&j, g, by_dst, dims, bf16, err) || try_cusparse(&j, h, &b, err) || try_own(&j, &b, err);
     job_free(&j);
-    if (!rc && *ms < 0)
-        rc = rg_errf(err, "gather floor: cuSPARSE offers no CSR SpMM for %s rows", bf16 ? "bfloat16" : "float32");
-    return rc;
+    *ms = b.ms;
+    if (!rc && b.ms < 0) rc = rg_errf(err, "gather floor: no way of summing %d-wide rows applies%s", dims, b.left_out);
+    return rc ? -1 : 0;
 }
 
 int kgf_measure(const hg_graph *g, int dims_in, int dims_out, int bf16, int backward, kgf_floor *out, rg_err *err)

@@ -1,5 +1,5 @@
-/* The gather floor: the time cuSPARSE's SpMM takes to sum, for every node, the rows of its
- * in-neighbours (one row gathered per edge) on a graph's node order, at a storage width. */
+/* The gather floor: the least time cuSPARSE's SpMM or a plain gather kernel takes to sum, for
+ * every node, the rows of its in-neighbours (one row per edge) on a graph's node order. */
 #ifndef KGF_GFLOOR_H
 #define KGF_GFLOOR_H
 
@@ -10,8 +10,10 @@
 /* Why a floor of its own: the layer's DRAM floor (codegen/floor.c) counts every input once,
  * but a layer that aggregates over edges reads a source row per edge, and on a graph whose
  * rows do not fit in the L2 and have no locality (synth:mag) those gathers alone are several
- * times that floor. This measures them with the vendor's sparse library rather than our
- * kernels, so the figure does not depend on how well we wrote a gather. */
+ * times that floor. This measures them with the vendor's sparse library and with a plain
+ * gather of our own (a thread group per row, no relation, weight or attention: none of the
+ * generated code), and keeps the faster: cuSPARSE's bfloat16 SpMM is several times slower
+ * than its float32 one, so it alone would be no floor for bfloat16 rows. */
 
 /* The adjacency as CSR at zero base. by_dst = 1: rows are destinations, columns the sources of
  * their incoming edges (A, the forward aggregation); 0: rows are sources, columns the
@@ -28,13 +30,19 @@ double kgf_check_rows(const int32_t *row_ptr, const int32_t *col, int32_t nrows,
 typedef struct kgf_floor {
     double fwd_ms;      /* A x: dims_in columns */
     double bwd_ms;      /* A^T g: dims_out columns; 0 when not asked */
-    char fwd_alg[24], bwd_alg[24];   /* the fastest cuSPARSE algorithm of each */
+    char fwd_alg[24], bwd_alg[24];   /* the fastest way of each: "cusparse-..." or "own-lanesN" */
 } kgf_floor;
 
 /* Measures A x (and, with backward, A^T g) on g with float32 or (bf16 = 1) bfloat16 rows and
- * float32 accumulation, every CSR algorithm cuSPARSE accepts, each checked against the float64
- * sum on sampled rows before it is timed; the fastest: best of five timed calls after a warm-up,
- * cuSPARSE's one-time analysis left out. Needs a device; RGNN_NO_CEILINGS skips it too. */
+ * float32 accumulation: every CSR algorithm cuSPARSE accepts and our gather at 2 to 32 threads
+ * per row, each checked against the float64 sum on sampled rows before it is timed; the
+ * fastest, best of five timed calls after a warm-up, one-time analysis and compilation left
+ * out. Needs a device; RGNN_NO_CEILINGS skips it too. */
 int kgf_measure(const hg_graph *g, int dims_in, int dims_out, int bf16, int backward, kgf_floor *out, rg_err *err);
+
+/* Whether our gather compiles (NVRTC, no device needed) for rows of `dims` elements at `lanes`
+ * threads per row: 0 yes, 1 the mapping does not apply (a thread's share is not whole 32-bit
+ * words, or over 64 bytes), -1 a compile error in err. */
+int kgf_gather_compiles(int dims, int bf16, int lanes, int sm, rg_err *err);
 
 #endif

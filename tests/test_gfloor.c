@@ -91,6 +91,27 @@ static void test_check_rows(void **state)
     hg_free(g);
 }
 
+/* Every mapping the measurement tries compiles where it applies, in both widths. */
+static void test_gather_compiles(void **state)
+{
+    (void)state;
+    TU_SKIP_CUPTI_UNDER_ASAN();   /* NVRTC under ASan: see testutil.h */
+    const int lanes[] = {1, 2, 4, 8, 16, 32}, dims[] = {64, 16, 256};
+    for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+        for (int bf16 = 0; bf16 < 2; bf16++)
+            for (size_t l = 0; l < sizeof lanes / sizeof lanes[0]; l++) {
+                rg_err err;
+                int rc = kgf_gather_compiles(dims[d], bf16, lanes[l], 90, &err);
+                if (rc < 0) fail_msg("dims %d bf16 %d lanes %d: %s", dims[d], bf16, lanes[l], err.msg);
+                /* lanes dividing the row, a share of 64 bytes or less in whole words */
+                int share = dims[d] / lanes[l] * (bf16 ? 2 : 4);
+                assert_int_equal(rc, !(dims[d] % lanes[l] == 0 && share % 4 == 0 && share <= 64));
+            }
+    rg_err err;
+    assert_int_equal(kgf_gather_compiles(64, 1, 64, 90, &err), 1);   /* half a word per thread */
+    assert_int_equal(kgf_gather_compiles(48, 0, 32, 90, &err), 1);   /* 32 does not divide 48 */
+}
+
 static void test_no_ceilings(void **state)
 {
     (void)state;
@@ -127,6 +148,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_csr_both_ways),
         cmocka_unit_test(test_check_rows),
+        cmocka_unit_test(test_gather_compiles),
         cmocka_unit_test(test_no_ceilings),
         cmocka_unit_test(test_measure_gpu),
     };
