@@ -199,8 +199,11 @@ static int check_result(const spmm_job *j, const char *alg, rg_err *err)
 }
 
 /* Our own gather, beside cuSPARSE's (whose bfloat16 SpMM is several times slower than its
- * float32 one on the H100): LANES threads per row, each summing its DIMS / LANES columns of
- * the rows of the row's edges in float32, two edges in flight, then storing once. */
+ * float32 one on the H100, and slower still on graphs with hubs): the edges of each row cut
+ * into chunks of at most CHUNK, LANES threads per chunk summing its DIMS / LANES columns in
+ * float32, two edges in flight. A row of one chunk is stored at once; a longer row's chunks
+ * add into a float32 scratch row that a second kernel stores, so a hub of 100K edges is spread
+ * over the device instead of one thread group walking it. */
 static const char GATHER_SRC[] =
     "#if ESZ == 2\n"
     "#define ADD_WORD(a, w) ((a)[0] += __uint_as_float((w) << 16), (a)[1] += __uint_as_float((w) & 0xffff0000u))\n"
@@ -223,27 +226,8 @@ static const char GATHER_SRC[] =
     "    _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) w[i] = __ldg(p + i);\n"
     "#endif\n"
     "}\n"
-    "extern \"C\" __global__ void gather_rows(const int *ptr, const int *col, const unsigned *x, unsigned *y, int nrows)\n"
+    "__device__ __forceinline__ void store_words(unsigned *out, const float *acc)\n"
     "{\n"
-    "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "    int row = (int)(t / LANES), lane = (int)(t % LANES);\n"
-    "    if (row >= nrows) return;\n"
-    "    float acc[NPER];\n"
-    "    _Pragma(\"unroll\") for (int i = 0; i < NPER; i++) acc[i] = 0.f;\n"
-    "    const size_t row_words = DIMS / PER_WORD, off = (size_t)lane * NWORDS;\n"
-    "    int j = ptr[row], end = ptr[row + 1];\n"
-    "    for (; j + 1 < end; j += 2) {\n"
-    "        unsigned a[NWORDS], b[NWORDS];\n"
-    "        load_words(a, x + (size_t)col[j] * row_words + off);\n"
-    "        load_words(b, x + (size_t)col[j + 1] * row_words + off);\n"
-    "        _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) { ADD_WORD(acc + PER_WORD * i, a[i]); ADD_WORD(acc + PER_WORD * i, b[i]); }\n"
-    "    }\n"
-    "    if (j < end) {\n"
-    "        unsigned a[NWORDS];\n"
-    "        load_words(a, x + (size_t)col[j] * row_words + off);\n"
-    "        _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) ADD_WORD(acc + PER_WORD * i, a[i]);\n"
-    "    }\n"
-    "    unsigned *out = y + (size_t)row * row_words + off;\n"
     "    _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) {\n"
     "#if ESZ == 2\n"
     "        unsigned lo = __float_as_uint(acc[2 * i]), hi = __float_as_uint(acc[2 * i + 1]);\n"
@@ -253,9 +237,78 @@ static const char GATHER_SRC[] =
     "        out[i] = __float_as_uint(acc[i]);\n"
     "#endif\n"
     "    }\n"
+    "}\n"
+    "#define ROW_WORDS ((size_t)DIMS / PER_WORD)\n"
+    "extern \"C\" __global__ void gather_chunks(const int *ptr, const int *col, const unsigned *x, unsigned *y,\n"
+    "                                          float *scratch, const int *chunk_row, const int *chunk_beg,\n"
+    "                                          const int *row_slot, int nchunks)\n"
+    "{\n"
+    "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    int c = (int)(t / LANES), lane = (int)(t % LANES);\n"
+    "    if (c >= nchunks) return;\n"
+    "    int row = chunk_row[c], j = chunk_beg[c], end = min(j + CHUNK, ptr[row + 1]);\n"
+    "    float acc[NPER];\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NPER; i++) acc[i] = 0.f;\n"
+    "    const size_t off = (size_t)lane * NWORDS;\n"
+    "    for (; j + 1 < end; j += 2) {\n"
+    "        unsigned a[NWORDS], b[NWORDS];\n"
+    "        load_words(a, x + (size_t)col[j] * ROW_WORDS + off);\n"
+    "        load_words(b, x + (size_t)col[j + 1] * ROW_WORDS + off);\n"
+    "        _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) { ADD_WORD(acc + PER_WORD * i, a[i]); ADD_WORD(acc + PER_WORD * i, b[i]); }\n"
+    "    }\n"
+    "    if (j < end) {\n"
+    "        unsigned a[NWORDS];\n"
+    "        load_words(a, x + (size_t)col[j] * ROW_WORDS + off);\n"
+    "        _Pragma(\"unroll\") for (int i = 0; i < NWORDS; i++) ADD_WORD(acc + PER_WORD * i, a[i]);\n"
+    "    }\n"
+    "    int slot = row_slot[row];\n"
+    "    if (slot < 0) { store_words(y + (size_t)row * ROW_WORDS + off, acc); return; }\n"
+    "    float *s = scratch + (size_t)slot * DIMS + (size_t)lane * NPER;\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NPER; i++) atomicAdd(s + i, acc[i]);\n"
+    "}\n"
+    "extern \"C\" __global__ void store_multi(const int *multi_row, const float *scratch, unsigned *y, int nmulti)\n"
+    "{\n"
+    "    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    int m = (int)(t / LANES), lane = (int)(t % LANES);\n"
+    "    if (m >= nmulti) return;\n"
+    "    float acc[NPER];\n"
+    "    const float *s = scratch + (size_t)m * DIMS + (size_t)lane * NPER;\n"
+    "    _Pragma(\"unroll\") for (int i = 0; i < NPER; i++) acc[i] = s[i];\n"
+    "    store_words(y + (size_t)multi_row[m] * ROW_WORDS + (size_t)lane * NWORDS, acc);\n"
     "}\n";
 
 #define OWN_BLOCK 256
+
+void kgf_chunks(const int32_t *row_ptr, int32_t nrows, int32_t chunk, kgf_chunking *out)
+{
+    RG_ASSERT(chunk > 0);
+    int64_t n = 0, nmulti = 0;
+    for (int32_t r = 0; r < nrows; r++) {
+        int64_t d = row_ptr[r + 1] - row_ptr[r], k = d ? (d + chunk - 1) / chunk : 1;
+        n += k, nmulti += k > 1;
+    }
+    out->nchunks = (int32_t)n, out->nmulti = (int32_t)nmulti;
+    out->chunk_row = rg_xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    out->chunk_beg = rg_xmalloc((size_t)(n ? n : 1) * sizeof(int32_t));
+    out->row_slot = rg_xmalloc((size_t)(nrows ? nrows : 1) * sizeof(int32_t));
+    out->multi_row = rg_xmalloc((size_t)(nmulti ? nmulti : 1) * sizeof(int32_t));
+    int32_t c = 0, m = 0;
+    for (int32_t r = 0; r < nrows; r++) {
+        int32_t beg = row_ptr[r], end = row_ptr[r + 1];
+        out->row_slot[r] = end - beg > chunk ? m : -1;
+        if (end - beg > chunk) out->multi_row[m++] = r;
+        do {   /* a row without edges still has its chunk: its output row is written (zeros) */
+            out->chunk_row[c] = r, out->chunk_beg[c++] = beg;
+            beg += chunk;
+        } while (beg < end);
+    }
+}
+
+void kgf_chunking_free(kgf_chunking *c)
+{
+    free(c->chunk_row), free(c->chunk_beg), free(c->row_slot), free(c->multi_row);
+    memset(c, 0, sizeof *c);
+}
 
 /* Whether LANES threads per row split a row of `dims` elements into whole 32-bit words, at most
  * 16 of them per thread (its registers). */
@@ -266,46 +319,96 @@ static int own_lanes_apply(int dims, size_t esz, int lanes)
     return bytes % 4 == 0 && bytes <= 64;
 }
 
-typedef struct own_launch { krt_kernel k; krt_dim3 grid, block; void *args[5]; int nrows; } own_launch;
-
-static int compile_gather(int dims, size_t esz, int lanes, int sm, krt_cubin *cub, rg_err *err)
+static int compile_gather(int dims, size_t esz, int lanes, int chunk, int sm, krt_cubin *cub, rg_err *err)
 {
-    char o_dims[32], o_lanes[32], o_esz[32];
+    char o_dims[32], o_lanes[32], o_esz[32], o_chunk[32];
     snprintf(o_dims, sizeof o_dims, "-DDIMS=%d", dims);
     snprintf(o_lanes, sizeof o_lanes, "-DLANES=%d", lanes);
     snprintf(o_esz, sizeof o_esz, "-DESZ=%d", (int)esz);
-    const char *opts[] = {o_dims, o_lanes, o_esz};
-    krt_source src = {"gather_rows.cu", GATHER_SRC, 0, opts, 3};
+    snprintf(o_chunk, sizeof o_chunk, "-DCHUNK=%d", chunk);
+    const char *opts[] = {o_dims, o_lanes, o_esz, o_chunk};
+    krt_source src = {"gather_chunks.cu", GATHER_SRC, 0, opts, 4};
     return krt_compile(&src, sm, cub, err);
 }
 
-int kgf_gather_compiles(int dims, int bf16, int lanes, int sm, rg_err *err)
+int kgf_gather_compiles(int dims, int bf16, int lanes, int chunk, int sm, rg_err *err)
 {
     size_t esz = bf16 ? 2 : 4;
     if (!own_lanes_apply(dims, esz, lanes)) return 1;
     krt_cubin cub;
-    if (compile_gather(dims, esz, lanes, sm, &cub, err)) return -1;
+    if (compile_gather(dims, esz, lanes, chunk, sm, &cub, err)) return -1;
     krt_cubin_free(&cub);
     return 0;
 }
 
+/* The chunk tables of one chunk length on the device, and the scratch rows of the rows of
+ * several chunks. */
+typedef struct own_tables {
+    kgf_chunking host;
+    void *d_row, *d_beg, *d_slot, *d_multi, *d_scratch;
+} own_tables;
+
+static void own_tables_free(own_tables *t)
+{
+    kgf_chunking_free(&t->host);
+    krt_free(t->d_row), krt_free(t->d_beg), krt_free(t->d_slot), krt_free(t->d_multi), krt_free(t->d_scratch);
+    memset(t, 0, sizeof *t);
+}
+
+static int own_tables_setup(own_tables *t, const spmm_job *j, int chunk, rg_err *err)
+{
+    kgf_chunks(j->h_ptr, (int32_t)j->nrows, chunk, &t->host);
+    const kgf_chunking *h = &t->host;
+    return upload_new(&t->d_row, h->chunk_row, (size_t)h->nchunks * 4, err) ||
+           upload_new(&t->d_beg, h->chunk_beg, (size_t)h->nchunks * 4, err) ||
+           upload_new(&t->d_slot, h->row_slot, (size_t)j->nrows * 4, err) ||
+           upload_new(&t->d_multi, h->multi_row, (size_t)h->nmulti * 4, err) ||
+           krt_alloc(&t->d_scratch, (size_t)h->nmulti * j->dims * sizeof(float) + 4, err);
+}
+
+typedef struct own_launch {
+    krt_kernel k1, k2;
+    krt_dim3 grid1, grid2, block;
+    void *args1[9], *args2[4];
+    int nchunks, nmulti;
+    void *scratch;
+    size_t scratch_bytes;
+} own_launch;
+
+static unsigned blocks_for(long long threads) { return (unsigned)((threads + OWN_BLOCK - 1) / OWN_BLOCK); }
+
 /* Compiles and loads the gather for one mapping; 1 when the mapping does not apply. */
-static int own_prepare(const spmm_job *j, int lanes, krt_module **mod, own_launch *l, rg_err *err)
+static int own_prepare(const spmm_job *j, own_tables *t, int lanes, int chunk, krt_module **mod, own_launch *l,
+                       rg_err *err)
 {
     if (!own_lanes_apply(j->dims, elem(j), lanes)) return 1;
     krt_device dev;
     krt_cubin cub;
-    if (krt_init(0, &dev, err) || compile_gather(j->dims, elem(j), lanes, dev.sm, &cub, err)) return -1;
+    if (krt_init(0, &dev, err) || compile_gather(j->dims, elem(j), lanes, chunk, dev.sm, &cub, err)) return -1;
     int rc = krt_module_load(&cub, mod, err);
     krt_cubin_free(&cub);
-    if (rc || krt_get_kernel(*mod, "gather_rows", &l->k, err)) return -1;
-    l->nrows = (int)j->nrows;
-    long long threads = (long long)j->nrows * lanes;
-    l->grid = (krt_dim3){(unsigned)((threads + OWN_BLOCK - 1) / OWN_BLOCK), 1, 1};
+    if (rc || krt_get_kernel(*mod, "gather_chunks", &l->k1, err) || krt_get_kernel(*mod, "store_multi", &l->k2, err))
+        return -1;
+    l->nchunks = t->host.nchunks, l->nmulti = t->host.nmulti;
+    l->scratch = t->d_scratch, l->scratch_bytes = (size_t)t->host.nmulti * j->dims * sizeof(float);
+    l->grid1 = (krt_dim3){blocks_for((long long)l->nchunks * lanes), 1, 1};
+    l->grid2 = (krt_dim3){blocks_for((long long)l->nmulti * lanes), 1, 1};
     l->block = (krt_dim3){OWN_BLOCK, 1, 1};
-    l->args[0] = (void *)&j->d_ptr, l->args[1] = (void *)&j->d_col, l->args[2] = (void *)&j->d_x;
-    l->args[3] = (void *)&j->d_y, l->args[4] = &l->nrows;
+    void **a = l->args1;
+    a[0] = (void *)&j->d_ptr, a[1] = (void *)&j->d_col, a[2] = (void *)&j->d_x, a[3] = (void *)&j->d_y;
+    a[4] = &t->d_scratch, a[5] = &t->d_row, a[6] = &t->d_beg, a[7] = &t->d_slot, a[8] = &l->nchunks;
+    void **b = l->args2;
+    b[0] = &t->d_multi, b[1] = &t->d_scratch, b[2] = (void *)&j->d_y, b[3] = &l->nmulti;
     return 0;
+}
+
+/* Zeroes the scratch rows, gathers, stores the rows of several chunks. */
+static int own_run(const own_launch *l)
+{
+    rg_err e;
+    if (l->nmulti && cudaMemsetAsync(l->scratch, 0, l->scratch_bytes, 0) != cudaSuccess) return -1;
+    if (krt_launch(&l->k1, l->grid1, l->block, 0, (void **)l->args1, &e)) return -1;
+    return l->nmulti ? krt_launch(&l->k2, l->grid2, l->block, 0, (void **)l->args2, &e) : 0;
 }
 
 typedef struct alg_name { cusparseSpMMAlg_t alg; const char *name; } alg_name;
@@ -314,6 +417,8 @@ static const alg_name ALGS[] = {{CUSPARSE_SPMM_ALG_DEFAULT, "cusparse-default"},
                                 {CUSPARSE_SPMM_CSR_ALG2, "cusparse-csr-alg2"},
                                 {CUSPARSE_SPMM_CSR_ALG3, "cusparse-csr-alg3"}};
 static const int OWN_LANES[] = {2, 4, 8, 16, 32};
+/* 32: hubs spread widest; 256: most rows one chunk, no scratch traffic */
+static const int OWN_CHUNKS[] = {32, 256};
 
 /* One way of computing y = A x: a cuSPARSE algorithm or our kernel at one mapping. */
 typedef struct runner {
@@ -325,9 +430,7 @@ typedef struct runner {
 
 static int run_once(const runner *r)
 {
-    if (!r->own) return spmm(r->job, r->h, r->alg);
-    rg_err e;
-    return krt_launch(&r->own->k, r->own->grid, r->own->block, 0, (void **)r->own->args, &e);
+    return r->own ? own_run(r->own) : spmm(r->job, r->h, r->alg);
 }
 
 /* Best of TIMED calls after the checked warm-up, in ms; -1 when a call failed. */
@@ -409,18 +512,24 @@ static int try_cusparse(spmm_job *j, cusparseHandle_t h, best_of *b, rg_err *err
 
 static int try_own(spmm_job *j, best_of *b, rg_err *err)
 {
-    for (size_t i = 0; i < sizeof OWN_LANES / sizeof OWN_LANES[0]; i++) {
-        krt_module *mod = NULL;
-        own_launch l;
-        int r = own_prepare(j, OWN_LANES[i], &mod, &l, err);
-        char name[24];
-        snprintf(name, sizeof name, "own-lanes%d", OWN_LANES[i]);
-        double ms;
-        runner run = {j, NULL, CUSPARSE_SPMM_ALG_DEFAULT, &l};
-        if (!r) r = checked_time(&run, name, &ms, err);
-        if (mod) krt_module_unload(mod);
-        if (r < 0 || r == 2) return -1;   /* our own gather answering wrongly is a bug */
-        if (r == 0) keep_if_faster(b, ms, name);
+    for (size_t c = 0; c < sizeof OWN_CHUNKS / sizeof OWN_CHUNKS[0]; c++) {
+        own_tables t = {0};
+        int rc = own_tables_setup(&t, j, OWN_CHUNKS[c], err);
+        for (size_t i = 0; !rc && i < sizeof OWN_LANES / sizeof OWN_LANES[0]; i++) {
+            krt_module *mod = NULL;
+            own_launch l;
+            int r = own_prepare(j, &t, OWN_LANES[i], OWN_CHUNKS[c], &mod, &l, err);
+            char name[32];
+            snprintf(name, sizeof name, "own-lanes%d-chunk%d", OWN_LANES[i], OWN_CHUNKS[c]);
+            double ms;
+            runner run = {j, NULL, CUSPARSE_SPMM_ALG_DEFAULT, &l};
+            if (!r) r = checked_time(&run, name, &ms, err);
+            if (mod) krt_module_unload(mod);
+            if (r < 0 || r == 2) rc = -1;   /* our own gather answering wrongly is a bug */
+            else if (r == 0) keep_if_faster(b, ms, name);
+        }
+        own_tables_free(&t);
+        if (rc) return -1;
     }
     return 0;
 }

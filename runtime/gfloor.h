@@ -35,14 +35,26 @@ typedef struct kgf_floor {
 
 /* Measures A x (and, with backward, A^T g) on g with float32 or (bf16 = 1) bfloat16 rows and
  * float32 accumulation: every CSR algorithm cuSPARSE accepts and our gather at 2 to 32 threads
- * per row, each checked against the float64 sum on sampled rows before it is timed; the
+ * per chunk of 32 or 256 edges, each checked against the float64 sum on sampled rows before it is timed; the
  * fastest, best of five timed calls after a warm-up, one-time analysis and compilation left
  * out. Needs a device; RGNN_NO_CEILINGS skips it too. */
 int kgf_measure(const hg_graph *g, int dims_in, int dims_out, int bf16, int backward, kgf_floor *out, rg_err *err);
 
 /* Whether our gather compiles (NVRTC, no device needed) for rows of `dims` elements at `lanes`
- * threads per row: 0 yes, 1 the mapping does not apply (a thread's share is not whole 32-bit
+ * threads per chunk of `chunk` edges: 0 yes, 1 the mapping does not apply (a thread's share is not whole 32-bit
  * words, or over 64 bytes), -1 a compile error in err. */
-int kgf_gather_compiles(int dims, int bf16, int lanes, int sm, rg_err *err);
+int kgf_gather_compiles(int dims, int bf16, int lanes, int chunk, int sm, rg_err *err);
+
+/* Our gather's work split: each row's edges in chunks of at most `chunk` (a row without edges
+ * has one empty chunk, so its output is written), chunks in row order; a row of more than one
+ * chunk has a slot (its scratch row), -1 otherwise, and multi_row lists those rows by slot. */
+typedef struct kgf_chunking {
+    int32_t nchunks, nmulti;
+    int32_t *chunk_row, *chunk_beg;   /* [nchunks]: the chunk's row and first edge */
+    int32_t *row_slot;                /* [nrows] */
+    int32_t *multi_row;               /* [nmulti] */
+} kgf_chunking;
+void kgf_chunks(const int32_t *row_ptr, int32_t nrows, int32_t chunk, kgf_chunking *out);
+void kgf_chunking_free(kgf_chunking *c);
 
 #endif

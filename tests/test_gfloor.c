@@ -101,15 +101,47 @@ static void test_gather_compiles(void **state)
         for (int bf16 = 0; bf16 < 2; bf16++)
             for (size_t l = 0; l < sizeof lanes / sizeof lanes[0]; l++) {
                 rg_err err;
-                int rc = kgf_gather_compiles(dims[d], bf16, lanes[l], 90, &err);
+                int rc = kgf_gather_compiles(dims[d], bf16, lanes[l], 32, 90, &err);
                 if (rc < 0) fail_msg("dims %d bf16 %d lanes %d: %s", dims[d], bf16, lanes[l], err.msg);
                 /* lanes dividing the row, a share of 64 bytes or less in whole words */
                 int share = dims[d] / lanes[l] * (bf16 ? 2 : 4);
                 assert_int_equal(rc, !(dims[d] % lanes[l] == 0 && share % 4 == 0 && share <= 64));
             }
     rg_err err;
-    assert_int_equal(kgf_gather_compiles(64, 1, 64, 90, &err), 1);   /* half a word per thread */
-    assert_int_equal(kgf_gather_compiles(48, 0, 32, 90, &err), 1);   /* 32 does not divide 48 */
+    assert_int_equal(kgf_gather_compiles(64, 1, 64, 256, 90, &err), 1);   /* half a word per thread */
+    assert_int_equal(kgf_gather_compiles(48, 0, 32, 256, 90, &err), 1);   /* 32 does not divide 48 */
+}
+
+/* Chunks cover every edge once, in row order, none longer than asked; rows of several chunks
+ * have consecutive slots. */
+static void test_chunks(void **state)
+{
+    (void)state;
+    const int32_t deg[] = {0, 1, 32, 33, 100, 0, 64}, n = sizeof deg / sizeof deg[0];
+    int32_t ptr[sizeof deg / sizeof deg[0] + 1] = {0};
+    for (int32_t r = 0; r < n; r++) ptr[r + 1] = ptr[r] + deg[r];
+    kgf_chunking c;
+    kgf_chunks(ptr, n, 32, &c);
+    assert_int_equal(c.nchunks, 1 + 1 + 1 + 2 + 4 + 1 + 2);
+    assert_int_equal(c.nmulti, 3);
+    const int32_t slots[] = {-1, -1, -1, 0, 1, -1, 2};
+    assert_memory_equal(c.row_slot, slots, sizeof slots);
+    const int32_t multi[] = {3, 4, 6};
+    assert_memory_equal(c.multi_row, multi, sizeof multi);
+    int32_t covered = 0;
+    for (int32_t k = 0; k < c.nchunks; k++) {
+        int32_t r = c.chunk_row[k], end = ptr[r + 1] < c.chunk_beg[k] + 32 ? ptr[r + 1] : c.chunk_beg[k] + 32;
+        assert_true(k == 0 || r > c.chunk_row[k - 1] || (r == c.chunk_row[k - 1] && c.chunk_beg[k] == c.chunk_beg[k - 1] + 32));
+        assert_int_equal(c.chunk_beg[k], covered);   /* the next edge, none skipped or repeated */
+        covered = end > c.chunk_beg[k] ? end : c.chunk_beg[k];
+    }
+    assert_int_equal(covered, ptr[n]);
+    kgf_chunking_free(&c);
+    /* one chunk per row when none is longer: no slots */
+    kgf_chunks(ptr, n, 100, &c);
+    assert_int_equal(c.nchunks, n);
+    assert_int_equal(c.nmulti, 0);
+    kgf_chunking_free(&c);
 }
 
 static void test_no_ceilings(void **state)
@@ -149,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_csr_both_ways),
         cmocka_unit_test(test_check_rows),
         cmocka_unit_test(test_gather_compiles),
+        cmocka_unit_test(test_chunks),
         cmocka_unit_test(test_no_ceilings),
         cmocka_unit_test(test_measure_gpu),
     };
