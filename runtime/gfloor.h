@@ -21,11 +21,15 @@
  * graph's CSR order. Caller frees both. */
 void kgf_csr(const hg_graph *g, int by_dst, int32_t **row_ptr, int32_t **col);
 
-/* Largest |y[r] - sum_j x[col[j]]| / (sum_j |x[col[j]]| + 1) over the sampled rows (every
- * stride-th row and the longest one), row-major x and y of `dims` floats: how far a device
- * result is from the float64 sum. */
-double kgf_check_rows(const int32_t *row_ptr, const int32_t *col, int32_t nrows, const float *x, const float *y,
-                      int dims, int32_t stride);
+/* The rows a result is checked on: every stride-th row and the longest one (hubs are where a
+ * split sum goes wrong). Returns their count; caller frees *rows. */
+int32_t kgf_sample_rows(const int32_t *row_ptr, int32_t nrows, int32_t stride, int32_t **rows);
+
+/* Largest |y - sum_j x[col[j]]| / (sum_j |x[col[j]]| + 1) over rows[0..nrows) and their `dims`
+ * columns, y_rows holding row rows[i] at i * dims (row-major x): how far a device result is from
+ * the float64 sum; NaN when a result is. */
+double kgf_check_rows(const int32_t *row_ptr, const int32_t *col, const float *x, int dims, const int32_t *rows,
+                      int32_t nrows, const float *y_rows);
 
 typedef struct kgf_floor {
     double fwd_ms;      /* A x: dims_in columns */

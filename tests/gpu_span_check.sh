@@ -7,5 +7,5 @@ set -e
 for extra in "" "--flush-l2"; do
     echo "== explore run --model rgat --dataset fb15k237 --metrics $extra"
     ./build/explore run --model rgat --dataset fb15k237 --data-dir "$RGNN_DATA" --metrics $extra |
-        grep -E '^(status|total|span|ceilings|floor|achieved|analytic)'
+        grep -E '^(status|total|span|ceilings|floor|gather|achieved|analytic)'
 done

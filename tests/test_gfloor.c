@@ -63,6 +63,18 @@ static float *spmm_host(const int32_t *ptr, const int32_t *col, int32_t n, const
     return y;
 }
 
+/* kgf_check_rows on the sampled rows of a full y. */
+static double check_sampled(const int32_t *ptr, const int32_t *col, int32_t n, const float *x, const float *y,
+                            int32_t stride)
+{
+    int32_t *rows, m = kgf_sample_rows(ptr, n, stride, &rows);
+    float *yr = malloc((size_t)m * DIMS * sizeof *yr);
+    for (int32_t i = 0; i < m; i++) memcpy(yr + (size_t)i * DIMS, y + (size_t)rows[i] * DIMS, DIMS * sizeof *yr);
+    double e = kgf_check_rows(ptr, col, x, DIMS, rows, m, yr);
+    free(rows), free(yr);
+    return e;
+}
+
 static void test_check_rows(void **state)
 {
     (void)state;
@@ -72,21 +84,25 @@ static void test_check_rows(void **state)
     float *x = malloc((size_t)n * DIMS * sizeof *x);
     for (int64_t i = 0; i < (int64_t)n * DIMS; i++) x[i] = (float)sin(0.37 * (double)i);
     float *y = spmm_host(ptr, col, n, x);
-    assert_true(kgf_check_rows(ptr, col, n, x, y, DIMS, 7) < 1e-6);
+    assert_true(check_sampled(ptr, col, n, x, y, 7) < 1e-6);
     /* a wrong sampled row (a multiple of the stride) */
     y[(size_t)14 * DIMS + 3] += 1;
-    assert_true(kgf_check_rows(ptr, col, n, x, y, DIMS, 7) > 1e-3);
+    assert_true(check_sampled(ptr, col, n, x, y, 7) > 1e-3);
     y[(size_t)14 * DIMS + 3] -= 1;
-    /* the longest row is checked wherever it lies */
+    /* the longest row is sampled wherever it lies */
     int32_t longest = 0;
     for (int32_t r = 0; r < n; r++)
         if (ptr[r + 1] - ptr[r] > ptr[longest + 1] - ptr[longest]) longest = r;
     int32_t stride = longest % 1000 == 999 ? 998 : 1000;   /* a stride that skips it */
     assert_true(longest % stride != 0);
+    int32_t *rows, m = kgf_sample_rows(ptr, n, stride, &rows);
+    assert_int_equal(m, (n + stride - 1) / stride + 1);
+    assert_int_equal(rows[m - 1], longest);
+    free(rows);
     y[(size_t)longest * DIMS] += 10;
-    assert_true(kgf_check_rows(ptr, col, n, x, y, DIMS, stride) > 1e-3);
+    assert_true(check_sampled(ptr, col, n, x, y, stride) > 1e-3);
     y[(size_t)longest * DIMS] = NAN;
-    assert_false(kgf_check_rows(ptr, col, n, x, y, DIMS, stride) <= 1e-3);
+    assert_false(check_sampled(ptr, col, n, x, y, stride) <= 1e-3);
     free(x), free(y), free(ptr), free(col);
     hg_free(g);
 }
