@@ -134,7 +134,7 @@ static void print_floors(const xb_result *r)
     printf("\n");
     double gather = metric(r, "gather_floor_ms"), gbwd = metric(r, "gather_bwd_ms");
     if (!isnan(gather)) {
-        printf("gather floor (cuSPARSE SpMM, one row per edge at the storage width): %.4f ms", gather);
+        printf("gather floor (one row per edge at the storage width, on the graph as given; docs/floor.md): %.4f ms", gather);
         if (!isnan(gbwd)) printf(" (forward %.4f, backward %.4f)", metric(r, "gather_fwd_ms"), gbwd);
         printf("; span %.2fx\n", span / gather);
     }

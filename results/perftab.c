@@ -216,9 +216,11 @@ static const pt_query QUERIES[] = {
      "precision's (`ceil_tf32_flops`, `ceil_bf16_flops` for tf32 and bf16 GEMM operands), the bytes are at the "
      "variant's storage widths. `DRAM GB` and `DRAM BW` (measured with `--metrics` only): the bytes the kernels "
      "moved to and from DRAM (CUPTI `dram__bytes_read.sum + dram__bytes_write.sum` over every kernel) and that over "
-     "the kernel sum, as a share of the measured copy ceiling. `gather floor ms`: cuSPARSE's SpMM summing one source "
-     "row per edge on the variant's node order at its storage width (training: and one destination row per edge "
-     "backward), what any layer that gathers per edge pays (docs/floor.md); `x gather floor` divides the span by it. "
+     "the kernel sum, as a share of the measured copy ceiling. `gather floor ms`: the faster of cuSPARSE's SpMM and a "
+     "plain gather of ours summing one source row per edge at the variant's storage width (training: and one "
+     "destination row per edge backward), on the graph as given (rows of b2c4672: on the variant's node order), "
+     "what a layer that gathers per edge pays for its gathers alone (docs/floor.md); `x gather floor` divides the "
+     "span by it. "
      "`-`: the measurement predates these metrics or was taken without `--metrics`.",
      SQL_BEST, 0},
     {"geomean", "Generated code against each baseline: geometric mean over the datasets",
