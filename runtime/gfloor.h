@@ -34,7 +34,7 @@ double kgf_check_rows(const int32_t *row_ptr, const int32_t *col, const float *x
 typedef struct kgf_floor {
     double fwd_ms;      /* A x: dims_in columns */
     double bwd_ms;      /* A^T g: dims_out columns; 0 when not asked */
-    char fwd_alg[24], bwd_alg[24];   /* the fastest way of each: "cusparse-..." or "own-lanesN" */
+    char fwd_alg[24], bwd_alg[24];   /* the fastest way of each: "cusparse-..." or "own-lanesN-chunkC" */
 } kgf_floor;
 
 /* Measures A x (and, with backward, A^T g) on g with float32 or (bf16 = 1) bfloat16 rows and
