@@ -141,9 +141,8 @@ static const hg_graph *given_graph(const gpu_ctx *c)
  * --timeout (on synth:mag training it takes seconds). */
 static void measure_gather_floors(gpu_ctx *c)
 {
-    const char *off = getenv("RGNN_NO_CEILINGS");
-    if (c->gather_state[0] || (off && *off && strcmp(off, "0"))) return;
-    int train = !strcmp(c->pl.task, "train");
+    if (c->gather_state[0] || kceil_disabled()) return;   /* skipped silently, as the ceilings are */
+    int train = pl_is_train(c->pl.task);
     for (int bf = 0; bf < 2; bf++) {
         rg_err e;
         int rc = kgf_measure(given_graph(c), c->pl.dims.in_dim, c->pl.dims.out_dim, bf, train, &c->gather[bf], &e);
@@ -162,7 +161,7 @@ static void gather_floor(gpu_ctx *c, int bf, xb_result *r)
         c->gather_err[bf][0] = 0;
     }
     if (c->gather_state[bf] != 1) return;
-    int train = !strcmp(c->pl.task, "train");
+    int train = pl_is_train(c->pl.task);
     const kgf_floor *f = &c->gather[bf];
     snprintf(r->evidence + used, sizeof r->evidence - used, "; gather floor by %s%s%s", f->fwd_alg,
              train ? " and " : "", train ? f->bwd_alg : "");

@@ -38,14 +38,16 @@ static const char *CEIL_SRC =
     "    if (a + b + c + d == 1234.5f) *sink = a;\n"
     "}\n";
 
-/* Seconds of the fastest of TRIES calls of fn, timed with events on stream 0. */
-static double best_seconds(int (*fn)(void *), void *ctx, rg_err *err)
+double kceil_best_seconds(int (*fn)(void *), void *ctx, int tries, const char *what, rg_err *err)
 {
     cudaEvent_t t0, t1;
-    if (cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess)
-        return rg_errf(err, "ceilings: cannot create events"), -1;
+    if (cudaEventCreate(&t0) != cudaSuccess) return rg_errf(err, "%s: cannot create events", what), -1;
+    if (cudaEventCreate(&t1) != cudaSuccess) {
+        cudaEventDestroy(t0);
+        return rg_errf(err, "%s: cannot create events", what), -1;
+    }
     double best = -1;
-    for (int i = 0; i <= TRIES; i++) {   /* the first call warms up */
+    for (int i = 0; i <= tries; i++) {   /* the first call warms up */
         cudaEventRecord(t0, 0);
         if (fn(ctx)) break;
         cudaEventRecord(t1, 0);
@@ -55,8 +57,13 @@ static double best_seconds(int (*fn)(void *), void *ctx, rg_err *err)
     }
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
-    if (best <= 0) rg_errf(err, "ceilings: a timing failed: %s", cudaGetErrorString(cudaGetLastError()));
+    if (best <= 0) rg_errf(err, "%s: a timing failed: %s", what, cudaGetErrorString(cudaGetLastError()));
     return best;
+}
+
+static double best_seconds(int (*fn)(void *), void *ctx, rg_err *err)
+{
+    return kceil_best_seconds(fn, ctx, TRIES, "ceilings", err);
 }
 
 typedef struct copy_ctx { void *a, *b; size_t bytes; } copy_ctx;
@@ -153,6 +160,12 @@ static int measure_gemm(kceil *k, rg_err *err)
     return rc ? -1 : 0;
 }
 
+int kceil_disabled(void)
+{
+    const char *off = getenv("RGNN_NO_CEILINGS");
+    return off && *off && strcmp(off, "0");
+}
+
 static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
 static int measured = 0;
 static kceil cached;
@@ -161,9 +174,7 @@ const kceil *kceil_get(rg_err *err)
 {
     /* compute-sanitizer's racecheck cannot follow cuBLAS's GEMM kernels (an internal error) and
      * instruments the copy and FMA kernels too: sanitizer runs leave the ceilings out */
-    const char *off = getenv("RGNN_NO_CEILINGS");
-    if (off && *off && strcmp(off, "0"))
-        return rg_errf(err, "ceilings not measured: RGNN_NO_CEILINGS is set"), NULL;
+    if (kceil_disabled()) return rg_errf(err, "ceilings not measured: RGNN_NO_CEILINGS is set"), NULL;
     pthread_mutex_lock(&once_lock);
     int rc = 0;
     if (!measured) {

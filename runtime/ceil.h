@@ -19,4 +19,13 @@ typedef struct kceil {
  * whose tools cannot follow cuBLAS's kernels). Best of three timings each. */
 const kceil *kceil_get(rg_err *err);
 
+/* Whether RGNN_NO_CEILINGS is set (and not "0"): the device's measured figures, the ceilings and
+ * the gather floor (runtime/gfloor.h), are left out. */
+int kceil_disabled(void);
+
+/* Seconds of the fastest of `tries` calls of fn(ctx) (0 on success) after one untimed warm-up
+ * call, each timed with events on stream 0; -1 with err ("<what>: ...") when a call or a timing
+ * fails. */
+double kceil_best_seconds(int (*fn)(void *), void *ctx, int tries, const char *what, rg_err *err);
+
 #endif

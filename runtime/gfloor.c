@@ -1,6 +1,7 @@
 /* The gather floor: the least time cuSPARSE's SpMM or a plain gather kernel takes to sum, for
  * every node, the rows of its in-neighbours (one row per edge) on a graph's node order. */
 #include "runtime/gfloor.h"
+#include "runtime/ceil.h"
 #include "runtime/exec.h"
 #include "runtime/rt.h"
 
@@ -444,27 +445,9 @@ static int run_once(const runner *r)
     return r->own ? own_run(r->own) : spmm(r->job, r->h, r->alg);
 }
 
-/* Best of TIMED calls after the checked warm-up, in ms; -1 when a call failed. */
-static double time_runner(const runner *r)
-{
-    cudaEvent_t t0, t1;
-    if (cudaEventCreate(&t0) != cudaSuccess) return -1;
-    if (cudaEventCreate(&t1) != cudaSuccess) return cudaEventDestroy(t0), -1;
-    double best = -1;
-    for (int i = 0; i < TIMED; i++) {
-        float ms = 0;
-        cudaEventRecord(t0, 0);
-        if (run_once(r)) break;
-        cudaEventRecord(t1, 0);
-        if (cudaEventSynchronize(t1) != cudaSuccess || cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess) break;
-        if (best < 0 || ms < best) best = ms;
-    }
-    cudaEventDestroy(t0);
-    cudaEventDestroy(t1);
-    return best;
-}
+static int run_void(void *r) { return run_once(r); }
 
-/* A warm-up call into a poisoned y, its result checked, then the timing. 1 when the call is
+/* A warm-up call into a poisoned y, its result checked, then the timing (kceil_best_seconds). 1 when the call is
  * refused (cuSPARSE does not offer the algorithm for these types), 2 when its result is wrong
  * (err says how). */
 static int checked_time(const runner *r, const char *name, double *ms, rg_err *err)
@@ -474,8 +457,12 @@ static int checked_time(const runner *r, const char *name, double *ms, rg_err *e
     if (run_once(r)) return r->own ? rg_errf(err, "gather floor: %s did not launch", name) : 1;
     if (krt_sync(err)) return -1;
     if (check_result(j, name, err)) return 2;
-    *ms = time_runner(r);
-    return *ms > 0 ? 0 : rg_errf(err, "gather floor: timing %s failed", name);
+    char what[64];
+    snprintf(what, sizeof what, "gather floor: timing %s", name);
+    double s = kceil_best_seconds(run_void, (void *)r, TIMED, what, err);
+    if (s <= 0) return -1;
+    *ms = 1e3 * s;
+    return 0;
 }
 
 /* Sets up one cuSPARSE algorithm: its workspace and its one-time analysis. 1 when cuSPARSE does
@@ -563,8 +550,7 @@ static int measure_direction(const hg_graph *g, int by_dst, int dims, int bf16, 
 int kgf_measure(const hg_graph *g, int dims_in, int dims_out, int bf16, int backward, kgf_floor *out, rg_err *err)
 {
     memset(out, 0, sizeof *out);
-    const char *off = getenv("RGNN_NO_CEILINGS");
-    if (off && *off && strcmp(off, "0")) return rg_errf(err, "gather floor not measured: RGNN_NO_CEILINGS is set");
+    if (kceil_disabled()) return rg_errf(err, "gather floor not measured: RGNN_NO_CEILINGS is set");
     if (krt_require_device(err)) return -1;
     if (measure_direction(g, 1, dims_in, bf16, &out->fwd_ms, out->fwd_alg, sizeof out->fwd_alg, err)) return -1;
     if (backward &&
