@@ -12,6 +12,8 @@
 #define REG_SLOTS 16    /* acc=reg: doubles of register accumulators a lane may hold (32 registers) */
 #define WACC_SLOTS 8    /* weight-gradient sums: edge-type slots a row group keeps at most */
 #define WACC_BLOCK 4096 /* ... and the doubles of shared memory a block gives them (32 KB) */
+#define LANE_WIDTH 8    /* scalars=lane: the widest per-row temporary a lane evaluates alone (doubles) */
+#define LANE_TOTAL 32   /* ... and the doubles of such temporaries a lane holds at most (64 registers) */
 
 /* How a kernel walks its rows. Each statement is then evaluated at its own shape: a
  * [1][1] value once per row, [H][1] once per head, [H][D] per feature, which is loop
@@ -57,6 +59,12 @@ typedef struct kgen {
     int vec_total, vec_dim;       /* ... of this shape (the statement's output row) */
     int nvec;                     /* vector loads registered for the current statement */
     rg_str vec_loads;             /* their declarations, emitted before the element loop */
+    /* scalars=lane (plan_lanes): per-edge scalars each lane evaluates for an edge of its own */
+    int *lane_stmt;               /* per traversal statement: evaluated by each lane for its own edge */
+    int *lane_off;                /* per var: offset of its row in a lane's ls_ registers, or -1 */
+    int *lane_bcast;              /* per var: read by the group's statements (taken by shuffles into bs_) */
+    int lane_size;                /* doubles of ls_ a lane holds */
+    int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
@@ -87,12 +95,22 @@ static void row_home(const kgen *g, const int *off, int v, const char *el, char 
         snprintf(out, n, "ra%d[k_]", v);
         return;
     }
+    if (off == g->scr_off && g->lane_off[v] >= 0) {
+        /* scalars=lane: the lane's own edge's row, or, in the group's statements, edge j's (shuffled) */
+        snprintf(out, n, "%s[%d + %s]", g->prologue ? "ls_" : "bs_", g->lane_off[v], el);
+        return;
+    }
     RG_ASSERT(off[v] >= 0);
     if (off == g->wacc_off && g->wslots > 1)
         snprintf(out, n, "scr[%d + wsl * %lld + %s]", off[v], (long long)ir_var_row_width(V(g, v)), el);
     else
         snprintf(out, n, "scr[%d + %s]", off[v], el);
 }
+
+/* The first element and the step of a lane's loop over a row: its share of the row group's, or, in
+ * a lane's own statements (scalars=lane), the whole row, for the lane's own edge. */
+static const char *lane_first(const kgen *g) { return g->prologue ? "0" : "lane"; }
+static int lane_step(const kgen *g) { return g->prologue ? 1 : g->L; }
 
 /* A lane's loop over the elements of a w-wide row: i = lane, lane + L, ... or, when `reg` (the row
  * is an accumulator in registers), in register order: element i = (c_ * L + lane) * Vr + u is
@@ -101,7 +119,7 @@ static void row_home(const kgen *g, const int *off, int v, const char *el, char 
 static void open_row_loop(kgen *g, rg_str *b, int w, int reg, const char *loads)
 {
     if (!reg) {
-        rg_str_printf(b, "        for (int i = lane; i < %d; i += %d) {\n", w, g->L);
+        rg_str_printf(b, "        for (int i = %s; i < %d; i += %d) {\n", lane_first(g), w, lane_step(g));
         return;
     }
     int vr = reg_vec(g, w);
@@ -391,9 +409,9 @@ static void iter_shape(const kgen *g, const ir_stmt *s, int *H, int *D)
 static void open_elem_loop(kgen *g, const ir_var *out)
 {
     int total = vt_heads(out) * out->dim;
-    rg_str_printf(&g->body, "        for (int i = lane; i < %d; i += %d) {\n"
+    rg_str_printf(&g->body, "        for (int i = %s; i < %d; i += %d) {\n"
                             "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
-                  total, g->L, out->dim, out->dim);
+                  lane_first(g), total, lane_step(g), out->dim, out->dim);
 }
 
 /* The same loop when operands were turned into vector loads: a lane takes V consecutive
@@ -490,7 +508,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         iter_shape(g, s, &H, &D);
         /* operands of the output's shape may be loaded V elements at a time */
         int total = vt_heads(out) * out->dim;
-        g->vec_on = g->V > 1 && vt_heads(out) >= H && out->dim >= D && total % g->V == 0;
+        g->vec_on = !g->prologue && g->V > 1 && vt_heads(out) >= H && out->dim >= D && total % g->V == 0;
         g->vec_total = total;
         g->vec_dim = out->dim;
         g->nvec = 0;
@@ -546,6 +564,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
 /* The sum of p over the row group's lanes, every lane getting it. */
 static const char *group_sum(const kgen *g)
 {
+    if (g->prologue) return "p";   /* a lane's own dot product: all its terms are its own */
     switch (g->L) {
     case 32: return "warp_sum(p)";
     case 16: return "group_sum(p, gmask, 16)";
@@ -564,6 +583,7 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     iter_shape(g, s, &H, &Dmax);
     char ra[512], rb[512];
     RG_ASSERT(!stores_to_regs(g, s));   /* lane 0 stores each head's sum: plan_registers keeps those shared */
+    const char *owner = g->prologue ? "1" : "lane == 0";   /* a lane's own dot product: it stores its sum */
     if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
         operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
         return -1;
@@ -573,20 +593,20 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
                       "        {\n"
                       "            double p = 0.0;\n"
                       "            for (int h = 0; h < %d; h++)\n"
-                      "                for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "                for (int dd = %s; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
                       "            p = %s;\n"
                       "            const int h = 0, d = 0; (void)h; (void)d;\n"
-                      "            if (lane == 0) {\n",
-                      H, D, g->L, ra, rb, group_sum(g));
+                      "            if (%s) {\n",
+                      H, lane_first(g), D, lane_step(g), ra, rb, group_sum(g), owner);
     } else {
         rg_str_printf(&g->body,
                       "        for (int h = 0; h < %d; h++) {\n"
                       "            double p = 0.0;\n"
-                      "            for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "            for (int dd = %s; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
                       "            p = %s;\n"
                       "            const int d = 0; (void)d;\n"
-                      "            if (lane == 0) {\n",
-                      vt_heads(out), D, g->L, ra, rb, group_sum(g));
+                      "            if (%s) {\n",
+                      vt_heads(out), lane_first(g), D, lane_step(g), ra, rb, group_sum(g), owner);
     }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
@@ -705,7 +725,7 @@ static int reads_shared(const kgen *g, const ir_stmt *s)
 {
     for (int k = 0; k < s->nin; k++) {
         int v = s->in[k].var;
-        if (v >= 0 && (g->scr_off[v] >= 0 || acc_access(g, v, s->in[k].acc))) return 1;
+        if (v >= 0 && ((g->scr_off[v] >= 0 && g->lane_off[v] < 0) || acc_access(g, v, s->in[k].acc))) return 1;
     }
     return 0;
 }
@@ -722,6 +742,7 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
     default: rc = emit_elementwise(g, s, err); break;
     }
     if (rc) return -1;
+    if (g->prologue) return 0;   /* a lane's own statement: nothing another lane reads */
     /* a statement that adds into its lane's own registers and reads nothing shared leaves nothing
      * another lane reads, nor a shared value a later write could overtake: no barrier */
     if (stores_to_regs(g, s) && !reads_shared(g, s)) return 0;
@@ -963,6 +984,80 @@ static void plan_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, 
     }
 }
 
+/* ---- scalars=lane: the per-edge scalars a lane evaluates for an edge of its own ---- */
+
+/* Ops a lane evaluates alone: the elementwise ones and the dot product (not a row's concatenation
+ * or slice, whose rows are features wide, nor the linears). */
+static int lane_op(ir_opkind op)
+{
+    switch (op) {
+    case IR_OP_DOT: case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_DIV_NZ:
+    case IR_OP_EXP: case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_GELU: case IR_OP_SIGMOID:
+    case IR_OP_GELU_GRAD: case IR_OP_COPY: case IR_OP_LEAKYRELU_GRAD: case IR_OP_RELU_GRAD: return 1;
+    default: return 0;
+    }
+}
+
+/* Whether a statement of the kernel other than `except` writes var. */
+static int kernel_writes(const kgen *g, const lw_trav *tr, const int *phases, int phase, int var, int except)
+{
+    for (int j = 0; j < tr->nstmts; j++)
+        if (j != except && in_kernel(g, phases, phase, j) && g->ir->stmts[tr->stmts[j].stmt].out.var == var) return 1;
+    return 0;
+}
+
+/* Whether kernel statement i may run in the lanes' prologue, ahead of the group's loop over the
+ * edges: it writes a small per-row temporary that no other statement writes and no other pass
+ * over the edges reads (trav=node runs its phases as passes), and reads only constants, the lanes'
+ * earlier temporaries and device memory this kernel does not write (so that running it first, for
+ * L edges at once, reads what the group's order would have read). */
+static int lane_eligible(const kgen *g, const lw_trav *tr, const int *phases, int phase, int i)
+{
+    const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+    int v = s->out.var;
+    if (!lane_op(s->op) || s->accumulate || s->out.acc != IR_ACC_ROW || g->scr_off[v] < 0) return 0;
+    if (acc_access(g, v, s->out.acc) || ir_var_row_width(V(g, v)) > LANE_WIDTH) return 0;
+    if (g->lane_size + ir_var_row_width(V(g, v)) > LANE_TOTAL || kernel_writes(g, tr, phases, phase, v, i)) return 0;
+    for (int j = 0; j < tr->nstmts; j++)
+        if (in_kernel(g, phases, phase, j) && phases[j] != phases[i] &&
+            reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
+            return 0;
+    for (int k = 0; k < s->nin; k++) {
+        int x = s->in[k].var;
+        if (s->in[k].acc == IR_ACC_CONST || x < 0) continue;
+        if (acc_access(g, x, s->in[k].acc)) return 0;
+        if (g->scr_off[x] >= 0 ? g->lane_off[x] < 0 : kernel_writes(g, tr, phases, phase, x, -1)) return 0;
+    }
+    return 1;
+}
+
+/* scalars=lane: picks the kernel's statements each lane evaluates for an edge of its own (edge
+ * forms only: they walk edges L at a time) and the rows the group's statements read back; returns
+ * how many it picked. */
+static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    if (!g->cfg->lane_scalars || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
+    int placed = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i) || !lane_eligible(g, tr, phases, phase, i)) continue;
+        int v = g->ir->stmts[tr->stmts[i].stmt].out.var;
+        g->lane_stmt[i] = 1;
+        g->lane_off[v] = g->lane_size;
+        g->lane_size += (int)ir_var_row_width(V(g, v));
+        placed++;
+    }
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i) || g->lane_stmt[i]) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        for (int k = 0; k < s->nin; k++)
+            if (s->in[k].var >= 0 && s->in[k].acc != IR_ACC_CONST && g->lane_off[s->in[k].var] >= 0)
+                g->lane_bcast[s->in[k].var] = 1;
+    }
+    if (placed)
+        rg_str_printf(&g->acc_note, "; scalars=lane: %d statement(s), %d double(s) a lane", placed, g->lane_size);
+    return placed;
+}
+
 /* ---- kernel assembly ---- */
 
 /* Zeroes var v's row in the scratch (off: scr_off, acc_off or wacc_off), each lane its elements. */
@@ -979,7 +1074,7 @@ static void emit_zero_row_scratch(kgen *g)
 {
     int any = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
-        if (g->scr_off[v] < 0 || !V(g, v)->zero_init) continue;
+        if (g->scr_off[v] < 0 || g->lane_off[v] >= 0 || !V(g, v)->zero_init) continue;
         emit_zero_row(g, "        ", g->scr_off, v);
         any = 1;
     }
@@ -1136,21 +1231,30 @@ static void emit_zero_acc(kgen *g)
     if (shared || !regs) rg_str_printf(&g->body, "    %s;\n", gsync(g));
 }
 
-static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_err *err)
+/* The statements of one phase that the group runs per edge, or (lanes) those each lane runs for its own. */
+static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, int lanes, rg_err *err)
 {
     for (int i = 0; i < tr->nstmts; i++)
-        if (phases[i] == phase && (!g->keep || g->keep[i]) && emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err))
+        if (phases[i] == phase && (!g->keep || g->keep[i]) && g->lane_stmt[i] == lanes &&
+            emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err))
             return -1;
     return 0;
 }
 
-/* Statements of one phase, emitted into *out (g records what they need from the row). */
-static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_str *out, rg_err *err)
+/* Statements of one phase, emitted into *out, and those each lane runs for its own edge into *lanes
+ * (scalars=lane; g records what they need from the row). */
+static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, rg_str *out, rg_str *lanes,
+                      rg_err *err)
 {
     rg_str saved = g->body;
-    g->body = (rg_str){0};
-    int rc = emit_phase_stmts(g, tr, phases, phase, err);
-    *out = g->body;
+    int rc = 0;
+    for (int own = 1; own >= 0; own--) {
+        g->body = (rg_str){0};
+        g->prologue = own;
+        if (!rc) rc = emit_phase_stmts(g, tr, phases, phase, own, err);
+        *(own ? lanes : out) = g->body;
+    }
+    g->prologue = 0;
     g->body = saved;
     return rc;
 }
@@ -1169,16 +1273,46 @@ static void emit_bcast(const kgen *g, rg_str *b, const char *var)
  * the ids come from the arrays in that order (in_src[q] = src[in_eid[q]], ...), read
  * sequentially; the edge id itself only where a statement reads an edge variable that has no
  * such copy (reads_in_order). */
-static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
-                           const char *per_edge_prefix, const char *body)
+/* scalars=lane: each lane runs the lanes' statements for its own edge (the ids it fetched). */
+static void emit_lane_prologue(kgen *g, const char *fixed_dn, const char *lanes)
+{
+    rg_str_printf(&g->body,
+                  "            {   /* scalars=lane: this lane's edge */\n"
+                  "            const int e = e_l, sn = sn_l, t = t_l, dn = %s, cr = cr_l, qpos = ql;\n"
+                  "            (void)e; (void)sn; (void)t; (void)dn; (void)cr; (void)qpos;\n%s"
+                  "            }\n",
+                  fixed_dn ? fixed_dn : "dn_l", lanes);
+}
+
+/* scalars=lane: edge j's rows of the lanes' temporaries that the group's statements read, from lane j. */
+static void emit_lane_bcast(kgen *g)
 {
     rg_str *b = &g->body;
+    rg_str_printf(b, "            double bs_[%d]; (void)bs_;\n", g->lane_size);
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (!g->lane_bcast[v]) continue;
+        for (int64_t k = 0; k < ir_var_row_width(V(g, v)); k++) {
+            char from[32];
+            snprintf(from, sizeof from, "ls_[%lld]", (long long)(g->lane_off[v] + k));
+            rg_str_printf(b, "            bs_[%lld] = ", (long long)(g->lane_off[v] + k));
+            emit_bcast(g, b, from);
+            rg_str_puts(b, ";\n");
+        }
+    }
+}
+
+static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
+                           const char *per_edge_prefix, const char *lanes, const char *body)
+{
+    rg_str *b = &g->body;
+    int own = lanes && *lanes;
     rg_str_printf(b,
                   "    for (int qb = %s; qb < %s; qb += %d) {\n"
                   "        const int ql = qb + lane;\n"
-                  "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n"
-                  "        if (ql < %s) {\n",
-                  qb_var, qe_var, g->L, qe_var);
+                  "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n",
+                  qb_var, qe_var, g->L);
+    if (own) rg_str_printf(b, "        double ls_[%d] = {0};\n", g->lane_size);
+    rg_str_printf(b, "        if (ql < %s) {\n", qe_var);
     /* the edge arrays of this order and the index they are read at */
     kp_graph_array a_src = KG_SRC, a_etype = KG_ETYPE, a_dst = KG_DST, a_compact = KG_EDGE_COMPACT;
     const char *at = "e_l";
@@ -1198,6 +1332,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
         else
             rg_str_printf(b, "            cr_l = %s[%s];\n", arr(g, a_compact), at);
     }
+    if (own) emit_lane_prologue(g, fixed_dn, lanes);
     rg_str_printf(b,
                   "        }\n"
                   "        const int cnt = min(%d, %s - qb);\n"
@@ -1226,6 +1361,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
         emit_bcast(g, b, "cr_l");
         rg_str_puts(b, ";\n");
     }
+    if (own) emit_lane_bcast(g);
     if (per_edge_prefix) rg_str_puts(b, per_edge_prefix);
     emit_zero_row_scratch(g);
     rg_str_puts(b, body);
@@ -1237,7 +1373,8 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
  * destination's, "cr": a compact row's, whose edges are consecutive there; NULL: none) in its
  * accumulators until the key changes, then adds them atomically: a neighbouring run may hold the
  * key's other edges. */
-static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *tpre, const char *body)
+static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *tpre, const char *lanes,
+                           const char *body)
 {
     rg_str *b = &g->body;
     rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
@@ -1252,7 +1389,7 @@ static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *
         rg_str_printf(&prefix, "                }\n                cur = %s;\n            }\n", key);
     }
     if (tpre) rg_str_puts(&prefix, tpre);
-    emit_edge_loop(g, "q0", "q_end", dst_order, NULL, prefix.s, body);
+    emit_edge_loop(g, "q0", "q_end", dst_order, NULL, prefix.s, lanes, body);
     rg_str_free(&prefix);
     if (!key) return;
     rg_str_puts(b, "    if (cur >= 0) {\n");
@@ -1268,11 +1405,15 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     rg_str *b = &g->body;
     int np = g->f == FORM_NODE ? nphases : 1;
     RG_ASSERT(np <= 8);
-    rg_str bodies[8] = {{0}};
+    rg_str bodies[8] = {{0}}, lanes[8] = {{0}};
     int rc = 0;
-    for (int p = 0; p < np && !rc; p++) rc = phase_body(g, tr, phases, g->f == FORM_NODE ? p : phase, &bodies[p], err);
+    for (int p = 0; p < np && !rc; p++)
+        rc = phase_body(g, tr, phases, g->f == FORM_NODE ? p : phase, &bodies[p], &lanes[p], err);
     if (rc) {
-        for (int p = 0; p < np; p++) rg_str_free(&bodies[p]);
+        for (int p = 0; p < np; p++) {
+            rg_str_free(&bodies[p]);
+            rg_str_free(&lanes[p]);
+        }
         return -1;
     }
     const char *body0 = bodies[0].s ? bodies[0].s : "";
@@ -1284,10 +1425,10 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     switch (g->f) {
     case FORM_EDGE:
         if (g->crrun) g->needs_cr = 1;
-        emit_edge_runs(g, 0, g->crrun ? "cr" : NULL, tpre, body0);
+        emit_edge_runs(g, 0, g->crrun ? "cr" : NULL, tpre, lanes[0].s, body0);
         break;
     case FORM_EDGE_DSTRUN:
-        emit_edge_runs(g, 1, "dn", tpre, body0);
+        emit_edge_runs(g, 1, "dn", tpre, lanes[0].s, body0);
         break;
     case FORM_NODE:
         if (split) {
@@ -1305,7 +1446,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         rg_str_puts(b, "    int tcur = -1; (void)tcur;\n");
         emit_zero_acc(g);
         for (int p = 0; p < np; p++) {
-            emit_edge_loop(g, "q_begin", "q_end", 1, "n", tpre, bodies[p].s ? bodies[p].s : "");
+            emit_edge_loop(g, "q_begin", "q_end", 1, "n", tpre, lanes[p].s, bodies[p].s ? bodies[p].s : "");
             rg_str_printf(b, "    %s;\n", gsync(g));
         }
         emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
@@ -1341,7 +1482,10 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     }
     if (wacc && (g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE)) emit_wslot_final(g, b);
     rg_str_free(&tprefix);
-    for (int p = 0; p < np; p++) rg_str_free(&bodies[p]);
+    for (int p = 0; p < np; p++) {
+        rg_str_free(&bodies[p]);
+        rg_str_free(&lanes[p]);
+    }
     return 0;
 }
 
@@ -1423,7 +1567,15 @@ static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const
     g->acc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->reg_slots = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->wacc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
-    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = -1;
+    g->lane_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = g->lane_off[v] = -1;
+}
+
+/* The per-statement flags of traversal tr (plan_lanes), once its statements are known. */
+static void kgen_lanes_init(kgen *g, const lw_trav *tr)
+{
+    g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
 }
 
 static void kgen_free(kgen *g)
@@ -1435,6 +1587,9 @@ static void kgen_free(kgen *g)
     free(g->reg_slots);
     rg_str_free(&g->acc_note);
     free(g->wacc_off);
+    free(g->lane_stmt);
+    free(g->lane_off);
+    free(g->lane_bcast);
     rg_str_free(&g->body);
     rg_str_free(&g->vec_loads);
 }
@@ -1457,7 +1612,9 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     kgen_init(&g, ir, cfg, mat, f);
     g.keep = kp->keep;
     g.crrun = kp->crrun;
+    kgen_lanes_init(&g, tr);
     plan_rows(&g, tr, phases, phase, nphases);
+    plan_lanes(&g, tr, phases, phase);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
     long long smem = (long long)g.rpb * (g.scr_size > 0 ? g.scr_size : 1) * (long long)sizeof(double);
@@ -1560,6 +1717,26 @@ int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
     int once = et_phases(ir, tr, phases) == 1;
     free(phases);
     return once;
+}
+
+int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
+{
+    int walk = et_compact_walk(ir, tr, cfg);
+    form f = walk ? FORM_EDGE : form_of(tr, cfg);
+    if (!cfg->lane_scalars || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE)) return 0;
+    int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
+    int nphases = et_phases(ir, tr, phases), n = 0;
+    for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
+        kgen g;
+        kgen_init(&g, ir, cfg, materialized, f);
+        g.crrun = walk;
+        kgen_lanes_init(&g, tr);
+        plan_rows(&g, tr, phases, p, nphases);
+        n += plan_lanes(&g, tr, phases, p);
+        kgen_free(&g);
+    }
+    free(phases);
+    return n;
 }
 
 int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)

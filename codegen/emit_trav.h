@@ -35,6 +35,12 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
  * more than cfg->nchunk incoming edges are split across row groups (the degree-aware hybrid). */
 int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg);
 
+/* scalars=lane: how many statements of the traversal's kernels each lane evaluates for an edge of its
+ * own (per-edge scalars ahead of the row group's loop over its edges); 0 under scalars=group, in the
+ * forms that walk no edges, and where no statement qualifies. Under crsum=split it counts the
+ * statements of the traversal taken as one kernel, which is what decides whether the key applies. */
+int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
+
 /* Whether the traversal thread mapping (vec with lanes) applies to a problem of these feature
  * sizes: 0 with the reason when a vector width could vectorize no feature row, or when the row
  * group's step is wider than every row (the point duplicates one with fewer lanes). */

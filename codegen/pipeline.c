@@ -147,6 +147,35 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
     return 0;
 }
 
+/* scalars=lane changes only traversals with per-edge scalars a lane can evaluate alone (et_lane_scalars):
+ * a plan, or an instance set to it by name, without any would duplicate scalars=group. */
+static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int *mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
+    cg_materialization(ir, lp, cfg, mat);
+    int total = 0, bad = -1;
+    for (int i = 0; i < lp->ninst && bad < 0; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_TRAV) continue;
+        cg_config one;
+        cfg_for_instance(cfg, in->name, &one);
+        if (!one.lane_scalars) continue;
+        int n = et_lane_scalars(ir, &in->u.trav, mat, &one);
+        total += n;
+        if (!n && !cfg->lane_scalars) bad = i;   /* named by an override of its own */
+    }
+    free(mat);
+    if (bad >= 0)
+        rg_errf(err, "%s.scalars=lane: %s has no per-edge scalars a lane could evaluate alone, so it would duplicate "
+                     "scalars=group", lp->inst[bad].name, lp->inst[bad].name);
+    else if (cfg->lane_scalars && !total)
+        rg_errf(err, "scalars=lane evaluates per-edge scalars (attention scores) one edge a lane; this plan's "
+                     "traversals have none, so it would duplicate scalars=group");
+    else
+        return 1;
+    return 0;
+}
+
 /* The passes cfg chooses, as model_load_opts takes them. */
 static model_options pass_options(const pl_problem *p, const cg_config *cfg, const rr_stats *rs, FILE *log,
                                   int *inapplicable)
@@ -201,7 +230,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         ir_free(ir);
         return -1;
     }
-    if (!split_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err)) {
+    if (!split_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) || !lanes_apply(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);
         return PL_INAPPLICABLE;

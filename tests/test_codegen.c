@@ -713,6 +713,130 @@ static void test_thread_mapping_refusals(void **state)
     cg_variant_free(&v);
 }
 
+/* scalars=lane: the schedules each kernel with a lanes' prologue is compiled under, with RGAT and HGT,
+ * both tasks, one head and four: the edge forms (dst runs, node-centric walks in one pass and in two,
+ * edges with atomics), both softmax forms, 8 to 32 lanes with vector loads, registers, recompute,
+ * compaction off and bfloat16 storage. */
+static const char *const lane_schedules[] = {
+    "",
+    "softmax=single",
+    "softmax=single,acc=reg,lanes=8",
+    "trav=node",
+    "trav=node,softmax=single,nchunk=8",
+    "pagg=off",
+    "lanes=8,vec=4",
+    "softmax=single,recompute=on",
+    "compact=off,softmax=single",
+    "softmax=single,mma=bf16,store=bf16,lanes=8,tblock=128",
+    NULL,
+};
+
+static void test_lane_scalars_compile(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgat", "hgt"}, *const tasks[] = {"infer", "train"};
+    static const ir_dims both[] = {{64, 64, 1}, {32, 16, 4}};
+    kp_plan plan = {0};
+    int variants = 0, lane_kernels = 0, distinct = 0, none = 0;
+    rg_err err;
+    for (int m = 0; m < 2; m++)
+        for (int t = 0; t < 2; t++)
+            for (int d = 0; d < 2; d++)
+                for (int i = 0; lane_schedules[i]; i++) {
+                    char kv[160];
+                    snprintf(kv, sizeof kv, "scalars=lane%s%s", lane_schedules[i][0] ? "," : "", lane_schedules[i]);
+                    cg_config cfg;
+                    cfg_default(&cfg);
+                    assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
+                    if (cfg_validate(&cfg, &err)) fail_msg("%s: %s", kv, err.msg);
+                    cg_variant v;
+                    int rc = build_variant_dims(models[m], tasks[t], &both[d], &cfg, &v, &err);
+                    if (rc == PL_INAPPLICABLE && (strstr(err.msg, "is refused in training") ||
+                                                  strstr(err.msg, "recompute=on does not apply")))
+                        continue;
+                    /* training stores its scores for the backward pass unless it recomputes them: nothing
+                     * is left to a lane in some plans */
+                    if (rc == PL_INAPPLICABLE && t == 1 && strstr(err.msg, "would duplicate scalars=group")) {
+                        none++;
+                        continue;
+                    }
+                    if (rc) fail_msg("%s %s %s: %s", models[m], tasks[t], kv, err.msg);
+                    variants++;
+                    for (int k = 0; k < v.plan.nkernels; k++) {
+                        const kp_kernel *kk = &v.plan.kernels[k];
+                        if (!strstr(kk->source, "scalars=lane: ")) continue;
+                        lane_kernels++;
+                        distinct += queue90(&plan, kk);
+                    }
+                    cg_variant_free(&v);
+                }
+    /* every variant builds a lanes' prologue somewhere, or pl_build would have refused it */
+    assert_true(variants >= 40 && lane_kernels >= variants);
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("scalars=lane: %d variants (%d training plans with no lanes' prologue refused), %d kernels with one, %d "
+           "distinct new to this run compiled for sm_90 (%d from the cache)\n", variants, none, lane_kernels, distinct,
+           c.cache_hits);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
+/* The source of the kernel of v whose name is `name`, or NULL. */
+static const char *kernel_source(const cg_variant *v, const char *name)
+{
+    for (int k = 0; k < v->plan.nkernels; k++)
+        if (!strcmp(v->plan.kernels[k].name, name)) return v->plan.kernels[k].source;
+    return NULL;
+}
+
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+/* scalars=lane takes RGAT inference's score chain (the destination's dot product, the sum with the
+ * source's term, LeakyReLU, exp) out of the row group's loop: the aggregation kernel keeps no warp
+ * barrier and no shuffle reduction, and takes one shuffled value per edge. RGCN has no such scalars
+ * and refuses the key; an instance set to it by name must have some. */
+static void test_lane_scalars_in_sources(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant grp, lane;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "softmax=single,acc=reg,lanes=8", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &grp, &err), 0);
+    assert_int_equal(cfg_parse(&cfg, "scalars=lane", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &lane, &err), 0);
+    const char *g4 = kernel_source(&grp, "trav_4"), *l4 = kernel_source(&lane, "trav_4");
+    assert_non_null(g4);
+    assert_non_null(l4);
+    assert_true(occurrences(g4, "__syncwarp") >= 4);
+    assert_int_equal(occurrences(g4, "group_sum(p"), 1);
+    assert_int_equal(occurrences(l4, "__syncwarp") + occurrences(l4, "group_sum(p"), 0);
+    assert_non_null(strstr(l4, "scalars=lane: 4 statement(s), 4 double(s) a lane"));
+    assert_int_equal(occurrences(l4, "= __shfl_sync(gmask, ls_["), 1);
+    assert_null(strstr(g4, "ls_["));
+    cg_variant_free(&grp);
+    cg_variant_free(&lane);
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "scalars=lane", &err), 0);
+    assert_int_equal(build_variant("rgcn", "infer", &cfg, &lane, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "would duplicate scalars=group"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_3.scalars=lane", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &lane, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "trav_3.scalars=lane: trav_3 has no per-edge scalars"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_4.scalars=lane", &err), 0);
+    assert_int_equal(build_variant("rgat", "infer", &cfg, &lane, &err), 0);
+    assert_non_null(strstr(kernel_source(&lane, "trav_4"), "scalars=lane: "));
+    cg_variant_free(&lane);
+}
+
 /* msg=trav: the forward messages are computed in the traversal (no GEMM over edges, no message
  * table), the backward keeps its GEMMs; it needs compact=off. nchunk: the tile size of split
  * node-centric kernels, refused where no kernel is split. */
@@ -865,6 +989,8 @@ int main(void)
         cmocka_unit_test(test_compact_row_sums),
         cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_acc_reg_compiles),
+        cmocka_unit_test(test_lane_scalars_in_sources),
+        cmocka_unit_test(test_lane_scalars_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
         cmocka_unit_test(test_hgt_infer_space_compiles),
