@@ -65,6 +65,7 @@ typedef struct kgen {
     int *lane_bcast;              /* per var: read by the group's statements (taken by shuffles into bs_) */
     int lane_size;                /* doubles of ls_ a lane holds */
     int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
+    const char *lane_fixed_dn;    /* ... in a walk of one destination's edges (trav=node): its id, else NULL */
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
@@ -564,7 +565,6 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
 /* The sum of p over the row group's lanes, every lane getting it. */
 static const char *group_sum(const kgen *g)
 {
-    if (g->prologue) return "p";   /* a lane's own dot product: all its terms are its own */
     switch (g->L) {
     case 32: return "warp_sum(p)";
     case 16: return "group_sum(p, gmask, 16)";
@@ -583,7 +583,6 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     iter_shape(g, s, &H, &Dmax);
     char ra[512], rb[512];
     RG_ASSERT(!stores_to_regs(g, s));   /* lane 0 stores each head's sum: plan_registers keeps those shared */
-    const char *owner = g->prologue ? "1" : "lane == 0";   /* a lane's own dot product: it stores its sum */
     if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
         operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
         return -1;
@@ -593,23 +592,114 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
                       "        {\n"
                       "            double p = 0.0;\n"
                       "            for (int h = 0; h < %d; h++)\n"
-                      "                for (int dd = %s; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "                for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
                       "            p = %s;\n"
                       "            const int h = 0, d = 0; (void)h; (void)d;\n"
-                      "            if (%s) {\n",
-                      H, lane_first(g), D, lane_step(g), ra, rb, group_sum(g), owner);
+                      "            if (lane == 0) {\n",
+                      H, D, g->L, ra, rb, group_sum(g));
     } else {
         rg_str_printf(&g->body,
                       "        for (int h = 0; h < %d; h++) {\n"
                       "            double p = 0.0;\n"
-                      "            for (int dd = %s; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "            for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
                       "            p = %s;\n"
                       "            const int d = 0; (void)d;\n"
-                      "            if (%s) {\n",
-                      vt_heads(out), lane_first(g), D, lane_step(g), ra, rb, group_sum(g), owner);
+                      "            if (lane == 0) {\n",
+                      vt_heads(out), D, g->L, ra, rb, group_sum(g));
     }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
+    return 0;
+}
+
+/* Broadcast of `var` from lane j of the row group into `out`. */
+static void emit_bcast(const kgen *g, rg_str *b, const char *var)
+{
+    if (g->L == 32) rg_str_printf(b, "__shfl_sync(0xffffffffu, %s, j)", var);
+    else rg_str_printf(b, "__shfl_sync(gmask, %s, j, %d)", var, g->L);
+}
+
+/* The ids of edge j of the row group's L (fixed_dn: the destination all share, or NULL), each lane's
+ * fetched ones broadcast; `all`: every id, else those the statements read. */
+static void emit_edge_ids(const kgen *g, rg_str *b, const char *fixed_dn, int all, const char *indent)
+{
+    if (all || g->needs_e) {   /* e_l holds no edge id in the dst-sorted order otherwise */
+        rg_str_printf(b, "%sconst int e = ", indent);
+        emit_bcast(g, b, "e_l");
+        rg_str_puts(b, "; (void)e;\n");
+    }
+    if (all || g->needs_q) rg_str_printf(b, "%sconst int qpos = qb + j; (void)qpos;\n", indent);
+    rg_str_printf(b, "%sconst int sn = ", indent);
+    emit_bcast(g, b, "sn_l");
+    rg_str_puts(b, ", t = ");
+    emit_bcast(g, b, "t_l");
+    rg_str_puts(b, "; (void)sn; (void)t;\n");
+    rg_str_printf(b, "%sconst int dn = ", indent);
+    if (fixed_dn) rg_str_puts(b, fixed_dn);
+    else emit_bcast(g, b, "dn_l");
+    rg_str_puts(b, "; (void)dn;\n");
+    if (all || g->needs_cr) {
+        rg_str_printf(b, "%sconst int cr = ", indent);
+        emit_bcast(g, b, "cr_l");
+        rg_str_puts(b, "; (void)cr;\n");
+    }
+}
+
+/* scalars=lane: a dot product of the lanes' prologue. The row group forms the dot products of its L
+ * edges together, each lane over its share of the features (coalesced loads, D/L terms a lane and
+ * edge, L independent chains), then a transposed reduction (L - 1 shuffles a lane, where L group
+ * sums take L log2 L) leaves edge j's sums with lane j, which keeps them as its own. Every lane of
+ * the group runs it (the prologue is outside the loads' guard); edges past the run's end add 0. */
+static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    const ir_var *out = V(g, s->out.var);
+    const ir_var *a = V(g, s->in[0].var);
+    const ir_var *bv = s->in[1].var >= 0 ? V(g, s->in[1].var) : a;
+    int D = a->dim > bv->dim ? a->dim : bv->dim, H, Dmax, L = g->L;
+    iter_shape(g, s, &H, &Dmax);
+    int Ho = vt_heads(out);
+    char ra[512], rb[512];
+    if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
+        operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
+        return -1;
+    rg_str *b = &g->body;
+    rg_str_printf(b, "        {\n            double pj_[%d];\n            #pragma unroll\n"
+                     "            for (int j = 0; j < %d; j++) {\n", Ho * L, L);
+    emit_edge_ids(g, b, g->lane_fixed_dn, 1, "                ");
+    if (Ho == 1 && H > 1)   /* one-head output of per-head operands: the sum over heads too */
+        rg_str_printf(b, "                double p = 0.0;\n"
+                         "                if (j < cntp_)\n"
+                         "                    for (int h = 0; h < %d; h++)\n"
+                         "                        for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                         "                pj_[j] = p;\n",
+                      H, D, L, ra, rb);
+    else
+        rg_str_printf(b, "                #pragma unroll\n"
+                         "                for (int h = 0; h < %d; h++) {\n"
+                         "                    double p = 0.0;\n"
+                         "                    if (j < cntp_) for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                         "                    pj_[h * %d + j] = p;\n"
+                         "                }\n",
+                      Ho, D, L, ra, rb, L);
+    const char *xmask = L == 32 ? "0xffffffffu" : "gmask";
+    rg_str_printf(b, "            }\n"
+                     "            #pragma unroll\n"
+                     "            for (int h = 0; h < %d; h++) {\n"
+                     "                #pragma unroll\n"
+                     "                for (int w = %d; w >= 1; w >>= 1) {   /* keep the half of the edges whose bit w is lane's */\n"
+                     "                    const int up = lane & w;\n"
+                     "                    #pragma unroll\n"
+                     "                    for (int k = 0; k < w; k++) {\n"
+                     "                        const double send = up ? pj_[h * %d + k] : pj_[h * %d + k + w];\n"
+                     "                        const double keep = up ? pj_[h * %d + k + w] : pj_[h * %d + k];\n"
+                     "                        pj_[h * %d + k] = keep + __shfl_xor_sync(%s, send, w, %d);\n"
+                     "                    }\n"
+                     "                }\n"
+                     "                const double p = pj_[h * %d];\n"
+                     "                const int d = 0; (void)d;\n",
+                  Ho, L / 2, L, L, L, L, L, xmask, L, L);
+    if (emit_store(g, s, "p", err)) return -1;
+    rg_str_puts(b, "            }\n        }\n");
     return 0;
 }
 
@@ -734,7 +824,7 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
 {
     int rc;
     switch (s->op) {
-    case IR_OP_DOT: rc = emit_dot(g, s, err); break;
+    case IR_OP_DOT: rc = g->prologue ? emit_lane_dot(g, s, err) : emit_dot(g, s, err); break;
     case IR_OP_LINEAR: rc = emit_rowwise_linear(g, s, err); break;
     case IR_OP_WGRAD: rc = emit_rowwise_wgrad(g, s, err); break;
     case IR_OP_WEIGHT_MM: case IR_OP_NLL_LOSS: case IR_OP_NLL_GRAD:
@@ -1027,6 +1117,7 @@ static int lane_eligible(const kgen *g, const lw_trav *tr, const int *phases, in
         if (s->in[k].acc == IR_ACC_CONST || x < 0) continue;
         if (acc_access(g, x, s->in[k].acc)) return 0;
         if (g->scr_off[x] >= 0 ? g->lane_off[x] < 0 : kernel_writes(g, tr, phases, phase, x, -1)) return 0;
+        if (s->op == IR_OP_DOT && g->scr_off[x] >= 0) return 0;   /* emit_lane_dot reads rows at edge j, not the lane's */
     }
     return 1;
 }
@@ -1037,6 +1128,7 @@ static int lane_eligible(const kgen *g, const lw_trav *tr, const int *phases, in
 static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->lane_scalars || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
+    g->lane_fixed_dn = g->f == FORM_NODE ? "n" : NULL;   /* emit_rows' walk of node n's edges */
     int placed = 0;
     for (int i = 0; i < tr->nstmts; i++) {
         if (!in_kernel(g, phases, phase, i) || !lane_eligible(g, tr, phases, phase, i)) continue;
@@ -1259,29 +1351,19 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
     return rc;
 }
 
-/* Broadcast of `var` from lane j of the row group into `out`. */
-static void emit_bcast(const kgen *g, rg_str *b, const char *var)
-{
-    if (g->L == 32) rg_str_printf(b, "__shfl_sync(0xffffffffu, %s, j)", var);
-    else rg_str_printf(b, "__shfl_sync(gmask, %s, j, %d)", var, g->L);
-}
-
-/* A row group walks positions [q_begin_var, q_end_var) of an edge order (edge ids, or the
- * dst-sorted in_eid), L at a time: each lane fetches one edge's ids in parallel, then the
- * group runs the statements for each edge in turn, ids broadcast by shuffles. This takes
- * the chain of dependent index loads off every edge's critical path. In the dst-sorted order
- * the ids come from the arrays in that order (in_src[q] = src[in_eid[q]], ...), read
- * sequentially; the edge id itself only where a statement reads an edge variable that has no
- * such copy (reads_in_order). */
-/* scalars=lane: each lane runs the lanes' statements for its own edge (the ids it fetched). */
-static void emit_lane_prologue(kgen *g, const char *fixed_dn, const char *lanes)
+/* scalars=lane: the lanes' prologue, run by every lane of the group after the loads (the dot products
+ * in it shuffle among the group): each lane evaluates the statements for its own edge, whose ids it
+ * fetched (a lane past the run's end for ids 0, which every array has, and its values are never
+ * taken), the dot products for the group's edges together (emit_lane_dot). */
+static void emit_lane_prologue(kgen *g, const char *qe_var, const char *fixed_dn, const char *lanes)
 {
     rg_str_printf(&g->body,
-                  "            {   /* scalars=lane: this lane's edge */\n"
+                  "        {   /* scalars=lane: this lane's edge */\n"
+                  "            const int cntp_ = min(%d, %s - qb); (void)cntp_;\n"
                   "            const int e = e_l, sn = sn_l, t = t_l, dn = %s, cr = cr_l, qpos = ql;\n"
                   "            (void)e; (void)sn; (void)t; (void)dn; (void)cr; (void)qpos;\n%s"
-                  "            }\n",
-                  fixed_dn ? fixed_dn : "dn_l", lanes);
+                  "        }\n",
+                  g->L, qe_var, fixed_dn ? fixed_dn : "dn_l", lanes);
 }
 
 /* scalars=lane: edge j's rows of the lanes' temporaries that the group's statements read, from lane j. */
@@ -1301,6 +1383,13 @@ static void emit_lane_bcast(kgen *g)
     }
 }
 
+/* A row group walks positions [q_begin_var, q_end_var) of an edge order (edge ids, or the
+ * dst-sorted in_eid), L at a time: each lane fetches one edge's ids in parallel, then the
+ * group runs the statements for each edge in turn, ids broadcast by shuffles. This takes
+ * the chain of dependent index loads off every edge's critical path. In the dst-sorted order
+ * the ids come from the arrays in that order (in_src[q] = src[in_eid[q]], ...), read
+ * sequentially; the edge id itself only where a statement reads an edge variable that has no
+ * such copy (reads_in_order). With scalars=lane, the lanes' prologue runs between the two. */
 static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int dst_order, const char *fixed_dn,
                            const char *per_edge_prefix, const char *lanes, const char *body)
 {
@@ -1311,7 +1400,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
                   "        const int ql = qb + lane;\n"
                   "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n",
                   qb_var, qe_var, g->L);
-    if (own) rg_str_printf(b, "        double ls_[%d] = {0};\n", g->lane_size);
+    if (own) rg_str_printf(b, "        double ls_[%d];\n", g->lane_size);
     rg_str_printf(b, "        if (ql < %s) {\n", qe_var);
     /* the edge arrays of this order and the index they are read at */
     kp_graph_array a_src = KG_SRC, a_etype = KG_ETYPE, a_dst = KG_DST, a_compact = KG_EDGE_COMPACT;
@@ -1332,35 +1421,13 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
         else
             rg_str_printf(b, "            cr_l = %s[%s];\n", arr(g, a_compact), at);
     }
-    if (own) emit_lane_prologue(g, fixed_dn, lanes);
+    rg_str_puts(b, "        }\n");
+    if (own) emit_lane_prologue(g, qe_var, fixed_dn, lanes);
     rg_str_printf(b,
-                  "        }\n"
                   "        const int cnt = min(%d, %s - qb);\n"
                   "        for (int j = 0; j < cnt; j++) {\n",
                   g->L, qe_var);
-    if (g->needs_e) {   /* e_l holds no edge id in the dst-sorted order otherwise */
-        rg_str_puts(b, "            const int e = ");
-        emit_bcast(g, b, "e_l");
-        rg_str_puts(b, "; (void)e;\n");
-    }
-    if (g->needs_q) rg_str_puts(b, "            const int qpos = qb + j;\n");
-    rg_str_puts(b, "            const int sn = ");
-    emit_bcast(g, b, "sn_l");
-    rg_str_puts(b, ", t = ");
-    emit_bcast(g, b, "t_l");
-    rg_str_puts(b, "; (void)sn; (void)t;\n");
-    if (fixed_dn) {
-        rg_str_printf(b, "            const int dn = %s; (void)dn;\n", fixed_dn);
-    } else {
-        rg_str_puts(b, "            const int dn = ");
-        emit_bcast(g, b, "dn_l");
-        rg_str_puts(b, "; (void)dn;\n");
-    }
-    if (g->needs_cr) {
-        rg_str_puts(b, "            const int cr = ");
-        emit_bcast(g, b, "cr_l");
-        rg_str_puts(b, ";\n");
-    }
+    emit_edge_ids(g, b, fixed_dn, 0, "            ");
     if (own) emit_lane_bcast(g);
     if (per_edge_prefix) rg_str_puts(b, per_edge_prefix);
     emit_zero_row_scratch(g);
