@@ -681,23 +681,21 @@ static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
                          "                    pj_[h * %d + j] = p;\n"
                          "                }\n",
                       Ho, D, L, ra, rb, L);
+    /* written out step by step: each select between two sums of constant index, so that the array
+     * stays in registers (a loop left `pj_[up ? k : k + w]` to local memory at 16 lanes) */
     const char *xmask = L == 32 ? "0xffffffffu" : "gmask";
-    rg_str_printf(b, "            }\n"
-                     "            #pragma unroll\n"
+    rg_str_puts(b, "            }\n");
+    for (int h = 0; h < Ho; h++)
+        for (int w = L / 2; w >= 1; w >>= 1)
+            for (int k = 0; k < w; k++)
+                rg_str_printf(b, "            { const double lo = pj_[%d], hi = pj_[%d];\n"
+                                 "              pj_[%d] = ((lane & %d) ? hi : lo) + __shfl_xor_sync(%s, (lane & %d) ? lo : hi, %d, %d); }\n",
+                              h * L + k, h * L + k + w, h * L + k, w, xmask, w, w, L);
+    rg_str_printf(b, "            #pragma unroll\n"
                      "            for (int h = 0; h < %d; h++) {\n"
-                     "                #pragma unroll\n"
-                     "                for (int w = %d; w >= 1; w >>= 1) {   /* keep the half of the edges whose bit w is lane's */\n"
-                     "                    const int up = lane & w;\n"
-                     "                    #pragma unroll\n"
-                     "                    for (int k = 0; k < w; k++) {\n"
-                     "                        const double send = up ? pj_[h * %d + k] : pj_[h * %d + k + w];\n"
-                     "                        const double keep = up ? pj_[h * %d + k + w] : pj_[h * %d + k];\n"
-                     "                        pj_[h * %d + k] = keep + __shfl_xor_sync(%s, send, w, %d);\n"
-                     "                    }\n"
-                     "                }\n"
                      "                const double p = pj_[h * %d];\n"
                      "                const int d = 0; (void)d;\n",
-                  Ho, L / 2, L, L, L, L, L, xmask, L, L);
+                  Ho, L);
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(b, "            }\n        }\n");
     return 0;
