@@ -75,9 +75,11 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
  * the softmax form, the GEMMs' precision (mma), traversal mappings and accumulators, node
  * relabelling, the run of the traversals that sum weight gradients (wrun) and how training traversals
  * sum into compact rows (crsum) and whether they recompute per-edge forward values (recompute),
- * 829440 points; "full" adds the W operand in registers, traversals without partial aggregation and
- * more mapping values (and leaves wrun, crsum, recompute and lanes 8 at their defaults: with them it
- * would pass the 2M points a space may enumerate). */
+ * and which node-centric kernels split heavy nodes (nchunk), 1,658,880 points; "full" adds traversals
+ * without partial aggregation, more mapping values, bfloat16 storage and who evaluates the per-edge
+ * scalars (scalars), and leaves the W operand in shared memory and wrun, crsum, recompute, nchunk and
+ * lanes 8 at their defaults: with them it would pass the 2M points a space may enumerate (also
+ * 1,658,880; config_keys.def says why each key is where it is). */
 static char *builtin_text(int full)
 {
     rg_str text = {0};

@@ -349,7 +349,7 @@ static void test_json_round_trip(void **state)
     assert_int_equal(sp_load("full", &sp, &err), 0);
     long points = 1;
     for (int d = 0; d < sp.ndims; d++) points *= sp.dims[d].nvals;
-    assert_int_equal(points, 3840 * 24 * 3 * 2 * 3);   /* 2880 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 3, mma 3, store 2, acc 2 */
+    assert_int_equal(points, 3840 * 24 * 3 * 2 * 3);   /* 2880 with coarsen 8, x vec 3, lanes 2, tblock 2, relabel 3, mma 3, store 2, acc 2; w 1, scalars 2 */
     long *idx;
     int n = kc_pairwise(&sp, 4096, 11, &idx);
     for (int i = 0; i < n; i++) {
@@ -390,8 +390,8 @@ static void test_builtin_spaces(void **state)
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 4\nlanes: 8 16 32\n"
         "relabel: orig degree bfs\nacc: smem reg\nwrun: 32 128\ncrsum: atomic run\nrecompute: off on\nnchunk: 64 8\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
-        "lb: off on\nw: shmem reg\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
-        "lanes: 16 32\ntblock: 128 256\nrelabel: orig degree bfs\nstore: f32 bf16\nacc: smem reg\n"};
+        "lb: off on\nw: shmem\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
+        "lanes: 16 32\ntblock: 128 256\nrelabel: orig degree bfs\nstore: f32 bf16\nacc: smem reg\nscalars: group lane\n"};
     const char *names[2] = {"default", "full"};
     for (int i = 0; i < 2; i++) {
         sp_space sp;
