@@ -160,8 +160,9 @@ static void test_default_space_matches_reference(void **state)
 }
 
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
- * bounds), msg=trav, nchunk at both ends and between, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
- * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others). */
+ * bounds), msg=trav, nchunk at both ends and between, scalars=lane, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
+ * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
+ * RGNN_GPU_MAPPING_ONLY=K: the K-th space below alone, from 0). */
 static void test_mapping_values_match_reference(void **state)
 {
     (void)state;
@@ -177,6 +178,7 @@ static void test_mapping_values_match_reference(void **state)
         "trav: node edge\nlanes: 8 32\ntblock: 128 256 512\nrelabel: orig degree bfs rcm block\n",
         "compact: off direct\ntrav: node edge\nsoftmax: twopass single\nmsg: gemm trav\nnchunk: 1 8 64 1024\n",
         "trav: node edge\nsoftmax: twopass single\nlanes: 8 32\ntblock: 32 64 1024\nlb: off on\n",
+        "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 8 16 32\nrecompute: off on\nscalars: lane\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
@@ -189,11 +191,14 @@ static void test_mapping_values_match_reference(void **state)
     char *sets[16];
     int nd = split_list(sets_s, sets, 16);
     static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
+    const char *only_s = getenv("RGNN_GPU_MAPPING_ONLY");
+    int only = only_s && *only_s ? atoi(only_s) : -1;
     tally t = {0, 0};
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < nd; k++)
-                for (int q = 0; q < NSPACES; q++) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
+                for (int q = 0; q < NSPACES; q++)
+                    if (only < 0 || q == only) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
     printf("GPU mapping sweep: %d variants checked, %d failed\n", t.checked, t.failed);
     b->close(b);
     free(sets_s);
