@@ -1355,17 +1355,17 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
 
 /* scalars=lane: the lanes' prologue, run by every lane of the group after the loads (the dot products
  * in it shuffle among the group): each lane evaluates the statements for its own edge, whose ids it
- * fetched (a lane past the run's end for ids 0, which every array has, and its values are never
- * taken), the dot products for the group's edges together (emit_lane_dot). */
+ * fetched (a lane past the run's end for ids 0, which every array has, and the run's last position,
+ * and its values are never taken), the dot products for the group's edges together (emit_lane_dot). */
 static void emit_lane_prologue(kgen *g, const char *qe_var, const char *fixed_dn, const char *lanes)
 {
     rg_str_printf(&g->body,
                   "        {   /* scalars=lane: this lane's edge */\n"
                   "            const int cntp_ = min(%d, %s - qb); (void)cntp_;\n"
-                  "            const int e = e_l, sn = sn_l, t = t_l, dn = %s, cr = cr_l, qpos = ql;\n"
+                  "            const int e = e_l, sn = sn_l, t = t_l, dn = %s, cr = cr_l, qpos = min(ql, %s - 1);\n"
                   "            (void)e; (void)sn; (void)t; (void)dn; (void)cr; (void)qpos;\n%s"
                   "        }\n",
-                  g->L, qe_var, fixed_dn ? fixed_dn : "dn_l", lanes);
+                  g->L, qe_var, fixed_dn ? fixed_dn : "dn_l", qe_var, lanes);
 }
 
 /* scalars=lane: edge j's rows of the lanes' temporaries that the group's statements read, from lane j. */
