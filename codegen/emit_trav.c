@@ -666,13 +666,22 @@ static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
      * sum is within the validation tolerance): half the registers of double ones, which cost the
      * gather-bound kernels occupancy (HGT at 16 lanes: 64 registers against 32 without the prologue) */
     const char *ty = vt_is_f64(a) || vt_is_f64(bv) ? "double" : "float";
+    /* the operands' rows: an edge whose rows are the previous edge's takes its partial sums (RGAT's
+     * destination term, feature[dst] . w[etype], repeats along a destination's edges of one type) */
+    char rowa[96] = "0", rowb[96] = "0";
+    if ((s->in[0].var >= 0 && s->in[0].acc != IR_ACC_CONST && row_expr(g, s->in[0].var, s->in[0].acc, rowa, sizeof rowa, err)) ||
+        (s->in[1].var >= 0 && s->in[1].acc != IR_ACC_CONST && row_expr(g, s->in[1].var, s->in[1].acc, rowb, sizeof rowb, err)))
+        return -1;
     rg_str *b = &g->body;
-    rg_str_printf(b, "        {\n            %s pj_[%d];\n            #pragma unroll\n"
+    rg_str_printf(b, "        {\n            %s pj_[%d];\n            int pa_ = -1, pb_ = -1;\n            #pragma unroll\n"
                      "            for (int j = 0; j < %d; j++) {\n", ty, Ho * L, L);
     emit_edge_ids(g, b, g->lane_fixed_dn, 1, "                ");
+    rg_str_printf(b, "                const int ka_ = %s, kb_ = %s, same_ = j > 0 && ka_ == pa_ && kb_ == pb_;\n"
+                     "                pa_ = ka_;\n                pb_ = kb_;\n", rowa, rowb);
     if (Ho == 1 && H > 1)   /* one-head output of per-head operands: the sum over heads too */
         rg_str_printf(b, "                %s p = 0;\n"
-                         "                if (j < cntp_)\n"
+                         "                if (same_) p = pj_[j > 0 ? j - 1 : 0];\n"
+                         "                else if (j < cntp_)\n"
                          "                    for (int h = 0; h < %d; h++)\n"
                          "                        for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
                          "                pj_[j] = p;\n",
@@ -681,10 +690,11 @@ static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
         rg_str_printf(b, "                #pragma unroll\n"
                          "                for (int h = 0; h < %d; h++) {\n"
                          "                    %s p = 0;\n"
-                         "                    if (j < cntp_) for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
+                         "                    if (same_) p = pj_[h * %d + (j > 0 ? j - 1 : 0)];\n"
+                         "                    else if (j < cntp_) for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
                          "                    pj_[h * %d + j] = p;\n"
                          "                }\n",
-                      Ho, ty, D, L, ty, ra, ty, rb, L);
+                      Ho, ty, L, D, L, ty, ra, ty, rb, L);
     /* written out step by step: each select between two sums of constant index, so that the array
      * stays in registers (a loop left `pj_[up ? k : k + w]` to local memory at 16 lanes) */
     const char *xmask = L == 32 ? "0xffffffffu" : "gmask";
