@@ -12,14 +12,6 @@
 #define SYNTH "nodes=400,edges=6000,ntypes=3,etypes=5,ratio=0.2,seed=9"
 #define DIMS 8
 
-static hg_graph *synth(void)
-{
-    rg_err err;
-    hg_graph *g = synth_generate(SYNTH, &err);
-    if (!g) fail_msg("synth: %s", err.msg);
-    return g;
-}
-
 static int cmp_pair(const void *a, const void *b)
 {
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -47,7 +39,7 @@ static void expect_same_pairs(const hg_graph *g, int by_dst)
 static void test_csr_both_ways(void **state)
 {
     (void)state;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     expect_same_pairs(g, 1);
     expect_same_pairs(g, 0);
     hg_free(g);
@@ -78,7 +70,7 @@ static double check_sampled(const int32_t *ptr, const int32_t *col, int32_t n, c
 static void test_check_rows(void **state)
 {
     (void)state;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     int32_t *ptr, *col, n = g->num_nodes;
     kgf_csr(g, 1, &ptr, &col);
     float *x = malloc((size_t)n * DIMS * sizeof *x);
@@ -163,7 +155,7 @@ static void test_chunks(void **state)
 static void test_no_ceilings(void **state)
 {
     (void)state;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     setenv("RGNN_NO_CEILINGS", "1", 1);
     kgf_floor f;
     rg_err err;
@@ -177,7 +169,7 @@ static void test_measure_gpu(void **state)
 {
     (void)state;
     TU_REQUIRE_GPU();
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     for (int bf16 = 0; bf16 < 2; bf16++) {
         kgf_floor f;
         rg_err err;

@@ -13,14 +13,6 @@
 
 #define SYNTH "nodes=400,edges=6000,ntypes=3,etypes=5,ratio=0.2,seed=9"
 
-static hg_graph *synth(void)
-{
-    rg_err err;
-    hg_graph *g = synth_generate(SYNTH, &err);
-    if (!g) fail_msg("synth: %s", err.msg);
-    return g;
-}
-
 static int32_t deg(const hg_graph *g, int32_t n)
 {
     return g->in_ptr[n + 1] - g->in_ptr[n] + g->out_ptr[n + 1] - g->out_ptr[n];
@@ -71,7 +63,7 @@ static void check_ordering(const hg_graph *g, ord_kind kind)
 static void test_orderings_keep_the_graph(void **state)
 {
     (void)state;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     check_ordering(g, ORD_ORIG);
     check_ordering(g, ORD_DEGREE);
     check_ordering(g, ORD_BFS);
@@ -250,7 +242,7 @@ static void test_block_numbers_by_first_touch(void **state)
 static void test_block_numbers_every_node_once(void **state)
 {
     (void)state;
-    hg_graph *s = synth();
+    hg_graph *s = tu_synth(SYNTH);
     hg_builder *b = hgb_new("isolated");
     int32_t nt[3];
     for (int t = 0; t < 3; t++) nt[t] = hgb_ntype(b, s->ntype_names[t]);
@@ -318,7 +310,7 @@ static void test_miss_rate_by_hand(void **state)
 static void test_miss_rate_bounds(void **state)
 {
     (void)state;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     int64_t sources = 0;
     for (int32_t n = 0; n < g->num_nodes; n++) sources += g->out_ptr[n + 1] > g->out_ptr[n];
     for (int k = 0; k < ORD_NKINDS; k++) {
@@ -351,7 +343,7 @@ static void test_kind_names(void **state)
 static void test_check_refuses_bad_maps(void **state)
 {
     (void)state;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     int32_t *old_of = ord_compute(g, ORD_ORIG);
     rg_err err;
     old_of[1] = old_of[0];
@@ -399,7 +391,7 @@ static double mapped_diff(ref_exec *xr, ref_exec *xo, const ir_var *var, int v, 
 static void check_reference_equivalence(const char *model, const char *task, ord_kind kind)
 {
     rg_err err;
-    hg_graph *g = synth();
+    hg_graph *g = tu_synth(SYNTH);
     int32_t *old_of = ord_compute(g, kind), *eo;
     hg_graph *r = ord_relabel(g, old_of, &eo);
     pl_problem p = {.model = model, .task = task, .dims = {8, 8, 2}};

@@ -3,6 +3,7 @@
 #include "tests/testutil.h"
 #include "common/util.h"
 #include "runtime/rt.h"
+#include "datasets/loaders.h"
 
 #include <ftw.h>
 #include <sqlite3.h>
@@ -150,4 +151,12 @@ int64_t tu_store_measurement(rs_store *s, const rs_variant *v, rs_measurement *m
     int64_t id = rs_record(s, m, kernels, nkernels, metrics, nmetrics, &err);
     if (id <= 0) fail_msg("measurement of %s: %s", v->config_json, err.msg);
     return id;
+}
+
+hg_graph *tu_synth(const char *spec)
+{
+    rg_err err;
+    hg_graph *g = synth_generate(spec, &err);
+    if (!g) fail_msg("synth %s: %s", spec, err.msg);
+    return g;
 }

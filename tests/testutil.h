@@ -12,6 +12,10 @@
 #include "codegen/ir.h"
 #include "results/store.h"
 
+/* A synthetic graph of the generator's spec (datasets/loaders.h, synth_generate); fails the test with the
+ * generator's message when the spec is refused. */
+struct hg_graph *tu_synth(const char *spec);
+
 /* ../shared/datasets (or $RGNN_TEST_DATA) if present, else NULL. */
 const char *tu_shared_datasets(void);
 /* Path of one dataset's folder under it, or NULL (caller frees). */
