@@ -65,10 +65,13 @@ typedef struct kgen {
     int *lane_bcast;              /* per var: read by the group's statements (taken by shuffles into bs_) */
     int lane_size;                /* doubles of ls_ a lane holds */
     int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
-    const char *lane_fixed_dn;    /* ... in a walk of one destination's edges (trav=node): its id, else NULL */
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
+
+/* The destination every edge of a walk shares: node n's, in the node-centric walk of its edges
+ * (emit_rows), else NULL (each edge has its own). */
+static const char *walk_dst(const kgen *g) { return g->f == FORM_NODE ? "n" : NULL; }
 
 /* The barrier of a row group: the whole warp when a row has 32 lanes. */
 static const char *gsync(const kgen *g) { return g->L == 32 ? "__syncwarp()" : "__syncwarp(gmask)"; }
@@ -573,19 +576,25 @@ static const char *group_sum(const kgen *g)
     }
 }
 
+/* A dot product's operands: their elements (h, dd) in ra and rb, the terms per head D (the wider
+ * operand's row) and the heads H of the broadcast shape. */
+static int dot_operands(kgen *g, const ir_stmt *s, char *ra, char *rb, size_t n, int *D, int *H, rg_err *err)
+{
+    const ir_var *a = V(g, s->in[0].var);
+    const ir_var *b = s->in[1].var >= 0 ? V(g, s->in[1].var) : a;
+    int Dmax;
+    *D = a->dim > b->dim ? a->dim : b->dim;
+    iter_shape(g, s, H, &Dmax);
+    return operand_ref(g, &s->in[0], "h", "dd", ra, n, err) || operand_ref(g, &s->in[1], "h", "dd", rb, n, err) ? -1 : 0;
+}
+
 static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var);
-    const ir_var *a = V(g, s->in[0].var);
-    const ir_var *b = s->in[1].var >= 0 ? V(g, s->in[1].var) : a;
-    int D = a->dim > b->dim ? a->dim : b->dim;
-    int H, Dmax;
-    iter_shape(g, s, &H, &Dmax);
+    int D, H;
     char ra[512], rb[512];
     RG_ASSERT(!stores_to_regs(g, s));   /* lane 0 stores each head's sum: plan_registers keeps those shared */
-    if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
-        operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
-        return -1;
+    if (dot_operands(g, s, ra, rb, sizeof ra, &D, &H, err)) return -1;
     if (vt_heads(out) == 1 && H > 1) {
         /* one-head output of per-head operands: the sum over heads too */
         rg_str_printf(&g->body,
@@ -649,19 +658,16 @@ static void emit_edge_ids(const kgen *g, rg_str *b, const char *fixed_dn, int al
  * edges together, each lane over its share of the features (coalesced loads, D/L terms a lane and
  * edge, L independent chains), then a transposed reduction (L - 1 shuffles a lane, where L group
  * sums take L log2 L) leaves edge j's sums with lane j, which keeps them as its own. Every lane of
- * the group runs it (the prologue is outside the loads' guard); edges past the run's end add 0. */
+ * the group runs it (the prologue is outside the loads' guard); edges past the run's end (j >= cnt)
+ * add 0. */
 static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var);
     const ir_var *a = V(g, s->in[0].var);
     const ir_var *bv = s->in[1].var >= 0 ? V(g, s->in[1].var) : a;
-    int D = a->dim > bv->dim ? a->dim : bv->dim, H, Dmax, L = g->L;
-    iter_shape(g, s, &H, &Dmax);
-    int Ho = vt_heads(out);
+    int D, H, L = g->L, Ho = vt_heads(out);
     char ra[512], rb[512];
-    if (operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
-        operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err))
-        return -1;
+    if (dot_operands(g, s, ra, rb, sizeof ra, &D, &H, err)) return -1;
     /* float32 partial sums of float32 or bfloat16 rows (as the GEMM template sums them; a D-term float
      * sum is within the validation tolerance): half the registers of double ones, which cost the
      * gather-bound kernels occupancy (HGT at 16 lanes: 64 registers against 32 without the prologue) */
@@ -675,13 +681,13 @@ static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
     rg_str *b = &g->body;
     rg_str_printf(b, "        {\n            %s pj_[%d];\n            int pa_ = -1, pb_ = -1;\n            #pragma unroll\n"
                      "            for (int j = 0; j < %d; j++) {\n", ty, Ho * L, L);
-    emit_edge_ids(g, b, g->lane_fixed_dn, 1, "                ");
+    emit_edge_ids(g, b, walk_dst(g), 1, "                ");
     rg_str_printf(b, "                const int ka_ = %s, kb_ = %s, same_ = j > 0 && ka_ == pa_ && kb_ == pb_;\n"
                      "                pa_ = ka_;\n                pb_ = kb_;\n", rowa, rowb);
     if (Ho == 1 && H > 1)   /* one-head output of per-head operands: the sum over heads too */
         rg_str_printf(b, "                %s p = 0;\n"
                          "                if (same_) p = pj_[j > 0 ? j - 1 : 0];\n"
-                         "                else if (j < cntp_)\n"
+                         "                else if (j < cnt)\n"
                          "                    for (int h = 0; h < %d; h++)\n"
                          "                        for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
                          "                pj_[j] = p;\n",
@@ -691,7 +697,7 @@ static int emit_lane_dot(kgen *g, const ir_stmt *s, rg_err *err)
                          "                for (int h = 0; h < %d; h++) {\n"
                          "                    %s p = 0;\n"
                          "                    if (same_) p = pj_[h * %d + (j > 0 ? j - 1 : 0)];\n"
-                         "                    else if (j < cntp_) for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
+                         "                    else if (j < cnt) for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
                          "                    pj_[h * %d + j] = p;\n"
                          "                }\n",
                       Ho, ty, L, D, L, ty, ra, ty, rb, L);
@@ -1140,7 +1146,6 @@ static int lane_eligible(const kgen *g, const lw_trav *tr, const int *phases, in
 static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->lane_scalars || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
-    g->lane_fixed_dn = g->f == FORM_NODE ? "n" : NULL;   /* emit_rows' walk of node n's edges */
     int placed = 0;
     for (int i = 0; i < tr->nstmts; i++) {
         if (!in_kernel(g, phases, phase, i) || !lane_eligible(g, tr, phases, phase, i)) continue;
@@ -1371,11 +1376,10 @@ static void emit_lane_prologue(kgen *g, const char *qe_var, const char *fixed_dn
 {
     rg_str_printf(&g->body,
                   "        {   /* scalars=lane: this lane's edge */\n"
-                  "            const int cntp_ = min(%d, %s - qb); (void)cntp_;\n"
                   "            const int e = e_l, sn = sn_l, t = t_l, dn = %s, cr = cr_l, qpos = min(ql, %s - 1);\n"
                   "            (void)e; (void)sn; (void)t; (void)dn; (void)cr; (void)qpos;\n%s"
                   "        }\n",
-                  g->L, qe_var, fixed_dn ? fixed_dn : "dn_l", qe_var, lanes);
+                  fixed_dn ? fixed_dn : "dn_l", qe_var, lanes);
 }
 
 /* scalars=lane: edge j's rows of the lanes' temporaries that the group's statements read, from lane j. */
@@ -1433,12 +1437,9 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
         else
             rg_str_printf(b, "            cr_l = %s[%s];\n", arr(g, a_compact), at);
     }
-    rg_str_puts(b, "        }\n");
+    rg_str_printf(b, "        }\n        const int cnt = min(%d, %s - qb);\n", g->L, qe_var);
     if (own) emit_lane_prologue(g, qe_var, fixed_dn, lanes);
-    rg_str_printf(b,
-                  "        const int cnt = min(%d, %s - qb);\n"
-                  "        for (int j = 0; j < cnt; j++) {\n",
-                  g->L, qe_var);
+    rg_str_puts(b, "        for (int j = 0; j < cnt; j++) {\n");
     emit_edge_ids(g, b, fixed_dn, 0, "            ");
     if (own) emit_lane_bcast(g);
     if (per_edge_prefix) rg_str_puts(b, per_edge_prefix);
@@ -1525,7 +1526,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         rg_str_puts(b, "    int tcur = -1; (void)tcur;\n");
         emit_zero_acc(g);
         for (int p = 0; p < np; p++) {
-            emit_edge_loop(g, "q_begin", "q_end", 1, "n", tpre, lanes[p].s, bodies[p].s ? bodies[p].s : "");
+            emit_edge_loop(g, "q_begin", "q_end", 1, walk_dst(g), tpre, lanes[p].s, bodies[p].s ? bodies[p].s : "");
             rg_str_printf(b, "    %s;\n", gsync(g));
         }
         emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
@@ -1629,7 +1630,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
     k->shmem_bytes = g->rpb * (g->scr_size > 0 ? g->scr_size : 1) * (int)sizeof(double);
 }
 
-static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const int *mat, form f)
+static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg_config *cfg, const int *mat, form f)
 {
     memset(g, 0, sizeof *g);
     g->ir = ir;
@@ -1648,13 +1649,8 @@ static void kgen_init(kgen *g, const ir_program *ir, const cg_config *cfg, const
     g->wacc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->lane_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
-    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = g->lane_off[v] = -1;
-}
-
-/* The per-statement flags of traversal tr (plan_lanes), once its statements are known. */
-static void kgen_lanes_init(kgen *g, const lw_trav *tr)
-{
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
+    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = g->lane_off[v] = -1;
 }
 
 static void kgen_free(kgen *g)
@@ -1688,10 +1684,9 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
 {
     kgen g;
     form f = kp->f;
-    kgen_init(&g, ir, cfg, mat, f);
+    kgen_init(&g, ir, tr, cfg, mat, f);
     g.keep = kp->keep;
     g.crrun = kp->crrun;
-    kgen_lanes_init(&g, tr);
     plan_rows(&g, tr, phases, phase, nphases);
     plan_lanes(&g, tr, phases, phase);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
@@ -1807,9 +1802,8 @@ int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *material
     int nphases = et_phases(ir, tr, phases), n = 0;
     for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
         kgen g;
-        kgen_init(&g, ir, cfg, materialized, f);
+        kgen_init(&g, ir, tr, cfg, materialized, f);
         g.crrun = walk;
-        kgen_lanes_init(&g, tr);
         plan_rows(&g, tr, phases, p, nphases);
         n += plan_lanes(&g, tr, phases, p);
         kgen_free(&g);

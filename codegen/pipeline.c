@@ -151,8 +151,7 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
  * a plan, or an instance set to it by name, without any would duplicate scalars=group. */
 static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
-    int *mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
-    cg_materialization(ir, lp, cfg, mat);
+    int *mat = NULL;   /* found only for a plan with lanes: every other build passes here too */
     int total = 0, bad = -1;
     for (int i = 0; i < lp->ninst && bad < 0; i++) {
         const lw_instance *in = &lp->inst[i];
@@ -160,6 +159,10 @@ static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_conf
         cg_config one;
         cfg_for_instance(cfg, in->name, &one);
         if (!one.lane_scalars) continue;
+        if (!mat) {
+            mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
+            cg_materialization(ir, lp, cfg, mat);
+        }
         int n = et_lane_scalars(ir, &in->u.trav, mat, &one);
         total += n;
         if (!n && !cfg->lane_scalars) bad = i;   /* named by an override of its own */
