@@ -47,6 +47,12 @@ typedef enum cfg_crsum {
     CFG_CRSUM_SPLIT   /* ... and its other sums go to a second kernel in the traversal's own walk */
 } cfg_crsum;
 
+typedef enum cfg_scalars {
+    CFG_SCALARS_GROUP,      /* a traversal's per-edge scalars by the row group, through the shared scratch */
+    CFG_SCALARS_LANE,       /* by each lane for an edge of its own, ahead of the group's loop */
+    CFG_SCALARS_REPLICATED  /* by every lane of the group for the current edge, in registers */
+} cfg_scalars;
+
 /* The kernel categories a per-kernel-capable key changes (CFG_SCHEDULE in config_keys.def). */
 enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
 

@@ -65,6 +65,7 @@ typedef struct kgen {
     int *lane_bcast;              /* per var: read by the group's statements (taken by shuffles into bs_) */
     int lane_size;                /* doubles of ls_ a lane holds */
     int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
+    int replicated;               /* scalars=replicated: every lane of the group runs them, in the loop's order */
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
@@ -100,8 +101,9 @@ static void row_home(const kgen *g, const int *off, int v, const char *el, char 
         return;
     }
     if (off == g->scr_off && g->lane_off[v] >= 0) {
-        /* scalars=lane: the lane's own edge's row, or, in the group's statements, edge j's (shuffled) */
-        snprintf(out, n, "%s[%d + %s]", g->prologue ? "ls_" : "bs_", g->lane_off[v], el);
+        /* scalars=lane: the lane's own edge's row, or, in the group's statements, edge j's (shuffled);
+         * scalars=replicated: every lane's copy of the current edge's */
+        snprintf(out, n, "%s[%d + %s]", g->prologue || g->replicated ? "ls_" : "bs_", g->lane_off[v], el);
         return;
     }
     RG_ASSERT(off[v] >= 0);
@@ -356,7 +358,10 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
         elem_expr(V(g, s->out.var), "h", "d", el, sizeof el);
         row_home(g, g->wacc_off, s->out.var, el, home, sizeof home);
         g->var_used[s->out.var] = 1;
-        rg_str_printf(&g->body, "            atomicAdd(&%s, (double)(%s));\n", home, value);
+        /* the group's own partial sums, each element of the loop its own (a lane its own element,
+         * or the prologue's single lane): a plain sum, not a shared-memory atomic (on sm_90 a
+         * compare-and-swap loop) */
+        rg_str_printf(&g->body, "            %s += (double)(%s);\n", home, value);
         return 0;
     }
     if (operand_at(g, &s->out, "h", "d", 1, ref, sizeof ref, err)) return -1;
@@ -588,6 +593,10 @@ static int dot_operands(kgen *g, const ir_stmt *s, char *ra, char *rb, size_t n,
     return operand_ref(g, &s->in[0], "h", "dd", ra, n, err) || operand_ref(g, &s->in[1], "h", "dd", rb, n, err) ? -1 : 0;
 }
 
+/* Who stores a group dot product's sum, which the shuffle reduction leaves with every lane: lane 0 into
+ * the shared scratch, or, for scalars=replicated, every lane into its own registers. */
+static const char *dot_guard(const kgen *g) { return g->prologue ? "" : "if (lane == 0) "; }
+
 static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var);
@@ -604,8 +613,8 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
                       "                for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
                       "            p = %s;\n"
                       "            const int h = 0, d = 0; (void)h; (void)d;\n"
-                      "            if (lane == 0) {\n",
-                      H, D, g->L, ra, rb, group_sum(g));
+                      "            %s{\n",
+                      H, D, g->L, ra, rb, group_sum(g), dot_guard(g));
     } else {
         rg_str_printf(&g->body,
                       "        for (int h = 0; h < %d; h++) {\n"
@@ -613,8 +622,8 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
                       "            for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
                       "            p = %s;\n"
                       "            const int d = 0; (void)d;\n"
-                      "            if (lane == 0) {\n",
-                      vt_heads(out), D, g->L, ra, rb, group_sum(g));
+                      "            %s{\n",
+                      vt_heads(out), D, g->L, ra, rb, group_sum(g), dot_guard(g));
     }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
@@ -783,12 +792,18 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
         char home[200];
         if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE) {
             row_home(g, g->wacc_off, s->out.var, wel, home, sizeof home);
+            /* Where each element of the loop is its own element of w, no two lanes share one and a
+             * plain sum does: a shared-memory double atomic is a compare-and-swap loop on sm_90. */
+            int own = H == BH && w->dim == BD;
+            char sum[1400];
+            snprintf(sum, sizeof sum, own ? "%s += (double)(%s) * (double)(%s)" : "atomicAdd(&%s, (double)(%s) * (double)(%s))",
+                     home, dr, xr);
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
                           "            const int h = i / %d, d = i %% %d;\n"
-                          "            atomicAdd(&%s, (double)(%s) * (double)(%s));\n"
+                          "            %s;\n"
                           "        }\n",
-                          BH * BD, g->L, BD, BD, home, dr, xr);
+                          BH * BD, g->L, BD, BD, sum);
         } else {
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
@@ -842,7 +857,7 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
 {
     int rc;
     switch (s->op) {
-    case IR_OP_DOT: rc = g->prologue ? emit_lane_dot(g, s, err) : emit_dot(g, s, err); break;
+    case IR_OP_DOT: rc = g->prologue && !g->replicated ? emit_lane_dot(g, s, err) : emit_dot(g, s, err); break;
     case IR_OP_LINEAR: rc = emit_rowwise_linear(g, s, err); break;
     case IR_OP_WGRAD: rc = emit_rowwise_wgrad(g, s, err); break;
     case IR_OP_WEIGHT_MM: case IR_OP_NLL_LOSS: case IR_OP_NLL_GRAD:
@@ -1114,56 +1129,118 @@ static int kernel_writes(const kgen *g, const lw_trav *tr, const int *phases, in
     return 0;
 }
 
-/* Whether kernel statement i may run in the lanes' prologue, ahead of the group's loop over the
- * edges: it writes a small per-row temporary that no other statement writes and no other pass
- * over the edges reads (trav=node runs its phases as passes), and reads only constants, the lanes'
- * earlier temporaries and device memory this kernel does not write (so that running it first, for
- * L edges at once, reads what the group's order would have read). */
-static int lane_eligible(const kgen *g, const lw_trav *tr, const int *phases, int phase, int i)
+/* Whether every kernel statement writing var is one of `pick` (so var is a lane's own), and, where
+ * `last` is given, the index of the last of them. */
+static int lane_var(const kgen *g, const lw_trav *tr, const int *phases, int phase, const int *pick, int var,
+                    int *last)
+{
+    int any = 0;
+    for (int j = 0; j < tr->nstmts; j++) {
+        if (!in_kernel(g, phases, phase, j) || g->ir->stmts[tr->stmts[j].stmt].out.var != var) continue;
+        if (!pick[j]) return 0;
+        any = 1;
+        if (last) *last = j;
+    }
+    return any;
+}
+
+/* What kernel statement i must be by itself to run in the lanes' prologue: an elementwise op or a dot
+ * product writing a small per-row temporary (a scratch row) that no other pass over the edges reads
+ * (trav=node runs its phases as passes); one that sums into it (a backward chain's gradient of a
+ * per-edge scalar) only into one that starts each row at zero. */
+static int lane_candidate(const kgen *g, const lw_trav *tr, const int *phases, int phase, int i)
 {
     const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
     int v = s->out.var;
-    if (!lane_op(s->op) || s->accumulate || s->out.acc != IR_ACC_ROW || g->scr_off[v] < 0) return 0;
+    if (!lane_op(s->op) || s->out.acc != IR_ACC_ROW || g->scr_off[v] < 0) return 0;
     if (acc_access(g, v, s->out.acc) || ir_var_row_width(V(g, v)) > LANE_WIDTH) return 0;
-    if (g->lane_size + ir_var_row_width(V(g, v)) > LANE_TOTAL || kernel_writes(g, tr, phases, phase, v, i)) return 0;
+    if (s->accumulate && !V(g, v)->zero_init) return 0;
     for (int j = 0; j < tr->nstmts; j++)
         if (in_kernel(g, phases, phase, j) && phases[j] != phases[i] &&
             reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
+            return 0;
+    return 1;
+}
+
+/* Whether candidate i stays picked, given the others picked: every writer of its temporary is picked
+ * (a lane holds the whole row), every statement of the group's loop that reads it comes after the last
+ * of them (the loop sees the prologue's final values), and it reads only constants, the lanes'
+ * temporaries and device memory this kernel does not write (so that running it first, for L edges at
+ * once, reads what the group's order would have read). The prologue keeps the statements' order. */
+static int lane_keeps(const kgen *g, const lw_trav *tr, const int *phases, int phase, const int *pick, int i)
+{
+    const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+    int last = -1;
+    if (!lane_var(g, tr, phases, phase, pick, s->out.var, &last)) return 0;
+    for (int j = 0; j < last; j++)
+        if (in_kernel(g, phases, phase, j) && !pick[j] && reads_operand(&g->ir->stmts[tr->stmts[j].stmt], s->out.var))
             return 0;
     for (int k = 0; k < s->nin; k++) {
         int x = s->in[k].var;
         if (s->in[k].acc == IR_ACC_CONST || x < 0) continue;
         if (acc_access(g, x, s->in[k].acc)) return 0;
-        if (g->scr_off[x] >= 0 ? g->lane_off[x] < 0 : kernel_writes(g, tr, phases, phase, x, -1)) return 0;
+        if (g->scr_off[x] >= 0 ? !lane_var(g, tr, phases, phase, pick, x, NULL) : kernel_writes(g, tr, phases, phase, x, -1))
+            return 0;
         if (s->op == IR_OP_DOT && g->scr_off[x] >= 0) return 0;   /* emit_lane_dot reads rows at edge j, not the lane's */
     }
     return 1;
 }
 
+/* Drops the picked statements whose temporaries, in the statements' order, pass the LANE_TOTAL doubles a
+ * lane holds; returns whether it dropped any. */
+static int lane_fit(const kgen *g, const lw_trav *tr, int *pick)
+{
+    int *seen = rg_xcalloc((size_t)g->ir->nvars, sizeof *seen), size = 0, dropped = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!pick[i]) continue;
+        int v = g->ir->stmts[tr->stmts[i].stmt].out.var;
+        if (seen[v]) continue;
+        if (size + ir_var_row_width(V(g, v)) > LANE_TOTAL) {
+            pick[i] = 0;
+            dropped = 1;
+            continue;
+        }
+        seen[v] = 1;
+        size += (int)ir_var_row_width(V(g, v));
+    }
+    free(seen);
+    return dropped;
+}
+
 /* scalars=lane: picks the kernel's statements each lane evaluates for an edge of its own (edge
  * forms only: they walk edges L at a time) and the rows the group's statements read back; returns
- * how many it picked. */
+ * how many it picked. The candidates are dropped, to a fixed point, until every one left keeps. */
 static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->lane_scalars || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
+    int *pick = g->lane_stmt;
+    for (int i = 0; i < tr->nstmts; i++) pick[i] = in_kernel(g, phases, phase, i) && lane_candidate(g, tr, phases, phase, i);
+    for (int changed = 1; changed;) {
+        changed = lane_fit(g, tr, pick);
+        for (int i = 0; i < tr->nstmts; i++)
+            if (pick[i] && !lane_keeps(g, tr, phases, phase, pick, i)) pick[i] = 0, changed = 1;
+    }
     int placed = 0;
     for (int i = 0; i < tr->nstmts; i++) {
-        if (!in_kernel(g, phases, phase, i) || !lane_eligible(g, tr, phases, phase, i)) continue;
+        if (!pick[i]) continue;
         int v = g->ir->stmts[tr->stmts[i].stmt].out.var;
-        g->lane_stmt[i] = 1;
+        placed++;
+        if (g->lane_off[v] >= 0) continue;
         g->lane_off[v] = g->lane_size;
         g->lane_size += (int)ir_var_row_width(V(g, v));
-        placed++;
     }
-    for (int i = 0; i < tr->nstmts; i++) {
-        if (!in_kernel(g, phases, phase, i) || g->lane_stmt[i]) continue;
+    /* scalars=replicated: every lane holds the current edge's rows, the group's statements read them there */
+    g->replicated = placed && g->cfg->lane_scalars == CFG_SCALARS_REPLICATED;
+    for (int i = 0; i < tr->nstmts && !g->replicated; i++) {
+        if (!in_kernel(g, phases, phase, i) || pick[i]) continue;
         const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
         for (int k = 0; k < s->nin; k++)
             if (s->in[k].var >= 0 && s->in[k].acc != IR_ACC_CONST && g->lane_off[s->in[k].var] >= 0)
                 g->lane_bcast[s->in[k].var] = 1;
     }
     if (placed)
-        rg_str_printf(&g->acc_note, "; scalars=lane: %d statement(s), %d double(s) a lane", placed, g->lane_size);
+        rg_str_printf(&g->acc_note, "; scalars=%s: %d statement(s), %d double(s) a lane",
+                      g->replicated ? "replicated" : "lane", placed, g->lane_size);
     return placed;
 }
 
@@ -1357,6 +1434,20 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
 {
     rg_str saved = g->body;
     int rc = 0;
+    if (g->replicated) {
+        /* in the statements' order, the lanes' own ones (registers, no barrier) among the group's */
+        g->body = (rg_str){0};
+        for (int i = 0; i < tr->nstmts && !rc; i++) {
+            if (phases[i] != phase || (g->keep && !g->keep[i])) continue;
+            g->prologue = g->lane_stmt[i];
+            rc = emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err);
+        }
+        *out = g->body;
+        *lanes = (rg_str){0};
+        g->prologue = 0;
+        g->body = saved;
+        return rc;
+    }
     for (int own = 1; own >= 0; own--) {
         g->body = (rg_str){0};
         g->prologue = own;
@@ -1372,14 +1463,25 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
  * in it shuffle among the group): each lane evaluates the statements for its own edge, whose ids it
  * fetched (a lane past the run's end for ids 0, which every array has, and the run's last position,
  * and its values are never taken), the dot products for the group's edges together (emit_lane_dot). */
+/* The lanes' temporaries that statements sum into start each edge at zero, as emit_zero_row_scratch's
+ * rows do. */
+static void emit_lane_zero(kgen *g)
+{
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->lane_off[v] >= 0 && V(g, v)->zero_init)
+            for (int64_t k = 0; k < ir_var_row_width(V(g, v)); k++)
+                rg_str_printf(&g->body, "            ls_[%lld] = 0.0;\n", (long long)(g->lane_off[v] + k));
+}
+
 static void emit_lane_prologue(kgen *g, const char *qe_var, const char *fixed_dn, const char *lanes)
 {
     rg_str_printf(&g->body,
                   "        {   /* scalars=lane: this lane's edge */\n"
                   "            const int e = e_l, sn = sn_l, t = t_l, dn = %s, cr = cr_l, qpos = min(ql, %s - 1);\n"
-                  "            (void)e; (void)sn; (void)t; (void)dn; (void)cr; (void)qpos;\n%s"
-                  "        }\n",
-                  fixed_dn ? fixed_dn : "dn_l", qe_var, lanes);
+                  "            (void)e; (void)sn; (void)t; (void)dn; (void)cr; (void)qpos;\n",
+                  fixed_dn ? fixed_dn : "dn_l", qe_var);
+    emit_lane_zero(g);
+    rg_str_printf(&g->body, "%s        }\n", lanes);
 }
 
 /* scalars=lane: edge j's rows of the lanes' temporaries that the group's statements read, from lane j. */
@@ -1442,6 +1544,10 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
     rg_str_puts(b, "        for (int j = 0; j < cnt; j++) {\n");
     emit_edge_ids(g, b, fixed_dn, 0, "            ");
     if (own) emit_lane_bcast(g);
+    if (g->replicated) {   /* every lane's copy of this edge's temporaries */
+        rg_str_printf(b, "            double ls_[%d];\n", g->lane_size);
+        emit_lane_zero(g);
+    }
     if (per_edge_prefix) rg_str_puts(b, per_edge_prefix);
     emit_zero_row_scratch(g);
     rg_str_puts(b, body);

@@ -147,12 +147,14 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
     return 0;
 }
 
-/* scalars=lane changes only traversals with per-edge scalars a lane can evaluate alone (et_lane_scalars):
- * a plan, or an instance set to it by name, without any would duplicate scalars=group. */
+/* scalars=lane and scalars=replicated change only traversals with per-edge scalars a lane can evaluate
+ * alone (et_lane_scalars): a plan, or an instance set to one by name, without any would duplicate
+ * scalars=group. */
 static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
     int *mat = NULL;   /* found only for a plan with lanes: every other build passes here too */
     int total = 0, bad = -1;
+    const char *value = NULL;
     for (int i = 0; i < lp->ninst && bad < 0; i++) {
         const lw_instance *in = &lp->inst[i];
         if (in->kind != LW_TRAV) continue;
@@ -165,15 +167,17 @@ static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_conf
         }
         int n = et_lane_scalars(ir, &in->u.trav, mat, &one);
         total += n;
+        value = one.lane_scalars == CFG_SCALARS_REPLICATED ? "replicated" : "lane";
         if (!n && !cfg->lane_scalars) bad = i;   /* named by an override of its own */
     }
     free(mat);
     if (bad >= 0)
-        rg_errf(err, "%s.scalars=lane: %s has no per-edge scalars a lane could evaluate alone, so it would duplicate "
-                     "scalars=group", lp->inst[bad].name, lp->inst[bad].name);
+        rg_errf(err, "%s.scalars=%s: %s has no per-edge scalars a lane could evaluate alone, so it would duplicate "
+                     "scalars=group", lp->inst[bad].name, value, lp->inst[bad].name);
     else if (cfg->lane_scalars && !total)
-        rg_errf(err, "scalars=lane evaluates per-edge scalars (attention scores) one edge a lane; this plan's "
-                     "traversals have none, so it would duplicate scalars=group");
+        rg_errf(err, "scalars=%s evaluates per-edge scalars (attention scores) in a lane's registers; this plan's "
+                     "traversals have none, so it would duplicate scalars=group",
+                cfg->lane_scalars == CFG_SCALARS_REPLICATED ? "replicated" : "lane");
     else
         return 1;
     return 0;

@@ -713,7 +713,8 @@ static void test_thread_mapping_refusals(void **state)
     cg_variant_free(&v);
 }
 
-/* scalars=lane: the schedules each kernel with a lanes' prologue is compiled under, with RGAT and HGT,
+/* scalars=lane and scalars=replicated: the schedules each kernel with lanes' statements is compiled under,
+ * with RGAT and HGT,
  * both tasks, one head and four: the edge forms (dst runs, node-centric walks in one pass and in two,
  * edges with atomics), both softmax forms, 8 to 32 lanes with vector loads, registers, recompute,
  * compaction off and bfloat16 storage. */
@@ -736,15 +737,18 @@ static void test_lane_scalars_compile(void **state)
     (void)state;
     static const char *const models[] = {"rgat", "hgt"}, *const tasks[] = {"infer", "train"};
     static const ir_dims both[] = {{64, 64, 1}, {32, 16, 4}};
+    static const char *const values[] = {"lane", "replicated"};
     kp_plan plan = {0};
     int variants = 0, lane_kernels = 0, distinct = 0, none = 0;
     rg_err err;
     for (int m = 0; m < 2; m++)
         for (int t = 0; t < 2; t++)
             for (int d = 0; d < 2; d++)
-                for (int i = 0; lane_schedules[i]; i++) {
-                    char kv[160];
-                    snprintf(kv, sizeof kv, "scalars=lane%s%s", lane_schedules[i][0] ? "," : "", lane_schedules[i]);
+                for (int i = 0; lane_schedules[i]; i++)
+                for (int x = 0; x < 2; x++) {
+                    char kv[160], note[32];
+                    snprintf(kv, sizeof kv, "scalars=%s%s%s", values[x], lane_schedules[i][0] ? "," : "", lane_schedules[i]);
+                    snprintf(note, sizeof note, "scalars=%s: ", values[x]);
                     cg_config cfg;
                     cfg_default(&cfg);
                     assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
@@ -764,17 +768,17 @@ static void test_lane_scalars_compile(void **state)
                     variants++;
                     for (int k = 0; k < v.plan.nkernels; k++) {
                         const kp_kernel *kk = &v.plan.kernels[k];
-                        if (!strstr(kk->source, "scalars=lane: ")) continue;
+                        if (!strstr(kk->source, note)) continue;
                         lane_kernels++;
                         distinct += queue90(&plan, kk);
                     }
                     cg_variant_free(&v);
                 }
     /* every variant builds a lanes' prologue somewhere, or pl_build would have refused it */
-    assert_true(variants >= 40 && lane_kernels >= variants);
+    assert_true(variants >= 80 && lane_kernels >= variants);
     kx_compiled c;
     if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    printf("scalars=lane: %d variants (%d training plans with no lanes' prologue refused), %d kernels with one, %d "
+    printf("scalars=lane and replicated: %d variants (%d training plans with no lanes' prologue refused), %d kernels with one, %d "
            "distinct new to this run compiled for sm_90 (%d from the cache)\n", variants, none, lane_kernels, distinct,
            c.cache_hits);
     kx_compiled_free(&c);
@@ -834,6 +838,55 @@ static void test_lane_scalars_in_sources(void **state)
     assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_4.scalars=lane", &err), 0);
     assert_int_equal(build_variant("rgat", "infer", &cfg, &lane, &err), 0);
     assert_non_null(strstr(kernel_source(&lane, "trav_4"), "scalars=lane: "));
+    cg_variant_free(&lane);
+}
+
+/* scalars=lane in the backward pass: RGAT's chain of per-edge gradients (sums into temporaries that
+ * start each edge at zero) goes to the lanes with the recomputed scores, each starting at zero in
+ * the prologue, and the group's loop keeps the statements that sum into rows: d_hs, d_atts, d_feature
+ * and d_W_w_t. The group's own weight-gradient partial sums take a plain sum, not a shared-memory
+ * atomic (a compare-and-swap loop on sm_90). */
+static void test_lane_scalars_backward(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant grp, lane;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "softmax=single,recompute=on,lanes=16,wrun=128,crsum=run", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &grp, &err), 0);
+    assert_int_equal(cfg_parse(&cfg, "trav_10_bwd.scalars=lane", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &lane, &err), 0);
+    const char *g10 = kernel_source(&grp, "trav_10_bwd"), *l10 = kernel_source(&lane, "trav_10_bwd");
+    assert_non_null(g10);
+    assert_non_null(l10);
+    assert_non_null(strstr(l10, "scalars=lane: 9 statement(s), 8 double(s) a lane"));
+    /* the four temporaries statements sum into start at zero in the prologue, not in the scratch */
+    assert_int_equal(occurrences(g10, "i += 16) scr[") - occurrences(l10, "i += 16) scr["), 4);
+    assert_int_equal(occurrences(l10, "] = 0.0;\n") - occurrences(l10, "i] = 0.0;\n"), 4);
+    assert_non_null(strstr(l10, "ls_[0 + 0] += p;"));   /* the dot product sums into one of them */
+    assert_int_equal(occurrences(l10, "= __shfl_sync(gmask, ls_["), 3);
+    assert_true(occurrences(g10, "__syncwarp") >= occurrences(l10, "__syncwarp") + 8);
+    assert_null(strstr(l10, "group_sum(p"));
+    /* the forward kernel is the group's: the override names the backward one */
+    assert_null(strstr(kernel_source(&lane, "trav_4"), "ls_["));
+    for (int i = 0; i < lane.plan.nkernels; i++) assert_null(strstr(lane.plan.kernels[i].source, "atomicAdd(&scr"));
+    assert_non_null(strstr(g10, "scr[73 + (d)] += (double)("));
+    cg_variant_free(&lane);
+    /* scalars=replicated: the same statements, every lane of the group in its registers, in the loop's
+     * order: the group's dot products (the shuffle reduction leaves every lane the sum), no prologue, no
+     * shuffle of the values, no barrier after them */
+    assert_int_equal(cfg_parse(&cfg, "trav_10_bwd.scalars=replicated", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &lane, &err), 0);
+    const char *r10 = kernel_source(&lane, "trav_10_bwd");
+    assert_non_null(strstr(r10, "scalars=replicated: 9 statement(s), 8 double(s) a lane"));
+    assert_int_equal(occurrences(r10, "group_sum(p"), occurrences(g10, "group_sum(p"));
+    assert_int_equal(occurrences(r10, "            ls_[0 + 0] += p;"), 1);
+    assert_null(strstr(r10, "pj_["));
+    assert_null(strstr(r10, "ls_[%d + 0] = __shfl"));
+    assert_null(strstr(r10, "bs_["));
+    assert_int_equal(occurrences(g10, "__syncwarp") - occurrences(r10, "__syncwarp"), 10);
+    cg_variant_free(&grp);
     cg_variant_free(&lane);
 }
 
@@ -990,6 +1043,7 @@ int main(void)
         cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_lane_scalars_in_sources),
+        cmocka_unit_test(test_lane_scalars_backward),
         cmocka_unit_test(test_lane_scalars_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
