@@ -73,9 +73,10 @@ test: all
 	    { echo "tests/check_layers.sh misses the breach of tests/fixtures/layer_breach"; exit 1; }
 	@sh tests/run.sh $(TEST_BIN)
 
-# GPU correctness sweep (needs a CUDA device): same runner, GPU tests are not skipped there.
+# GPU correctness sweep (needs a CUDA device): same runner, GPU tests are not skipped there, one
+# binary at a time (they share the device).
 gpu-test: all
-	@RGNN_REQUIRE_GPU=1 sh tests/run.sh $(TEST_BIN)
+	@RGNN_REQUIRE_GPU=1 RGNN_TEST_JOBS=1 sh tests/run.sh $(TEST_BIN)
 
 # The CPU tests built with AddressSanitizer + UBSan into build-asan/. GPU tests skip there:
 # NVIDIA's profiler library (CUPTI) cannot run under ASan. Any UBSan report fails the test.
