@@ -389,14 +389,13 @@ typedef struct own_launch {
 
 static unsigned blocks_for(long long threads) { return (unsigned)((threads + OWN_BLOCK - 1) / OWN_BLOCK); }
 
-/* Compiles and loads the gather for one mapping; 1 when the mapping does not apply. */
-static int own_prepare(const spmm_job *j, own_tables *t, int lanes, int chunk, krt_module **mod, own_launch *l,
+/* Compiles (for sm_`sm`) and loads the gather for one mapping; 1 when the mapping does not apply. */
+static int own_prepare(const spmm_job *j, own_tables *t, int lanes, int chunk, int sm, krt_module **mod, own_launch *l,
                        rg_err *err)
 {
     if (!own_lanes_apply(j->dims, elem(j), lanes)) return 1;
-    krt_device dev;
     krt_cubin cub;
-    if (krt_init(0, &dev, err) || compile_gather(j->dims, elem(j), lanes, chunk, dev.sm, &cub, err)) return -1;
+    if (compile_gather(j->dims, elem(j), lanes, chunk, sm, &cub, err)) return -1;
     int rc = krt_module_load(&cub, mod, err);
     krt_cubin_free(&cub);
     if (rc || krt_get_kernel(*mod, "gather_chunks", &l->k1, err) || krt_get_kernel(*mod, "store_multi", &l->k2, err))
@@ -510,13 +509,15 @@ static int try_cusparse(spmm_job *j, cusparseHandle_t h, best_of *b, rg_err *err
 
 static int try_own(spmm_job *j, best_of *b, rg_err *err)
 {
+    krt_device dev;   /* the SM version each mapping is compiled for */
+    if (krt_init(0, &dev, err)) return -1;
     for (size_t c = 0; c < sizeof OWN_CHUNKS / sizeof OWN_CHUNKS[0]; c++) {
         own_tables t = {0};
         int rc = own_tables_setup(&t, j, OWN_CHUNKS[c], err);
         for (size_t i = 0; !rc && i < sizeof OWN_LANES / sizeof OWN_LANES[0]; i++) {
             krt_module *mod = NULL;
             own_launch l;
-            int r = own_prepare(j, &t, OWN_LANES[i], OWN_CHUNKS[c], &mod, &l, err);
+            int r = own_prepare(j, &t, OWN_LANES[i], OWN_CHUNKS[c], dev.sm, &mod, &l, err);
             char name[32];
             snprintf(name, sizeof name, "own-lanes%d-chunk%d", OWN_LANES[i], OWN_CHUNKS[c]);
             double ms;
