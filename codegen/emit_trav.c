@@ -358,9 +358,9 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
         elem_expr(V(g, s->out.var), "h", "d", el, sizeof el);
         row_home(g, g->wacc_off, s->out.var, el, home, sizeof home);
         g->var_used[s->out.var] = 1;
-        /* the group's own partial sums, each element of the loop its own (a lane its own element,
-         * or the prologue's single lane): a plain sum, not a shared-memory atomic (on sm_90 a
-         * compare-and-swap loop) */
+        /* the group's own partial sums, each element of the loop its own (a lane its own elements of
+         * the output's row, or lane 0 alone for a dot product's sum): a plain sum, not a shared-memory
+         * atomic (on sm_90 a compare-and-swap loop) */
         rg_str_printf(&g->body, "            %s += (double)(%s);\n", home, value);
         return 0;
     }
@@ -1209,7 +1209,9 @@ static int lane_fit(const kgen *g, const lw_trav *tr, int *pick)
 
 /* scalars=lane: picks the kernel's statements each lane evaluates for an edge of its own (edge
  * forms only: they walk edges L at a time) and the rows the group's statements read back; returns
- * how many it picked. The candidates are dropped, to a fixed point, until every one left keeps. */
+ * how many it picked. The candidates are dropped, to a fixed point, until every one left keeps.
+ * scalars=replicated takes the same statements (run in the loop's order, they would allow more; the
+ * prologue's conditions keep one selection for both). */
 static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->lane_scalars || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
@@ -1459,10 +1461,6 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
     return rc;
 }
 
-/* scalars=lane: the lanes' prologue, run by every lane of the group after the loads (the dot products
- * in it shuffle among the group): each lane evaluates the statements for its own edge, whose ids it
- * fetched (a lane past the run's end for ids 0, which every array has, and the run's last position,
- * and its values are never taken), the dot products for the group's edges together (emit_lane_dot). */
 /* The lanes' temporaries that statements sum into start each edge at zero, as emit_zero_row_scratch's
  * rows do. */
 static void emit_lane_zero(kgen *g)
@@ -1473,6 +1471,10 @@ static void emit_lane_zero(kgen *g)
                 rg_str_printf(&g->body, "            ls_[%lld] = 0.0;\n", (long long)(g->lane_off[v] + k));
 }
 
+/* scalars=lane: the lanes' prologue, run by every lane of the group after the loads (the dot products
+ * in it shuffle among the group): each lane evaluates the statements for its own edge, whose ids it
+ * fetched (a lane past the run's end for ids 0, which every array has, and the run's last position,
+ * and its values are never taken), the dot products for the group's edges together (emit_lane_dot). */
 static void emit_lane_prologue(kgen *g, const char *qe_var, const char *fixed_dn, const char *lanes)
 {
     rg_str_printf(&g->body,
