@@ -890,6 +890,80 @@ static void test_lane_scalars_backward(void **state)
     cg_variant_free(&lane);
 }
 
+/* With recompute=on, training's edge-centric forward traversals are the inference plan's under the same
+ * schedule, text for text, for the mappings refused in training otherwise (pipeline.c, known_wrong_mapping):
+ * a per-kernel schedule of a forward instance passes there, of a backward one (or the global schedule)
+ * stays refused. trav=node's forward kernels differ (training stores per-node sums) and stay refused. */
+static void test_recompute_forward_is_inference(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgat", "hgt"};
+    static const char *const schedules[] = {"softmax=twopass,lanes=8", "softmax=twopass,lanes=4,acc=reg",
+                                            "softmax=single,lanes=4,acc=reg",
+                                            "softmax=single,lanes=8,acc=reg,scalars=lane", NULL};
+    rg_err err;
+    int compared = 0;
+    for (int m = 0; m < 2; m++)
+        for (int i = 0; schedules[i]; i++) {
+            cg_config cfg;
+            cg_variant inf, tr;
+            cfg_default(&cfg);
+            assert_int_equal(cfg_parse(&cfg, schedules[i], &err), 0);
+            assert_int_equal(build_variant(models[m], "infer", &cfg, &inf, &err), 0);
+            /* training: the same schedule on each forward traversal instance, recompute on */
+            rg_str kv = {0};
+            rg_str_puts(&kv, "recompute=on");
+            if (strstr(schedules[i], "softmax=single")) rg_str_puts(&kv, ",softmax=single");
+            if (strstr(schedules[i], "scalars=lane")) rg_str_puts(&kv, ",scalars=lane");
+            char inst[64] = "";
+            for (int k = 0; k < inf.plan.nkernels; k++) {
+                const kp_kernel *kk = &inf.plan.kernels[k];
+                if (kk->category != KC_TRAVERSAL) continue;
+                char name[64];
+                snprintf(name, sizeof name, "%s", kk->name);
+                char *pass = strstr(name, "_p");   /* trav_4_p0: a pass of instance trav_4 */
+                if (pass) *pass = 0;
+                if (!strcmp(name, inst)) continue;
+                snprintf(inst, sizeof inst, "%s", name);
+                const char *keys[] = {"acc=reg", "lanes=8", "lanes=4"};
+                for (int q = 0; q < 3; q++)
+                    if (strstr(schedules[i], keys[q])) rg_str_printf(&kv, ",%s.%s", inst, keys[q]);
+            }
+            cfg_default(&cfg);
+            if (cfg_parse(&cfg, kv.s, &err)) fail_msg("%s: %s", kv.s, err.msg);
+            if (build_variant(models[m], "train", &cfg, &tr, &err)) fail_msg("%s train %s: %s", models[m], kv.s, err.msg);
+            for (int k = 0; k < inf.plan.nkernels; k++) {
+                const kp_kernel *kk = &inf.plan.kernels[k];
+                if (kk->category != KC_TRAVERSAL) continue;
+                const char *twin = kernel_source(&tr, kk->name);
+                if (!twin || strcmp(twin, kk->source)) fail_msg("%s %s: %s differs in training (%s)", models[m], schedules[i], kk->name, kv.s);
+                compared++;
+            }
+            cg_variant_free(&inf);
+            cg_variant_free(&tr);
+            rg_str_free(&kv);
+        }
+    assert_true(compared >= 12);
+    /* a backward instance, and the global schedule, stay refused */
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "recompute=on,softmax=single,trav_10_bwd.lanes=8,trav_10_bwd.acc=reg", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "is refused in training"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "recompute=on,softmax=single,lanes=8,acc=reg", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "is refused in training"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_4.lanes=8,trav_4.acc=reg", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);   /* recompute=off */
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "recompute=on,trav=node,trav_4.acc=reg", &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);
+    assert_non_null(strstr(err.msg, "acc=reg with trav=node is refused in training"));
+}
+
 /* msg=trav: the forward messages are computed in the traversal (no GEMM over edges, no message
  * table), the backward keeps its GEMMs; it needs compact=off. nchunk: the tile size of split
  * node-centric kernels, refused where no kernel is split. */
@@ -1044,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_lane_scalars_in_sources),
         cmocka_unit_test(test_lane_scalars_backward),
+        cmocka_unit_test(test_recompute_forward_is_inference),
         cmocka_unit_test(test_lane_scalars_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
