@@ -153,6 +153,8 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
     return 0;
 }
 
+static const char *scalars_name(cfg_scalars v) { return v == CFG_SCALARS_REPLICATED ? "replicated" : "lane"; }
+
 /* scalars=lane and scalars=replicated change only traversals with per-edge scalars a lane can evaluate
  * alone (et_lane_scalars): a plan, or an instance set to one by name, without any would duplicate
  * scalars=group. */
@@ -173,7 +175,7 @@ static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_conf
         }
         int n = et_lane_scalars(ir, &in->u.trav, mat, &one);
         total += n;
-        value = one.lane_scalars == CFG_SCALARS_REPLICATED ? "replicated" : "lane";
+        value = scalars_name(one.lane_scalars);
         if (!n && !cfg->lane_scalars) bad = i;   /* named by an override of its own */
     }
     free(mat);
@@ -182,8 +184,7 @@ static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_conf
                      "scalars=group", lp->inst[bad].name, value, lp->inst[bad].name);
     else if (cfg->lane_scalars && !total)
         rg_errf(err, "scalars=%s evaluates per-edge scalars (attention scores) in a lane's registers; this plan's "
-                     "traversals have none, so it would duplicate scalars=group",
-                cfg->lane_scalars == CFG_SCALARS_REPLICATED ? "replicated" : "lane");
+                     "traversals have none, so it would duplicate scalars=group", scalars_name(cfg->lane_scalars));
     else
         return 1;
     return 0;
