@@ -21,6 +21,7 @@ if [ "${1-}" = --one ]; then
 fi
 
 jobs=${RGNN_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case "$jobs" in ''|*[!0-9]*|0) echo "tests/run.sh: RGNN_TEST_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;; esac
 serial=" ${RGNN_TEST_SERIAL-test_sweep} "
 RGNN_TEST_OUT=$(mktemp -d) || exit 2
 export RGNN_TEST_OUT
