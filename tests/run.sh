@@ -6,8 +6,10 @@
 # RGNN_TEST_JOBS binaries run at once (default: the processors there are); a line on stderr says
 # when each finishes, and their outputs follow whole, in the order given, once all are done. Those
 # named in RGNN_TEST_SERIAL (default test_sweep, whose workers time out after half a second) run
-# afterwards, alone. Tests side by side share only what is safe to share: the graph and cubin
-# caches (each file written under a temporary name, then renamed) and stores they only read.
+# afterwards, alone; those named in RGNN_TEST_FIRST (default the two slowest, test_codegen and
+# test_templates) start first, so that the others fill the processors around them. Tests side by
+# side share only what is safe to share: the graph and cubin caches (each file written under a
+# temporary name, then renamed) and stores they only read.
 
 # one binary (tests/run.sh --one BINARY, as xargs runs it): its output, exit status and seconds
 # under $RGNN_TEST_OUT/<name>.*
@@ -23,6 +25,7 @@ fi
 jobs=${RGNN_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 case "$jobs" in ''|*[!0-9]*|0) echo "tests/run.sh: RGNN_TEST_JOBS must be a positive number, not '$jobs'" >&2; exit 2 ;; esac
 serial=" ${RGNN_TEST_SERIAL-test_sweep} "
+first=" ${RGNN_TEST_FIRST-test_codegen test_templates} "
 RGNN_TEST_OUT=$(mktemp -d) || exit 2
 export RGNN_TEST_OUT
 trap 'rm -rf "$RGNN_TEST_OUT"' EXIT
@@ -35,10 +38,12 @@ run_batch() {
     printf '%s\n' "$@" | xargs -P "$width" -n 1 sh "$0" --one
 }
 
-parallel=""; alone=""
+early=""; parallel=""; alone=""
 for t in "$@"; do
-    case "$serial" in *" $(basename "$t") "*) alone="$alone $t" ;; *) parallel="$parallel $t" ;; esac
+    case "$serial" in *" $(basename "$t") "*) alone="$alone $t"; continue ;; esac
+    case "$first" in *" $(basename "$t") "*) early="$early $t" ;; *) parallel="$parallel $t" ;; esac
 done
+parallel="$early$parallel"
 # shellcheck disable=SC2086
 run_batch "$jobs" $parallel
 # shellcheck disable=SC2086
