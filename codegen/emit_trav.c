@@ -1419,14 +1419,22 @@ static void emit_zero_acc(kgen *g)
     if (shared || !regs) rg_str_printf(&g->body, "    %s;\n", gsync(g));
 }
 
-/* The statements of one phase that the group runs per edge, or (lanes) those each lane runs for its own. */
-static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, int lanes, rg_err *err)
+/* The statements of one phase into *into: those the group runs per edge (lanes 0), those each lane runs
+ * for its own (lanes 1), or all in their order (lanes -1, scalars=replicated: the lanes' own ones in
+ * registers, without a barrier, among the group's). */
+static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int phase, int lanes, rg_str *into,
+                            rg_err *err)
 {
-    for (int i = 0; i < tr->nstmts; i++)
-        if (phases[i] == phase && (!g->keep || g->keep[i]) && g->lane_stmt[i] == lanes &&
-            emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err))
-            return -1;
-    return 0;
+    int rc = 0;
+    g->body = (rg_str){0};
+    for (int i = 0; i < tr->nstmts && !rc; i++) {
+        if (phases[i] != phase || (g->keep && !g->keep[i]) || (lanes >= 0 && g->lane_stmt[i] != lanes)) continue;
+        g->prologue = g->lane_stmt[i];
+        rc = emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err);
+    }
+    *into = g->body;
+    g->prologue = 0;
+    return rc ? -1 : 0;
 }
 
 /* Statements of one phase, emitted into *out, and those each lane runs for its own edge into *lanes
@@ -1435,30 +1443,12 @@ static int phase_body(kgen *g, const lw_trav *tr, const int *phases, int phase, 
                       rg_err *err)
 {
     rg_str saved = g->body;
-    int rc = 0;
-    if (g->replicated) {
-        /* in the statements' order, the lanes' own ones (registers, no barrier) among the group's */
-        g->body = (rg_str){0};
-        for (int i = 0; i < tr->nstmts && !rc; i++) {
-            if (phases[i] != phase || (g->keep && !g->keep[i])) continue;
-            g->prologue = g->lane_stmt[i];
-            rc = emit_stmt(g, &g->ir->stmts[tr->stmts[i].stmt], err);
-        }
-        *out = g->body;
-        *lanes = (rg_str){0};
-        g->prologue = 0;
-        g->body = saved;
-        return rc;
-    }
-    for (int own = 1; own >= 0; own--) {
-        g->body = (rg_str){0};
-        g->prologue = own;
-        if (!rc) rc = emit_phase_stmts(g, tr, phases, phase, own, err);
-        *(own ? lanes : out) = g->body;
-    }
-    g->prologue = 0;
+    *out = *lanes = (rg_str){0};
+    int rc = g->replicated ? emit_phase_stmts(g, tr, phases, phase, -1, out, err)
+                           : emit_phase_stmts(g, tr, phases, phase, 1, lanes, err) ||
+                                 emit_phase_stmts(g, tr, phases, phase, 0, out, err);
     g->body = saved;
-    return rc;
+    return rc ? -1 : 0;
 }
 
 /* The lanes' temporaries that statements sum into start each edge at zero, as emit_zero_row_scratch's
