@@ -107,6 +107,25 @@ void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_con
     free(owner);
 }
 
+int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu)
+{
+    memset(fu, 0, (size_t)lp->ninst * sizeof *fu);
+    int n = 0;
+    for (int i = 0; i + 1 < lp->ninst; i++) {
+        const lw_instance *a = &lp->inst[i], *b = &lp->inst[i + 1];
+        if (a->kind != LW_TRAV || b->kind != LW_TRAV || a->backward != b->backward) continue;
+        cg_config one;
+        cfg_for_instance(cfg, a->name, &one);
+        et_fusion fa, fb;
+        if (et_fusion_plan(ir, &a->u.trav, &b->u.trav, mat, &one, &fa, &fb)) continue;
+        fu[i].epilogue = fa.epilogue;
+        fu[i + 1].guard = fb.guard;
+        fu[i + 1].chunk = fb.chunk;
+        n++;
+    }
+    return n;
+}
+
 static void add_zero_fills(const ir_program *ir, const int *mat, kp_plan *plan)
 {
     plan->zero_vars = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
@@ -209,6 +228,8 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     out->nvars = ir->nvars;
     out->materialized = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof(int));
     cg_materialization(ir, lp, cfg, out->materialized);
+    et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);
+    cg_fusions(ir, lp, cfg, out->materialized, fu);
     int rc = 0;
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];
@@ -218,7 +239,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
         switch (in->kind) {
         case LW_GEMM: rc = eg_emit(ir, &in->u.gemm, &one, in->name, in->backward, &out->plan, err); break;
         case LW_TRAV:
-            rc = et_emit(ir, &in->u.trav, out->materialized, &one, in->name, in->backward, &out->plan, err);
+            rc = et_emit_fused(ir, &in->u.trav, out->materialized, &one, &fu[i], in->name, in->backward, &out->plan, err);
             break;
         case LW_FALLBACK:
             rc = emit_fallback(ir, in->u.fallback_stmt, out->materialized, &one, in->name, in->backward, &out->plan, err);
@@ -226,6 +247,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
         }
         for (int k = first; k < out->plan.nkernels; k++) out->plan.kernels[k].inst = i;
     }
+    free(fu);
     if (!rc && lp->ninst > 0) rc = el_emit_sgd(ir, out->materialized, "sgd_update", &out->plan, err);
     if (!rc) rc = check_overrides_read(lp, cfg, &out->plan, err);
     if (rc) {

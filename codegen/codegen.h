@@ -4,6 +4,7 @@
 #define CG_CODEGEN_H
 
 #include "codegen/config.h"
+#include "codegen/emit_trav.h"
 #include "codegen/kplan.h"
 #include "codegen/lower.h"
 
@@ -21,6 +22,12 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
 /* Which variables cg_build keeps in device memory (mat[v] = 1; mat has ir->nvars entries) and which
  * live in a traversal's per-row scratch. */
 void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_config *cfg, int *mat);
+
+/* epi=on: the pairs of an aggregating traversal and the node traversal right after it whose node
+ * statements the aggregation runs (codegen/emit_trav.h, et_fusion_plan), each aggregation under its
+ * own effective config: fu[i] for instance i (zero where none; room for lp->ninst). Returns the
+ * number of pairs. */
+int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu);
 void cg_variant_free(cg_variant *v);
 /* The buffers of variable `var` that the plan keeps in device memory: its rows (CG_RES_ROWS)
  * unless every kernel that reads it reads its copy in the dst-sorted order (KP_VAR_IN) instead,

@@ -66,6 +66,15 @@ typedef struct kgen {
     int lane_size;                /* doubles of ls_ a lane holds */
     int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
     int replicated;               /* scalars=replicated: every lane of the group runs them, in the loop's order */
+    /* epi=on (et_fusion): the next instance's node statements, run when a whole destination is flushed */
+    const lw_trav *epi;
+    int epi_mode;                 /* emitting them: a node variable at ROW is the flushed destination's */
+    const char *epi_node;         /* ... whose index this names ("n" or "cur") */
+    int *epi_off;                 /* per var: the scratch row an accumulator in registers is copied to, or -1 */
+    int *epi_skip;                /* per var: an accumulator only they read, not stored for a whole destination */
+    int epi_spills;               /* some accumulator goes through the scratch row for them */
+    et_guard guard;               /* node rows: skip those the aggregation before finished */
+    int guard_chunk;
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
@@ -155,6 +164,23 @@ static int acc_access(const kgen *g, int var, ir_access acc)
     return g->ir->vars[var].kind == IR_VAR_EDGE ? acc == IR_ACC_ROW : acc == IR_ACC_DST;
 }
 
+/* Whether, in the node statements of epi=on, operand op is a sum of this kernel: a node variable
+ * read at the node's own row that the kernel accumulates. */
+static int epi_acc_read(const kgen *g, const ir_operand *op)
+{
+    return g->epi_mode && op->acc == IR_ACC_ROW && op->var >= 0 && g->ir->vars[op->var].kind == IR_VAR_NODE &&
+           g->acc_off[op->var] >= 0;
+}
+
+/* Whether a node statement of epi=on reads an accumulator from its registers (its element loop is
+ * then the register-order one). */
+static int epi_reads_regs(const kgen *g, const ir_stmt *s)
+{
+    for (int k = 0; k < s->nin; k++)
+        if (epi_acc_read(g, &s->in[k]) && g->reg_slots[s->in[k].var] && g->epi_off[s->in[k].var] < 0) return 1;
+    return 0;
+}
+
 /* Whether statement s adds into an accumulator in registers (its element loop is then
  * open_row_loop's register-order one). */
 static int stores_to_regs(const kgen *g, const ir_stmt *s)
@@ -207,6 +233,7 @@ static int row_expr(kgen *g, int var, ir_access acc, char *out, size_t n, rg_err
         if (acc == IR_ACC_SRC) snprintf(out, n, "sn");
         else if (acc == IR_ACC_DST) snprintf(out, n, "dn");
         else if (acc == IR_ACC_ROW && g->f == FORM_NODE_DOM) snprintf(out, n, "n");
+        else if (acc == IR_ACC_ROW && g->epi_mode) snprintf(out, n, "%s", g->epi_node);
         else return rg_errf(err, "node variable %s read with an access this loop cannot give", v->name);
         return 0;
     case IR_VAR_EDGE:
@@ -282,6 +309,14 @@ static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *
     const ir_var *v = V(g, op->var);
     char el[160], row[96];
     elem_expr(v, h, d, el, sizeof el);
+    if (!lvalue && epi_acc_read(g, op)) {
+        /* epi=on: the flushed destination's sum, from its register (plan_epilogue: the statement's own
+         * element) or from the scratch row */
+        if (g->epi_off[op->var] >= 0) snprintf(out, n, "scr[%d + %s]", g->epi_off[op->var], el);
+        else if (g->reg_slots[op->var]) snprintf(out, n, "ra%d[k_]", op->var);   /* the loop is in register order */
+        else row_home(g, g->acc_off, op->var, el, out, n);
+        return 0;
+    }
     if (acc_access(g, op->var, op->acc)) {
         RG_ASSERT(lvalue || !g->reg_slots[op->var]);   /* plan_registers: no statement reads one back */
         row_home(g, g->acc_off, op->var, el, out, n);
@@ -530,7 +565,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     iter_shape(g, s, &H, &D);
     int Ho = vt_heads(out), Do = out->dim;
     int concat_like = s->op == IR_OP_CONCAT || s->op == IR_OP_SLICE;
-    int reg = stores_to_regs(g, s);
+    int reg = stores_to_regs(g, s) || epi_reads_regs(g, s);
     if (!concat_like && (Ho < H || Do < D)) {
         /* a narrower output receives the sum over the broadcast axis */
         open_row_loop(g, &g->body, Ho * Do, reg, NULL);
@@ -1107,6 +1142,95 @@ static void plan_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, 
     }
 }
 
+/* ---- epi=on: the next instance's node statements at a whole destination's flush ---- */
+
+static int in_trav(const lw_trav *tr, int stmt)
+{
+    for (int k = 0; k < tr->nstmts; k++)
+        if (tr->stmts[k].stmt == stmt) return 1;
+    return 0;
+}
+
+static int writes_var(const ir_program *ir, const lw_trav *tr, int v)
+{
+    for (int k = 0; k < tr->nstmts; k++)
+        if (ir_stmt_writes(&ir->stmts[tr->stmts[k].stmt], v)) return 1;
+    return 0;
+}
+
+/* Whether the node statements are the only readers of accumulator v (then a whole destination's sum
+ * is not stored: the node traversal skips that node). */
+static int epi_only_reader(const kgen *g, int v)
+{
+    const ir_var *x = V(g, v);
+    if (v == g->ir->output || v == g->ir->loss || x->role != IR_ROLE_TEMP || x->grad_of >= 0) return 0;
+    for (int i = 0; i < g->ir->nstmts; i++)
+        if (reads_operand(&g->ir->stmts[i], v) && !in_trav(g->epi, i)) return 0;
+    return 1;
+}
+
+/* Where the node statements find each sum: a lane holds its own elements of an accumulator in
+ * registers, so a statement whose loop is the accumulator's own shape reads its register, and any
+ * other (a head's divisor broadcast over the features) reads a copy in the scratch row (epi_off). */
+static void plan_epilogue(kgen *g)
+{
+    for (int k = 0; k < g->epi->nstmts; k++) {
+        const ir_stmt *s = &g->ir->stmts[g->epi->stmts[k].stmt];
+        const ir_var *o = V(g, s->out.var);
+        int H, D;
+        iter_shape(g, s, &H, &D);
+        for (int j = 0; j < s->nin; j++) {
+            int v = s->in[j].var;
+            if (s->in[j].acc == IR_ACC_CONST || v < 0 || g->acc_off[v] < 0 || !g->reg_slots[v] || g->epi_off[v] >= 0)
+                continue;
+            const ir_var *x = V(g, v);
+            if (vt_heads(x) == H && x->dim == D && vt_heads(o) == H && o->dim == D) continue;
+            g->epi_off[v] = g->scr_size;
+            g->scr_size += (int)ir_var_row_width(x);
+        }
+    }
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->acc_off[v] >= 0) g->epi_skip[v] = epi_only_reader(g, v);
+}
+
+/* Ops a node statement of epi=on may have: elementwise on rows of one shape or broadcast. */
+static int epi_op(ir_opkind op)
+{
+    switch (op) {
+    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_DIV_NZ: case IR_OP_EXP:
+    case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_GELU: case IR_OP_SIGMOID: case IR_OP_COPY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Why node statement s cannot run at an aggregation's flush (g: the aggregation's kernel), or NULL;
+ * *sums counts the accumulators it reads. */
+static const char *epi_stmt_obstacle(const kgen *g, const lw_trav *agg, const lw_trav *node, int k, int *sums)
+{
+    const ir_stmt *s = &g->ir->stmts[node->stmts[k].stmt];
+    const ir_var *o = V(g, s->out.var);
+    if (!epi_op(s->op)) return "a node statement is not elementwise";
+    if (s->accumulate || s->out.acc != IR_ACC_ROW || o->kind != IR_VAR_NODE || !g->mat[s->out.var])
+        return "a node statement does not assign a node row in device memory";
+    for (int j = 0; j < s->nin; j++) {
+        const ir_operand *in = &s->in[j];
+        if (in->acc == IR_ACC_CONST || in->var < 0) continue;
+        if (V(g, in->var)->kind != IR_VAR_NODE || in->acc != IR_ACC_ROW)
+            return "a node statement reads other than node rows at its own node";
+        for (int i = 0; i < k; i++)
+            if (ir_stmt_writes(&g->ir->stmts[node->stmts[i].stmt], in->var))
+                return "a node statement reads what another one writes";
+        if (g->acc_off[in->var] >= 0) {
+            (*sums)++;
+            continue;
+        }
+        if (writes_var(g->ir, agg, in->var)) return "a node statement reads a row the aggregation writes other than as a sum";
+    }
+    return NULL;
+}
+
 /* ---- scalars=lane: the per-edge scalars a lane evaluates for an edge of its own ---- */
 
 /* Ops a lane evaluates alone: the elementwise ones and the dot product (not a row's concatenation
@@ -1288,21 +1412,22 @@ static void emit_row_context(kgen *g, const cg_config *cfg)
 
 /* Adds node accumulators into global memory: `+=` when this warp owns the node (other
  * instances may contribute too), atomically when `atomic_cond` (a CUDA expression, or "1")
- * says several warps share it. */
-static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const char *atomic_cond)
+ * says several warps share it; those `skip` marks (or none: NULL) are only cleared. */
+static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const char *atomic_cond, const int *skip)
 {
     int shared = 0, regs = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->acc_off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
-        if (!g->mat[v] && !reset) continue;
+        int store = g->mat[v] && !(skip && skip[v]);
+        if (!store && !reset) continue;
         int reg = g->reg_slots[v] > 0;
         shared |= !reg;
         regs |= reg;
         char sum[64];
         open_row_loop(g, b, w, reg, NULL);
         row_home(g, g->acc_off, v, "i", sum, sizeof sum);
-        if (g->mat[v]) {
+        if (store) {
             RG_ASSERT(!vt_is_bf16(V(g, v)));   /* an accumulation target: float32 (vt_bf16_exclusion) */
             g->var_used[v] = g->var_written[v] = 1;
             char dst[128];
@@ -1319,8 +1444,45 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
         close_row_loop(g, b, reg);
     }
     /* registers are the lane's own: the barrier is for shared rows (a vector statement wrote them
-     * in another element order than this loop's) */
-    if (shared || !regs) rg_str_printf(b, "        %s;\n", gsync(g));
+     * in another element order than this loop's); none when nothing was flushed (epi=on) */
+    if (shared || (!regs && !skip)) rg_str_printf(b, "        %s;\n", gsync(g));
+}
+
+/* epi=on: the node statements for destination `node`, from its sums (plan_epilogue), into *out. */
+static int render_epilogue(kgen *g, const char *node, rg_str *out, rg_err *err)
+{
+    rg_str saved = g->body;
+    g->body = (rg_str){0};
+    /* sums in registers that a statement of another shape reads: through the scratch row */
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->epi_off[v] < 0) continue;
+        open_row_loop(g, &g->body, (int)ir_var_row_width(V(g, v)), 1, NULL);
+        rg_str_printf(&g->body, "            scr[%d + i] = ra%d[k_];\n", g->epi_off[v], v);
+        close_row_loop(g, &g->body, 1);
+    }
+    /* the sums in shared memory were written in the edge statements' element order */
+    rg_str_printf(&g->body, "        %s;\n", gsync(g));
+    g->epi_mode = 1;
+    g->epi_node = node;
+    int rc = 0;
+    for (int k = 0; k < g->epi->nstmts && !rc; k++) rc = emit_stmt(g, &g->ir->stmts[g->epi->stmts[k].stmt], err);
+    g->epi_mode = 0;
+    *out = g->body;
+    g->body = saved;
+    return rc ? -1 : 0;
+}
+
+/* epi=on: the flush of destination `node`: when `whole` (a CUDA expression) says this row group summed
+ * all its incoming edges, the node statements (`epi`, render_epilogue's text) and the sums others read;
+ * otherwise every sum atomically, which the node traversal finishes. */
+static void emit_flush_whole(kgen *g, rg_str *b, const char *node, const char *whole, const char *epi, int reset)
+{
+    rg_str_printf(b, "        if (%s) {   /* epi=on: every incoming edge of %s is this row group's */\n", whole, node);
+    rg_str_puts(b, epi);
+    emit_flush(g, b, node, reset, NULL, g->epi_skip);
+    rg_str_puts(b, "        } else {\n");
+    emit_flush(g, b, node, reset, "1", NULL);
+    rg_str_puts(b, "        }\n");
 }
 
 /* Adds the weight-gradient partial sums of the current slot (wsl), which belong to edge type
@@ -1552,8 +1714,11 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
  * accumulators until the key changes, then adds them atomically: a neighbouring run may hold the
  * key's other edges. */
 static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *tpre, const char *lanes,
-                           const char *body)
+                           const char *body, const char *epi)
 {
+    /* epi=on: destination cur's edges are all in this run */
+    char whole[160] = "";
+    if (epi) snprintf(whole, sizeof whole, "%s[cur] >= q0 && %s[cur + 1] <= q_end", arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
     rg_str *b = &g->body;
     rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
                      "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; %s(void)tcur;\n",
@@ -1563,7 +1728,8 @@ static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *
     rg_str prefix = {0};
     if (key) {
         rg_str_printf(&prefix, "            if (%s != cur) {\n                if (cur >= 0) {\n", key);
-        emit_flush(g, &prefix, "cur", 1, "1");
+        if (epi) emit_flush_whole(g, &prefix, "cur", whole, epi, 1);
+        else emit_flush(g, &prefix, "cur", 1, "1", NULL);
         rg_str_printf(&prefix, "                }\n                cur = %s;\n            }\n", key);
     }
     if (tpre) rg_str_puts(&prefix, tpre);
@@ -1571,8 +1737,23 @@ static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *
     rg_str_free(&prefix);
     if (!key) return;
     rg_str_puts(b, "    if (cur >= 0) {\n");
-    emit_flush(g, b, "cur", 0, "1");
+    if (epi) emit_flush_whole(g, b, "cur", whole, epi, 0);
+    else emit_flush(g, b, "cur", 0, "1", NULL);
     rg_str_puts(b, "    }\n");
+}
+
+/* epi=on, the node traversal after the aggregation: a node the aggregation summed whole is done
+ * (et_fusion_plan gives the rule, which must be the aggregation's own). */
+static void emit_guard(kgen *g)
+{
+    RG_ASSERT(g->f == FORM_NODE_DOM && g->guard_chunk > 0);
+    rg_str_printf(&g->body, "    const int ga_ = %s[n], gb_ = %s[n + 1];\n", arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
+    if (g->guard == ET_GUARD_CHUNK)   /* a node of at most nchunk edges is one tile: one row group's */
+        rg_str_printf(&g->body, "    if (gb_ > ga_ && gb_ - ga_ <= %d) return;   /* epi=on: finished by the aggregation */\n",
+                      g->guard_chunk);
+    else   /* its edges lie in one run of the dst-sorted positions: one row group's */
+        rg_str_printf(&g->body, "    if (gb_ > ga_ && ga_ / %d == (gb_ - 1) / %d) return;   /* epi=on: finished by the aggregation */\n",
+                      g->guard_chunk, g->guard_chunk);
 }
 
 /* The rows of one kernel: which rows a warp takes and the statements run per row. With
@@ -1595,6 +1776,14 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         return -1;
     }
     const char *body0 = bodies[0].s ? bodies[0].s : "";
+    rg_str epi = {0};
+    if (g->epi && render_epilogue(g, g->f == FORM_NODE ? "n" : "cur", &epi, err)) {
+        for (int p = 0; p < np; p++) {
+            rg_str_free(&bodies[p]);
+            rg_str_free(&lanes[p]);
+        }
+        return -1;
+    }
     /* weight-gradient partial sums: flushed when their slot changes edge type, and at the end */
     rg_str tprefix = {0};
     int wacc = has_wacc(g);
@@ -1603,10 +1792,10 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     switch (g->f) {
     case FORM_EDGE:
         if (g->crrun) g->needs_cr = 1;
-        emit_edge_runs(g, 0, g->crrun ? "cr" : NULL, tpre, lanes[0].s, body0);
+        emit_edge_runs(g, 0, g->crrun ? "cr" : NULL, tpre, lanes[0].s, body0, NULL);
         break;
     case FORM_EDGE_DSTRUN:
-        emit_edge_runs(g, 1, "dn", tpre, lanes[0].s, body0);
+        emit_edge_runs(g, 1, "dn", tpre, lanes[0].s, body0, epi.s);
         break;
     case FORM_NODE:
         if (split) {
@@ -1627,7 +1816,8 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
             emit_edge_loop(g, "q_begin", "q_end", 1, walk_dst(g), tpre, lanes[p].s, bodies[p].s ? bodies[p].s : "");
             rg_str_printf(b, "    %s;\n", gsync(g));
         }
-        emit_flush(g, b, "n", 0, split ? "!whole" : NULL);
+        if (g->epi) emit_flush_whole(g, b, "n", "whole", epi.s, 0);
+        else emit_flush(g, b, "n", 0, split ? "!whole" : NULL, NULL);
         break;
     default: {
         /* one row per warp: unique pairs, nodes, types, or the single global row; a run of unique
@@ -1652,6 +1842,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
             else
                 rg_str_printf(b, "    const int %s = blockIdx.x * %d + warp;\n    if (%s >= num_rows) return;\n",
                               row_decl[g->f], g->rpb, row_decl[g->f]);
+            if (g->guard != ET_GUARD_NONE) emit_guard(g);
             rg_str_printf(b, "    {\n%s%s    }\n", ctxs.s ? ctxs.s : "", body0);
         }
         rg_str_free(&ctxs);
@@ -1660,6 +1851,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
     }
     if (wacc && (g->f == FORM_EDGE || g->f == FORM_EDGE_DSTRUN || g->f == FORM_NODE)) emit_wslot_final(g, b);
     rg_str_free(&tprefix);
+    rg_str_free(&epi);
     for (int p = 0; p < np; p++) {
         rg_str_free(&bodies[p]);
         rg_str_free(&lanes[p]);
@@ -1748,7 +1940,9 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->lane_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
-    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = g->lane_off[v] = -1;
+    g->epi_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    g->epi_skip = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = g->lane_off[v] = g->epi_off[v] = -1;
 }
 
 static void kgen_free(kgen *g)
@@ -1763,6 +1957,8 @@ static void kgen_free(kgen *g)
     free(g->lane_stmt);
     free(g->lane_off);
     free(g->lane_bcast);
+    free(g->epi_off);
+    free(g->epi_skip);
     rg_str_free(&g->body);
     rg_str_free(&g->vec_loads);
 }
@@ -1774,6 +1970,7 @@ typedef struct kpart {
     const int *keep;
     int crrun, part;
     const char *suffix;
+    const et_fusion *fu;   /* epi=on: the node statements it runs, or the rows it skips; NULL: none */
 } kpart;
 
 static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg,
@@ -1785,8 +1982,14 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     kgen_init(&g, ir, tr, cfg, mat, f);
     g.keep = kp->keep;
     g.crrun = kp->crrun;
+    if (kp->fu) {
+        g.epi = kp->fu->epilogue;
+        g.guard = kp->fu->guard;
+        g.guard_chunk = kp->fu->chunk;
+    }
     plan_rows(&g, tr, phases, phase, nphases);
     plan_lanes(&g, tr, phases, phase);
+    if (g.epi) plan_epilogue(&g);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
     long long smem = (long long)g.rpb * (g.scr_size > 0 ? g.scr_size : 1) * (long long)sizeof(double);
@@ -1855,8 +2058,8 @@ static int emit_split(const ir_program *ir, const lw_trav *tr, const int *mat, c
     int *keep_cr = rg_xmalloc((size_t)n * sizeof(int)), *keep_rest = rg_xmalloc((size_t)n * sizeof(int));
     et_split_part(ir, tr, mat, 1, keep_cr);
     int rest = et_split_part(ir, tr, mat, 2, keep_rest);
-    kpart first = {form_of(tr, cfg), keep_rest, 0, 2, ""}, second = {FORM_EDGE, keep_cr, 1, 1, "_cr"};
-    if (!rest) second = (kpart){FORM_EDGE, NULL, 1, 0, ""};
+    kpart first = {form_of(tr, cfg), keep_rest, 0, 2, "", NULL}, second = {FORM_EDGE, keep_cr, 1, 1, "_cr", NULL};
+    if (!rest) second = (kpart){FORM_EDGE, NULL, 1, 0, "", NULL};
     int rc = (rest && emit_part(ir, tr, mat, cfg, &first, phases, nphases, name, backward, plan, err)) ||
              emit_part(ir, tr, mat, cfg, &second, phases, nphases, name, backward, plan, err);
     free(keep_cr);
@@ -1867,6 +2070,12 @@ static int emit_split(const ir_program *ir, const lw_trav *tr, const int *mat, c
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err)
 {
+    return et_emit_fused(ir, tr, materialized, cfg, NULL, name, backward, plan, err);
+}
+
+int et_emit_fused(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
+                  const et_fusion *fu, const char *name, int backward, kp_plan *plan, rg_err *err)
+{
     int walk = et_compact_walk(ir, tr, cfg);
     int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof(int));
     int nphases = et_phases(ir, tr, phases);
@@ -1874,7 +2083,7 @@ int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, co
     if (walk && cfg->crsum == CFG_CRSUM_SPLIT) {
         rc = emit_split(ir, tr, materialized, cfg, phases, nphases, name, backward, plan, err);
     } else {
-        kpart one = {walk ? FORM_EDGE : form_of(tr, cfg), NULL, walk, 0, ""};
+        kpart one = {walk ? FORM_EDGE : form_of(tr, cfg), NULL, walk, 0, "", fu};
         rc = emit_part(ir, tr, materialized, cfg, &one, phases, nphases, name, backward, plan, err);
     }
     free(phases);
@@ -1927,4 +2136,38 @@ int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)
         return 0;
     }
     return 1;
+}
+
+const char *et_fusion_plan(const ir_program *ir, const lw_trav *agg, const lw_trav *node, const int *materialized,
+                           const cg_config *cfg, et_fusion *agg_fu, et_fusion *node_fu)
+{
+    memset(agg_fu, 0, sizeof *agg_fu);
+    memset(node_fu, 0, sizeof *node_fu);
+    if (!cfg->epilogue) return "epi=off";
+    if (agg->dom != IR_DOM_EDGE || agg->compact_rows || !agg->has_dst_aggregation)
+        return "the traversal before it sums into no destination";
+    if (node->dom != IR_DOM_NODE) return "the next traversal is not over nodes";
+    form f = form_of(agg, cfg);
+    if (f != FORM_NODE && f != FORM_EDGE_DSTRUN)
+        return "the aggregation adds every edge atomically (trav=edge, pagg=off): it holds no destination's sum";
+    if (et_compact_walk(ir, agg, cfg)) return "the aggregation walks the (etype, src) order (crsum)";
+    int *phases = rg_xmalloc((size_t)(agg->nstmts ? agg->nstmts : 1) * sizeof *phases);
+    int nphases = et_phases(ir, agg, phases);
+    const char *why = nphases > 1 ? "the aggregation walks each destination's edges in several passes" : NULL;
+    kgen g;
+    kgen_init(&g, ir, agg, cfg, materialized, f);
+    int sums = 0;
+    if (!why) {
+        plan_rows(&g, agg, phases, 0, nphases);
+        for (int k = 0; k < node->nstmts && !why; k++) why = epi_stmt_obstacle(&g, agg, node, k, &sums);
+        if (!why && !sums) why = "the node statements read none of the aggregation's sums";
+    }
+    if (!why) {
+        agg_fu->epilogue = node;
+        node_fu->guard = f == FORM_NODE ? ET_GUARD_CHUNK : ET_GUARD_RUN;
+        node_fu->chunk = f == FORM_NODE ? cfg->nchunk : g.run;
+    }
+    kgen_free(&g);
+    free(phases);
+    return why;
 }

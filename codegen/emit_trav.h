@@ -31,6 +31,33 @@ int et_split_part(const ir_program *ir, const lw_trav *tr, const int *materializ
 int et_emit(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
             const char *name, int backward, kp_plan *plan, rg_err *err);
 
+/* epi=on: an aggregating traversal runs the statements of the node traversal that follows it (RGAT's
+ * and HGT's division by the softmax sum) when it flushes a destination whose incoming edges it summed
+ * whole, from its accumulators, instead of storing them for that traversal to read back; the node
+ * traversal then skips those nodes (its guard) and finishes only the rest (heavy nodes split across
+ * row groups, dst runs cut by a row group's boundary, nodes without incoming edges). */
+typedef enum et_guard {
+    ET_GUARD_NONE,   /* every row */
+    ET_GUARD_CHUNK,  /* skip a node of 1..chunk incoming edges (node-centric tiles of chunk edges) */
+    ET_GUARD_RUN     /* skip a node whose incoming edges lie in one run of chunk dst-sorted positions */
+} et_guard;
+
+typedef struct et_fusion {
+    const lw_trav *epilogue;   /* for the aggregating traversal: the node traversal's statements, or NULL */
+    et_guard guard;            /* for the node traversal: the rows the aggregation finished */
+    int chunk;
+} et_fusion;
+
+/* Whether traversal `agg` (under its effective config cfg) can run the statements of `node`, the
+ * instance after it, for the destinations it sums whole: NULL with agg_fu and node_fu filled, or why
+ * not. */
+const char *et_fusion_plan(const ir_program *ir, const lw_trav *agg, const lw_trav *node, const int *materialized,
+                           const cg_config *cfg, et_fusion *agg_fu, et_fusion *node_fu);
+
+/* et_emit with a fusion (NULL: none). */
+int et_emit_fused(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
+                  const et_fusion *fu, const char *name, int backward, kp_plan *plan, rg_err *err);
+
 /* Whether a node-centric kernel of this traversal walks each node's edges once, so that nodes of
  * more than cfg->nchunk incoming edges are split across row groups (the degree-aware hybrid). */
 int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg);

@@ -190,6 +190,23 @@ static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_conf
     return 0;
 }
 
+/* epi=on changes only a plan with an aggregation whose node statements it can run (cg_fusions). */
+static int epi_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    if (!cfg->epilogue) return 1;
+    int *mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
+    et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);
+    cg_materialization(ir, lp, cfg, mat);
+    int n = cg_fusions(ir, lp, cfg, mat, fu);
+    free(fu);
+    free(mat);
+    if (!n)
+        rg_errf(err, "epi=on runs the node statements after an aggregation (the softmax's division) in the aggregating "
+                     "kernel; this plan has no such pair (it needs softmax=single, and trav=node or pagg=on, on a model "
+                     "with attention), so it would duplicate epi=off");
+    return n > 0;
+}
+
 /* The passes cfg chooses, as model_load_opts takes them. */
 static model_options pass_options(const pl_problem *p, const cg_config *cfg, const rr_stats *rs, FILE *log,
                                   int *inapplicable)
@@ -244,7 +261,8 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         ir_free(ir);
         return -1;
     }
-    if (!split_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) || !lanes_apply(ir, lp, cfg, err)) {
+    if (!split_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) || !lanes_apply(ir, lp, cfg, err) ||
+        !epi_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);
         return PL_INAPPLICABLE;
