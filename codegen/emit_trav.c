@@ -72,6 +72,7 @@ typedef struct kgen {
     const char *epi_node;         /* ... whose index this names ("n" or "cur") */
     int *epi_off;                 /* per var: the scratch row an accumulator in registers is copied to, or -1 */
     int *epi_skip;                /* per var: an accumulator only they read, not stored for a whole destination */
+    int *epi_recip;               /* per var: its copy holds reciprocals (1: of a divisor, 2: 0 for a zero one) */
     int epi_spills;               /* some accumulator goes through the scratch row for them */
     et_guard guard;               /* node rows: skip those the aggregation before finished */
     int guard_chunk;
@@ -416,6 +417,11 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
     char a[512] = "", b[512] = "";
     if (s->nin > 0 && operand_ref(g, &s->in[0], "h", "d", a, sizeof a, err)) return -1;
     if (s->nin > 1 && operand_ref(g, &s->in[1], "h", "d", b, sizeof b, err)) return -1;
+    if (g->epi_mode && (s->op == IR_OP_DIV || s->op == IR_OP_DIV_NZ) && epi_acc_read(g, &s->in[1]) &&
+        g->epi_recip[s->in[1].var]) {
+        snprintf(out, n, "%s * %s", a, b);   /* b holds 1 / divisor, 0 for a zero one under DIV_NZ */
+        return 0;
+    }
     switch (s->op) {
     case IR_OP_ADD: snprintf(out, n, "%s + %s", a, b); return 0;
     case IR_OP_SUB: snprintf(out, n, "%s - %s", a, b); return 0;
@@ -1169,9 +1175,29 @@ static int epi_only_reader(const kgen *g, int v)
     return 1;
 }
 
+/* How the node statements read accumulator v: 1 if only as the divisor of DIV statements, 2 if only
+ * as that of DIV_NZ ones, else 0. */
+static int divisor_kind(const kgen *g, int v)
+{
+    int kind = -1;
+    for (int k = 0; k < g->epi->nstmts; k++) {
+        const ir_stmt *s = &g->ir->stmts[g->epi->stmts[k].stmt];
+        for (int j = 0; j < s->nin; j++) {
+            if (s->in[j].acc == IR_ACC_CONST || s->in[j].var != v) continue;
+            int here = j == 1 && s->in[0].var != v ? s->op == IR_OP_DIV ? 1 : s->op == IR_OP_DIV_NZ ? 2 : 0 : 0;
+            if (kind >= 0 && kind != here) return 0;
+            kind = here;
+        }
+    }
+    return kind > 0 ? kind : 0;
+}
+
 /* Where the node statements find each sum: a lane holds its own elements of an accumulator in
  * registers, so a statement whose loop is the accumulator's own shape reads its register, and any
- * other (a head's divisor broadcast over the features) reads a copy in the scratch row (epi_off). */
+ * other (a head's divisor broadcast over the features) reads a copy in the scratch row (epi_off).
+ * A divisor narrower than its statement's row is copied as its reciprocal (epi_recip): the row's
+ * elements are then multiplied, a division a head instead of one per element (an inlined float64
+ * division costs a lane 16 registers, and the aggregation's occupancy with them). */
 static void plan_epilogue(kgen *g)
 {
     for (int k = 0; k < g->epi->nstmts; k++) {
@@ -1181,11 +1207,13 @@ static void plan_epilogue(kgen *g)
         iter_shape(g, s, &H, &D);
         for (int j = 0; j < s->nin; j++) {
             int v = s->in[j].var;
-            if (s->in[j].acc == IR_ACC_CONST || v < 0 || g->acc_off[v] < 0 || !g->reg_slots[v] || g->epi_off[v] >= 0)
-                continue;
+            if (s->in[j].acc == IR_ACC_CONST || v < 0 || g->acc_off[v] < 0 || g->epi_off[v] >= 0) continue;
             const ir_var *x = V(g, v);
-            if (vt_heads(x) == H && x->dim == D && vt_heads(o) == H && o->dim == D) continue;
+            int own_shape = vt_heads(x) == H && x->dim == D && vt_heads(o) == H && o->dim == D;
+            int recip = own_shape ? 0 : divisor_kind(g, v);
+            if ((!g->reg_slots[v] || own_shape) && !recip) continue;
             g->epi_off[v] = g->scr_size;
+            g->epi_recip[v] = recip;
             g->scr_size += (int)ir_var_row_width(x);
         }
     }
@@ -1453,12 +1481,19 @@ static int render_epilogue(kgen *g, const char *node, rg_str *out, rg_err *err)
 {
     rg_str saved = g->body;
     g->body = (rg_str){0};
-    /* sums in registers that a statement of another shape reads: through the scratch row */
+    /* sums in registers that a statement of another shape reads, and narrow divisors (as reciprocals):
+     * through the scratch row */
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->epi_off[v] < 0) continue;
-        open_row_loop(g, &g->body, (int)ir_var_row_width(V(g, v)), 1, NULL);
-        rg_str_printf(&g->body, "            scr[%d + i] = ra%d[k_];\n", g->epi_off[v], v);
-        close_row_loop(g, &g->body, 1);
+        int reg = g->reg_slots[v] > 0;
+        char sum[64];
+        open_row_loop(g, &g->body, (int)ir_var_row_width(V(g, v)), reg, NULL);
+        row_home(g, g->acc_off, v, "i", sum, sizeof sum);
+        if (g->epi_recip[v] == 2)
+            rg_str_printf(&g->body, "            scr[%d + i] = %s != 0.0 ? 1.0 / %s : 0.0;\n", g->epi_off[v], sum, sum);
+        else
+            rg_str_printf(&g->body, "            scr[%d + i] = %s%s;\n", g->epi_off[v], g->epi_recip[v] ? "1.0 / " : "", sum);
+        close_row_loop(g, &g->body, reg);
     }
     /* the sums in shared memory were written in the edge statements' element order */
     rg_str_printf(&g->body, "        %s;\n", gsync(g));
@@ -1716,20 +1751,30 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
 static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *tpre, const char *lanes,
                            const char *body, const char *epi)
 {
-    /* epi=on: destination cur's edges are all in this run */
-    char whole[160] = "";
-    if (epi) snprintf(whole, sizeof whole, "%s[cur] >= q0 && %s[cur + 1] <= q_end", arr(g, KG_IN_PTR), arr(g, KG_IN_PTR));
     rg_str *b = &g->body;
     rg_str_printf(b, "    const int q0 = (blockIdx.x * %d + warp) * %d;\n    if (q0 >= num_rows) return;\n"
                      "    const int q_end = min(q0 + %d, num_rows);\n    int cur = -1, tcur = -1; %s(void)tcur;\n",
                   g->rpb, g->run, g->run, key ? "" : "(void)cur; ");
+    if (epi) {
+        /* epi=on: only the run's first destination can have edges before q0, and only its last edges
+         * after q_end; both known from the dst-sorted order before the walk, off its critical path */
+        const char *dst = arr(g, KG_IN_DST);
+        rg_str_printf(b, "    const int cut0_ = q0 > 0 && %s[q0 - 1] == %s[q0];   /* the first destination began before q0 */\n"
+                         "    const int cut1_ = q_end < num_rows && %s[q_end] == %s[q_end - 1];   /* the last goes on after q_end */\n"
+                         "    int first_ = 1;\n",
+                      dst, dst, dst, dst);
+    }
     emit_wslot_decls(g);
     emit_zero_acc(g);
     rg_str prefix = {0};
     if (key) {
         rg_str_printf(&prefix, "            if (%s != cur) {\n                if (cur >= 0) {\n", key);
-        if (epi) emit_flush_whole(g, &prefix, "cur", whole, epi, 1);
-        else emit_flush(g, &prefix, "cur", 1, "1", NULL);
+        if (epi) {
+            emit_flush_whole(g, &prefix, "cur", "!(first_ && cut0_)", epi, 1);
+            rg_str_puts(&prefix, "                first_ = 0;\n");
+        } else {
+            emit_flush(g, &prefix, "cur", 1, "1", NULL);
+        }
         rg_str_printf(&prefix, "                }\n                cur = %s;\n            }\n", key);
     }
     if (tpre) rg_str_puts(&prefix, tpre);
@@ -1737,7 +1782,7 @@ static void emit_edge_runs(kgen *g, int dst_order, const char *key, const char *
     rg_str_free(&prefix);
     if (!key) return;
     rg_str_puts(b, "    if (cur >= 0) {\n");
-    if (epi) emit_flush_whole(g, b, "cur", whole, epi, 0);
+    if (epi) emit_flush_whole(g, b, "cur", "!(first_ && cut0_) && !cut1_", epi, 0);
     else emit_flush(g, b, "cur", 0, "1", NULL);
     rg_str_puts(b, "    }\n");
 }
@@ -1942,6 +1987,7 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
     g->epi_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->epi_skip = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->epi_recip = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     for (int v = 0; v < ir->nvars; v++) g->scr_off[v] = g->acc_off[v] = g->wacc_off[v] = g->lane_off[v] = g->epi_off[v] = -1;
 }
 
@@ -1959,6 +2005,7 @@ static void kgen_free(kgen *g)
     free(g->lane_bcast);
     free(g->epi_off);
     free(g->epi_skip);
+    free(g->epi_recip);
     rg_str_free(&g->body);
     rg_str_free(&g->vec_loads);
 }
