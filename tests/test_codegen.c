@@ -890,6 +890,113 @@ static void test_lane_scalars_backward(void **state)
     cg_variant_free(&lane);
 }
 
+/* The text of the branch of an aggregation kernel that flushes a destination it summed whole (epi=on):
+ * from its marker to the `} else {` of the atomic branch, copied into buf. */
+static const char *whole_branch(const char *src, char *buf, size_t n)
+{
+    const char *a = strstr(src, "epi=on: every incoming edge");
+    if (!a) return NULL;
+    const char *b = strstr(a, "} else {");
+    if (!b) return NULL;
+    snprintf(buf, n, "%.*s", (int)(b - a), a);
+    return buf;
+}
+
+/* The parameter name (v<N>) the kernel gives variable `var`, from its comment, or "" when absent. */
+static void param_of(const char *src, const char *var, char *out, size_t n)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, " /* %s */", var);
+    const char *t = strstr(src, tag);
+    *out = 0;
+    if (!t) return;
+    const char *v = t;
+    while (v > src && v[-1] != ' ') v--;
+    snprintf(out, n, "%.*s[", (int)(t - v), v);
+}
+
+/* epi=on: the aggregation runs the division after it for the destinations it sums whole, in the node
+ * form (tiles of nchunk edges) and the dst-run form, with register or shared accumulators; the node
+ * kernel after it skips exactly those nodes by the same rule; only sums another kernel reads are
+ * still stored for them (training keeps att_sum for the backward pass); refused where nothing fuses. */
+static void test_epilogue_in_aggregation(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgat", "hgt"};
+    static const struct { const char *kv, *agg_mark, *guard; } forms[] = {
+        {"trav=node,nchunk=16,lanes=8,acc=reg,scalars=lane", "if (whole)", "gb_ - ga_ <= 16"},
+        {"trav=node,lanes=32", "if (whole)", "gb_ - ga_ <= 64"},
+        {"trav=edge,lanes=16,acc=reg", "!(first_ && cut0_)", "ga_ / 32 == (gb_ - 1) / 32"},
+        {"trav=edge,lanes=8", "!(first_ && cut0_) && !cut1_", "ga_ / 32 == (gb_ - 1) / 32"},
+    };
+    rg_err err;
+    char buf[16384], sum[32], out[32];
+    kp_plan plan = {0};
+    int fused = 0;
+    for (int m = 0; m < 2; m++)
+        for (int t = 0; t < 2; t++)
+            for (int f = 0; f < 4; f++) {
+                const char *task = t ? "train" : "infer";
+                if (t && strstr(forms[f].kv, "acc=reg")) continue;   /* refused in training (known_wrong_mapping) */
+                char kv[256];
+                snprintf(kv, sizeof kv, "softmax=single,%s%s", forms[f].kv, t ? ",recompute=on" : "");
+                cg_config cfg;
+                cg_variant off, on;
+                cfg_default(&cfg);
+                assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
+                if (build_variant(models[m], task, &cfg, &off, &err)) fail_msg("%s %s %s: %s", models[m], task, kv, err.msg);
+                cfg.epilogue = 1;
+                if (build_variant(models[m], task, &cfg, &on, &err)) fail_msg("%s %s %s,epi=on: %s", models[m], task, kv, err.msg);
+                /* the same kernels; the aggregation is the kernel before the node rows' one */
+                assert_int_equal(on.plan.nkernels, off.plan.nkernels);
+                int node = -1;
+                for (int k = 1; k < on.plan.nkernels && node < 0; k++)
+                    if (strstr(on.plan.kernels[k].source, "epi=on: finished by the aggregation")) node = k;
+                if (node < 0) fail_msg("%s %s %s: no node kernel skips finished nodes", models[m], task, kv);
+                const char *agg = on.plan.kernels[node - 1].source, *agg_off = kernel_source(&off, on.plan.kernels[node - 1].name);
+                assert_non_null(strstr(on.plan.kernels[node].source, forms[f].guard));
+                assert_non_null(strstr(agg, forms[f].agg_mark));
+                assert_null(strstr(agg_off, "epi=on"));
+                /* the divisor as a reciprocal, a zero sum giving 0 */
+                assert_non_null(strstr(agg, "!= 0.0 ? 1.0 / "));
+                /* the output row is written by the aggregation, att_sum in the whole branch only in training */
+                param_of(agg, "h", out, sizeof out);
+                param_of(agg, "att_sum", sum, sizeof sum);
+                assert_true(*out && *sum);
+                const char *whole = whole_branch(agg, buf, sizeof buf);
+                assert_non_null(whole);
+                if (!strstr(whole, out)) fail_msg("%s %s %s: the whole branch does not write %s", models[m], task, kv, out);
+                if (t != (strstr(whole, sum) != NULL))
+                    fail_msg("%s %s %s: the whole branch %s att_sum (%s)", models[m], task, kv, t ? "does not store" : "stores", sum);
+                queue90(&plan, &on.plan.kernels[node - 1]);
+                queue90(&plan, &on.plan.kernels[node]);
+                fused++;
+                cg_variant_free(&off);
+                cg_variant_free(&on);
+            }
+    /* refused where no aggregation has node statements after it to run */
+    static const struct { const char *model, *kv; } none[] = {
+        {"rgcn", "trav=node,epi=on"},
+        {"rgat", "softmax=twopass,epi=on"},
+        {"hgt", "softmax=single,trav=edge,pagg=off,epi=on"},
+    };
+    for (int i = 0; i < 3; i++) {
+        cg_config cfg;
+        cg_variant v;
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, none[i].kv, &err), 0);
+        assert_int_equal(build_variant(none[i].model, "infer", &cfg, &v, &err), PL_INAPPLICABLE);
+        assert_non_null(strstr(err.msg, "it would duplicate epi=off"));
+    }
+    assert_int_equal(fused, 12);
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("epi=on: %d variants, their aggregation and node kernels compiled for sm_90 (%d from the cache)\n", fused,
+           c.cache_hits);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
 /* With recompute=on, training's edge-centric forward traversals are the inference plan's under the same
  * schedule, text for text, for the mappings refused in training otherwise (pipeline.c, known_wrong_mapping):
  * a per-kernel schedule of a forward instance passes there, of a backward one (or the global schedule)
@@ -1119,6 +1226,7 @@ int main(void)
         cmocka_unit_test(test_lane_scalars_in_sources),
         cmocka_unit_test(test_lane_scalars_backward),
         cmocka_unit_test(test_recompute_forward_is_inference),
+        cmocka_unit_test(test_epilogue_in_aggregation),
         cmocka_unit_test(test_lane_scalars_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),
