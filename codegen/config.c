@@ -106,6 +106,14 @@ static int cfg_rule_nchunk(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_cdot(const cg_config *c, rg_err *err)
+{
+    if (c->cdot && c->compact == CFG_COMPACT_OFF)
+        return rg_errf(err, "invalid: cdot=edge leaves compaction's dot products per edge; compact=off computes every "
+                            "value per edge already, so it would duplicate cdot=table");
+    return 0;
+}
+
 /* ---- The table ---- */
 
 /* Each key's member read and written as an int code. */

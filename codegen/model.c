@@ -61,6 +61,17 @@ int model_add_loss(ir_program *p, rg_err *err)
 
 /* A config that asks for the rewrite where it cannot apply is refused, so that it is not
  * measured as a copy of the two-pass program. */
+/* cdot=edge: refused where compaction takes no dot product (it would duplicate cdot=table). */
+static int compact(ir_program *p, const model_options *opt, rg_err *err)
+{
+    int kept = 0;
+    if (pc_compact_opts(p, !opt->dots_per_edge, &kept, opt->log, err) < 0) return -1;
+    if (!opt->dots_per_edge || kept) return 0;
+    if (opt->inapplicable) *opt->inapplicable = 1;
+    return rg_errf(err, "cdot=edge leaves per edge the dot products compaction would put in a table of their own; %s has "
+                        "none, so it would duplicate cdot=table", p->name);
+}
+
 static int single_pass_softmax(ir_program *p, const model_options *opt, rg_err *err)
 {
     char why[160];
@@ -104,7 +115,7 @@ ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const
         rr_options ro = {.stats = opt->stats, .assume_compact = opt->compact, .log = opt->log};
         if (rr_reorder(p, &ro, err) < 0) goto fail;
     }
-    if (opt && opt->compact && pc_compact(p, opt->log, err) < 0) goto fail;
+    if (opt && opt->compact && compact(p, opt, err) < 0) goto fail;
     if (opt && opt->softmax_single && single_pass_softmax(p, opt, err) < 0) goto fail;
     if (!strcmp(task, "train")) {
         if (model_add_loss(p, err) < 0) goto fail;

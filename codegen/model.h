@@ -10,6 +10,7 @@
 typedef struct model_options {
     const char *task;       /* "infer" (default) or "train" */
     int reorder, compact;   /* inter-operator passes */
+    int dots_per_edge;      /* compaction leaves dot products per edge (cdot=edge) */
     const rr_stats *stats;  /* for reordering decisions; NULL: nominal counts */
     FILE *log;              /* pass reports (reorder counts, compacted variables); NULL: quiet */
     int softmax_single;     /* pass_softmax: edge_softmax's division deferred to the nodes */

@@ -16,14 +16,14 @@ static int single_writer(const ir_program *p, int var)
     return w;
 }
 
-static int candidate(const ir_program *p, int var)
+static int candidate(const ir_program *p, int var, int dots)
 {
     const ir_var *v = &p->vars[var];
     if (v->kind != IR_VAR_EDGE || v->layout != IR_LAYOUT_VANILLA || v->role != IR_ROLE_TEMP) return 0;
     int w = single_writer(p, var);
     if (w < 0) return 0;
     const ir_stmt *s = &p->stmts[w];
-    if (s->dom != IR_DOM_EDGE || s->accumulate || s->out.acc != IR_ACC_ROW) return 0;
+    if (s->dom != IR_DOM_EDGE || s->accumulate || s->out.acc != IR_ACC_ROW || (!dots && s->op == IR_OP_DOT)) return 0;
     for (int i = 0; i < s->nin; i++)
         if (!ir_operand_src_etype_only(p, &s->in[i])) return 0;
     return 1;
@@ -47,6 +47,11 @@ static int try_mark(ir_program *p, int var, char *per_unique_before)
 
 int pc_compact(ir_program *p, FILE *log, rg_err *err)
 {
+    return pc_compact_opts(p, 1, NULL, log, err);
+}
+
+int pc_compact_opts(ir_program *p, int dots, int *kept, FILE *log, rg_err *err)
+{
     if (p->nforward != p->nstmts)
         return rg_errf(err, "%s: compaction runs on the forward program, before autodiff", p->name);
     char *before = rg_xmalloc((size_t)p->nstmts + 1);
@@ -54,10 +59,18 @@ int pc_compact(ir_program *p, FILE *log, rg_err *err)
     for (int changed = 1; changed;) {
         changed = 0;
         for (int v = 0; v < p->nvars; v++)
-            if (candidate(p, v) && try_mark(p, v, before)) {
+            if (candidate(p, v, dots) && try_mark(p, v, before)) {
                 if (log) fprintf(log, "compact: %s depends only on (src, etype): COMPACT layout\n", p->vars[v].name);
                 marked++;
                 changed = 1;
+            }
+    }
+    if (kept) {   /* the dot products that compaction would have taken */
+        *kept = 0;
+        for (int v = 0; v < p->nvars && !dots; v++)
+            if (candidate(p, v, 1) && !candidate(p, v, 0)) {
+                if (log) fprintf(log, "compact: %s left per edge (cdot=edge)\n", p->vars[v].name);
+                ++*kept;
             }
     }
     free(before);

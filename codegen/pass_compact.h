@@ -18,4 +18,9 @@
  */
 int pc_compact(ir_program *p, FILE *log, rg_err *err);
 
+/* pc_compact, where dots = 0 leaves dot products per edge (config cdot=edge: a per-edge scalar of
+ * compact rows, RGAT's source attention term hs . w_s, evaluated in the traversal that reads it
+ * instead of a table of its own); *kept (may be NULL) gets how many such dot products stayed per edge. */
+int pc_compact_opts(ir_program *p, int dots, int *kept, FILE *log, rg_err *err);
+
 #endif

@@ -215,6 +215,7 @@ static model_options pass_options(const pl_problem *p, const cg_config *cfg, con
         .task = p->task,
         .reorder = cfg->reorder,
         .compact = cfg->compact != CFG_COMPACT_OFF,
+        .dots_per_edge = cfg->cdot,
         .stats = rs,
         .log = log,
         .softmax_single = cfg->softmax == CFG_SOFTMAX_SINGLE,

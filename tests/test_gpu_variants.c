@@ -160,7 +160,7 @@ static void test_default_space_matches_reference(void **state)
 }
 
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
- * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
+ * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
  * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
  * RGNN_GPU_MAPPING_ONLY=K: the K-th space below alone, from 0). */
 static void test_mapping_values_match_reference(void **state)
@@ -180,7 +180,7 @@ static void test_mapping_values_match_reference(void **state)
         "trav: node edge\nsoftmax: twopass single\nlanes: 8 32\ntblock: 32 64 1024\nlb: off on\n",
         "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 8 16 32\nrecompute: off on\nscalars: lane replicated\n",
         "trav: node edge\npagg: on off\nsoftmax: single\nlanes: 8 32\nacc: smem reg\nnchunk: 4 64\nscalars: group lane\n"
-        "recompute: off on\nepi: on\n",
+        "recompute: off on\nepi: on\ncdot: table edge\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
