@@ -997,6 +997,54 @@ static void test_epilogue_in_aggregation(void **state)
     kp_plan_free(&plan);
 }
 
+/* cdot=edge: RGAT's plan loses the kernel over compact rows that wrote atts, and its aggregation
+ * computes the dot product of the compact row hs[cr] with w_s itself, in both tasks; refused where
+ * nothing is left per edge and with compact=off. */
+static void test_compact_dot_in_traversal(void **state)
+{
+    (void)state;
+    rg_err err;
+    for (int t = 0; t < 2; t++) {
+        const char *task = t ? "train" : "infer";
+        cg_config cfg;
+        cg_variant table, edge;
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, "softmax=single,lanes=8", &err), 0);
+        assert_int_equal(build_variant("rgat", task, &cfg, &table, &err), 0);
+        cfg.cdot = 1;
+        if (build_variant("rgat", task, &cfg, &edge, &err)) fail_msg("rgat %s cdot=edge: %s", task, err.msg);
+        assert_int_equal(edge.plan.nkernels, table.plan.nkernels - 1 - t);   /* training: its gradient's kernel too */
+        int dots = 0, unique_rows = 0;
+        for (int k = 0; k < edge.plan.nkernels; k++) {
+            const char *src = edge.plan.kernels[k].source;
+            unique_rows += strstr(src, "compact (src, etype) rows, ") != NULL;
+            dots += strstr(src, "/* w_s */") && strstr(src, "/* hs */") && strstr(src, "edge-centric");
+        }
+        assert_int_equal(unique_rows, 0);
+        assert_true(dots >= 1 + t);   /* the aggregation, and in training the backward traversal */
+        int table_rows = 0;
+        for (int k = 0; k < table.plan.nkernels; k++)
+            table_rows += strstr(table.plan.kernels[k].source, "compact (src, etype) rows, ") != NULL;
+        assert_true(table_rows >= 1);
+        cg_variant_free(&table);
+        cg_variant_free(&edge);
+    }
+    static const struct { const char *model, *kv, *why; } refused[] = {
+        {"hgt", "cdot=edge", "it would duplicate cdot=table"},
+        {"rgcn", "cdot=edge", "it would duplicate cdot=table"},
+        {"rgat", "cdot=edge,compact=off", "compact=off computes every value per edge already"},
+    };
+    for (int i = 0; i < 3; i++) {
+        cg_config cfg;
+        cg_variant v;
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, refused[i].kv, &err), 0);
+        int rc = build_variant(refused[i].model, "infer", &cfg, &v, &err);
+        assert_true(rc == PL_INAPPLICABLE || rc == -1);
+        if (!strstr(err.msg, refused[i].why)) fail_msg("%s %s: %s", refused[i].model, refused[i].kv, err.msg);
+    }
+}
+
 /* With recompute=on, training's edge-centric forward traversals are the inference plan's under the same
  * schedule, text for text, for the mappings refused in training otherwise (pipeline.c, known_wrong_mapping):
  * a per-kernel schedule of a forward instance passes there, of a backward one (or the global schedule)
@@ -1227,6 +1275,7 @@ int main(void)
         cmocka_unit_test(test_lane_scalars_backward),
         cmocka_unit_test(test_recompute_forward_is_inference),
         cmocka_unit_test(test_epilogue_in_aggregation),
+        cmocka_unit_test(test_compact_dot_in_traversal),
         cmocka_unit_test(test_lane_scalars_compile),
         cmocka_unit_test(test_rgcn_infer_space_compiles),
         cmocka_unit_test(test_rgat_infer_space_compiles),

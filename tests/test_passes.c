@@ -260,6 +260,33 @@ static void test_compact_rgat_hgt(void **state)
     ir_free(p);
 }
 
+/* cdot=edge: compaction without its dot products leaves RGAT's atts per edge (the message stays
+ * compact) and counts it; HGT's and RGCN's compact values are linears, so nothing is left. */
+static void test_compact_dots_per_edge(void **state)
+{
+    (void)state;
+    rg_err err;
+    int kept = -1;
+    ir_program *p = load("rgat", 64, 64, 2);
+    FILE *log = open_log();
+    assert_int_equal(pc_compact_opts(p, 0, &kept, log, &err), 1);
+    fclose(log);
+    verified(p);
+    assert_int_equal(kept, 1);
+    assert_int_equal(layout(p, "hs"), IR_LAYOUT_COMPACT);
+    assert_int_equal(layout(p, "atts"), IR_LAYOUT_VANILLA);
+    assert_non_null(strstr(log_buf, "atts left per edge (cdot=edge)"));
+    ir_free(p);
+    static const char *const others[] = {"hgt", "rgcn"};
+    for (int i = 0; i < 2; i++) {
+        p = load(others[i], 64, 64, 1);
+        int before = pc_compact_opts(p, 0, &kept, NULL, &err);
+        assert_true(before >= 1);
+        assert_int_equal(kept, 0);
+        ir_free(p);
+    }
+}
+
 static void test_compact_keeps_summed_rows(void **state)
 {
     (void)state;
@@ -472,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_reorder_hgt),
         cmocka_unit_test(test_reorder_needs_forward_only),
         cmocka_unit_test(test_compact_rgat_hgt),
+        cmocka_unit_test(test_compact_dots_per_edge),
         cmocka_unit_test(test_compact_keeps_summed_rows),
         cmocka_unit_test(test_lower_rgcn),
         cmocka_unit_test(test_lower_rgat),
