@@ -1861,6 +1861,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
             emit_edge_loop(g, "q_begin", "q_end", 1, walk_dst(g), tpre, lanes[p].s, bodies[p].s ? bodies[p].s : "");
             rg_str_printf(b, "    %s;\n", gsync(g));
         }
+        RG_ASSERT(!g->epi || split);   /* et_fusion_plan: one pass over each node's edges */
         if (g->epi) emit_flush_whole(g, b, "n", "whole", epi.s, 0);
         else emit_flush(g, b, "n", 0, split ? "!whole" : NULL, NULL);
         break;
