@@ -1,7 +1,6 @@
--- Session 20 (issue 18): the best of each problem with epi=off and with epi=on, at the session's final
--- generator (commits 41abad1, 39f005c, 35e5120 and 2ed379a: the same code for these kernels, cdot=edge
--- new at 35e5120; f518cfb's rows are epi's first version, not counted), with the best point's form
--- (trav/lanes/nchunk/cdot) and the gather floor (its own measurement's):
+-- Session 20 (issue 18): the best of each problem with epi=off and with epi=on, both from one run
+-- (commit 41abad1: plans/epi/list.txt; f518cfb's rows are epi's first version, the later commits' other
+-- runs), with the best point's form (trav/lanes/nchunk/cdot) and the gather floor (its own measurement's):
 --   sqlite3 -header -column results/h200/session20.db < plans/epi/best.sql
 -- columns: model, task, dataset, best epi=off (its form: trav/lanes/nchunk), best epi=on (its form),
 -- on / off, gather floor ms, best x gather floor
@@ -10,8 +9,7 @@ with m as (
          json_extract(v.config, '$.trav') || '/' || coalesce(json_extract(v.config, '$.lanes'), '-') || '/' ||
          coalesce(json_extract(v.config, '$.nchunk'), 64) || '/' || coalesce(json_extract(v.config, '$.cdot'), 'table') form
   from measurements m join variants v on v.id=m.variant_id join datasets d on d.id=m.dataset_id
-  where m.status='ok' and (m.git_commit like '41abad1%' or m.git_commit like '39f005c%' or m.git_commit like '35e5120%'
-                           or m.git_commit like '2ed379a%')
+  where m.status='ok' and m.git_commit like '41abad1%'
     and d.name in ('fb15k237', 'mag_0.1', 'synth:am', 'synth:mag')),
 r as (select *, row_number() over (partition by model, task, ds, epi order by ms) rk from m),
 off as (select * from r where epi=0 and rk=1),
