@@ -107,9 +107,11 @@ void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_con
     free(owner);
 }
 
-int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu)
+int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu,
+               const char **why)
 {
     memset(fu, 0, (size_t)lp->ninst * sizeof *fu);
+    if (why) *why = NULL;
     int n = 0;
     for (int i = 0; i + 1 < lp->ninst; i++) {
         const lw_instance *a = &lp->inst[i], *b = &lp->inst[i + 1];
@@ -117,7 +119,11 @@ int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg,
         cg_config one;
         cfg_for_instance(cfg, a->name, &one);
         et_fusion fa, fb;
-        if (et_fusion_plan(ir, &a->u.trav, &b->u.trav, mat, &one, &fa, &fb)) continue;
+        const char *no = et_fusion_plan(ir, &a->u.trav, &b->u.trav, mat, &one, &fa, &fb);
+        if (no) {
+            if (why && !*why && a->u.trav.has_dst_aggregation && b->u.trav.dom == IR_DOM_NODE) *why = no;
+            continue;
+        }
         fu[i].epilogue = fa.epilogue;
         fu[i + 1].guard = fb.guard;
         fu[i + 1].chunk = fb.chunk;
@@ -229,7 +235,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     out->materialized = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof(int));
     cg_materialization(ir, lp, cfg, out->materialized);
     et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);
-    cg_fusions(ir, lp, cfg, out->materialized, fu);
+    cg_fusions(ir, lp, cfg, out->materialized, fu, NULL);
     int rc = 0;
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];

@@ -26,8 +26,10 @@ void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_con
 /* epi=on: the pairs of an aggregating traversal and the node traversal right after it whose node
  * statements the aggregation runs (codegen/emit_trav.h, et_fusion_plan), each aggregation under its
  * own effective config: fu[i] for instance i (zero where none; room for lp->ninst). Returns the
- * number of pairs. */
-int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu);
+ * number of pairs; *why (may be NULL) gets why the first aggregation followed by a node traversal
+ * did not pair, or NULL. */
+int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu,
+               const char **why);
 void cg_variant_free(cg_variant *v);
 /* The buffers of variable `var` that the plan keeps in device memory: its rows (CG_RES_ROWS)
  * unless every kernel that reads it reads its copy in the dst-sorted order (KP_VAR_IN) instead,

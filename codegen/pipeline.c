@@ -197,13 +197,14 @@ static int epi_applies(const ir_program *ir, const lw_program *lp, const cg_conf
     int *mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
     et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);
     cg_materialization(ir, lp, cfg, mat);
-    int n = cg_fusions(ir, lp, cfg, mat, fu);
+    const char *why;
+    int n = cg_fusions(ir, lp, cfg, mat, fu, &why);
     free(fu);
     free(mat);
     if (!n)
         rg_errf(err, "epi=on runs the node statements after an aggregation (the softmax's division) in the aggregating "
-                     "kernel; this plan has no such pair (it needs softmax=single, and trav=node or pagg=on, on a model "
-                     "with attention), so it would duplicate epi=off");
+                     "kernel; this plan has no such pair (%s), so it would duplicate epi=off",
+                why ? why : "no aggregation is followed by node statements: it needs softmax=single on a model with attention");
     return n > 0;
 }
 
