@@ -73,7 +73,6 @@ typedef struct kgen {
     int *epi_off;                 /* per var: the scratch row an accumulator in registers is copied to, or -1 */
     int *epi_skip;                /* per var: an accumulator only they read, not stored for a whole destination */
     int *epi_recip;               /* per var: its copy holds reciprocals (1: of a divisor, 2: 0 for a zero one) */
-    int epi_spills;               /* some accumulator goes through the scratch row for them */
     et_guard guard;               /* node rows: skip those the aggregation before finished */
     int guard_chunk;
 } kgen;
@@ -1148,117 +1147,6 @@ static void plan_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, 
     }
 }
 
-/* ---- epi=on: the next instance's node statements at a whole destination's flush ---- */
-
-static int in_trav(const lw_trav *tr, int stmt)
-{
-    for (int k = 0; k < tr->nstmts; k++)
-        if (tr->stmts[k].stmt == stmt) return 1;
-    return 0;
-}
-
-static int writes_var(const ir_program *ir, const lw_trav *tr, int v)
-{
-    for (int k = 0; k < tr->nstmts; k++)
-        if (ir_stmt_writes(&ir->stmts[tr->stmts[k].stmt], v)) return 1;
-    return 0;
-}
-
-/* Whether the node statements are the only readers of accumulator v (then a whole destination's sum
- * is not stored: the node traversal skips that node). */
-static int epi_only_reader(const kgen *g, int v)
-{
-    const ir_var *x = V(g, v);
-    if (v == g->ir->output || v == g->ir->loss || x->role != IR_ROLE_TEMP || x->grad_of >= 0) return 0;
-    for (int i = 0; i < g->ir->nstmts; i++)
-        if (reads_operand(&g->ir->stmts[i], v) && !in_trav(g->epi, i)) return 0;
-    return 1;
-}
-
-/* How the node statements read accumulator v: 1 if only as the divisor of DIV statements, 2 if only
- * as that of DIV_NZ ones, else 0. */
-static int divisor_kind(const kgen *g, int v)
-{
-    int kind = -1;
-    for (int k = 0; k < g->epi->nstmts; k++) {
-        const ir_stmt *s = &g->ir->stmts[g->epi->stmts[k].stmt];
-        for (int j = 0; j < s->nin; j++) {
-            if (s->in[j].acc == IR_ACC_CONST || s->in[j].var != v) continue;
-            int here = j == 1 && s->in[0].var != v ? s->op == IR_OP_DIV ? 1 : s->op == IR_OP_DIV_NZ ? 2 : 0 : 0;
-            if (kind >= 0 && kind != here) return 0;
-            kind = here;
-        }
-    }
-    return kind > 0 ? kind : 0;
-}
-
-/* Where the node statements find each sum: a lane holds its own elements of an accumulator in
- * registers, so a statement whose loop is the accumulator's own shape reads its register, and any
- * other (a head's divisor broadcast over the features) reads a copy in the scratch row (epi_off).
- * A divisor narrower than its statement's row is copied as its reciprocal (epi_recip): the row's
- * elements are then multiplied, a division a head instead of one per element (an inlined float64
- * division costs a lane 16 registers, and the aggregation's occupancy with them). */
-static void plan_epilogue(kgen *g)
-{
-    for (int k = 0; k < g->epi->nstmts; k++) {
-        const ir_stmt *s = &g->ir->stmts[g->epi->stmts[k].stmt];
-        const ir_var *o = V(g, s->out.var);
-        int H, D;
-        iter_shape(g, s, &H, &D);
-        for (int j = 0; j < s->nin; j++) {
-            int v = s->in[j].var;
-            if (s->in[j].acc == IR_ACC_CONST || v < 0 || g->acc_off[v] < 0 || g->epi_off[v] >= 0) continue;
-            const ir_var *x = V(g, v);
-            int own_shape = vt_heads(x) == H && x->dim == D && vt_heads(o) == H && o->dim == D;
-            int recip = own_shape ? 0 : divisor_kind(g, v);
-            if ((!g->reg_slots[v] || own_shape) && !recip) continue;
-            g->epi_off[v] = g->scr_size;
-            g->epi_recip[v] = recip;
-            g->scr_size += (int)ir_var_row_width(x);
-        }
-    }
-    for (int v = 0; v < g->ir->nvars; v++)
-        if (g->acc_off[v] >= 0) g->epi_skip[v] = epi_only_reader(g, v);
-}
-
-/* Ops a node statement of epi=on may have: elementwise on rows of one shape or broadcast. */
-static int epi_op(ir_opkind op)
-{
-    switch (op) {
-    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_DIV_NZ: case IR_OP_EXP:
-    case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_GELU: case IR_OP_SIGMOID: case IR_OP_COPY:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* Why node statement s cannot run at an aggregation's flush (g: the aggregation's kernel), or NULL;
- * *sums counts the accumulators it reads. */
-static const char *epi_stmt_obstacle(const kgen *g, const lw_trav *agg, const lw_trav *node, int k, int *sums)
-{
-    const ir_stmt *s = &g->ir->stmts[node->stmts[k].stmt];
-    const ir_var *o = V(g, s->out.var);
-    if (!epi_op(s->op)) return "a node statement is not elementwise";
-    if (s->accumulate || s->out.acc != IR_ACC_ROW || o->kind != IR_VAR_NODE || !g->mat[s->out.var])
-        return "a node statement does not assign a node row in device memory";
-    for (int j = 0; j < s->nin; j++) {
-        const ir_operand *in = &s->in[j];
-        if (in->acc == IR_ACC_CONST || in->var < 0) continue;
-        if (V(g, in->var)->kind != IR_VAR_NODE || in->acc != IR_ACC_ROW)
-            return "a node statement reads other than node rows at its own node";
-        for (int i = 0; i < k; i++)
-            if (ir_stmt_writes(&g->ir->stmts[node->stmts[i].stmt], in->var))
-                return "a node statement reads what another one writes";
-        if (g->acc_off[in->var] >= 0) {
-            (*sums)++;
-            continue;
-        }
-        if (writes_var(g->ir, agg, in->var)) return "a node statement reads a row the aggregation writes other than as a sum";
-    }
-    return NULL;
-}
-
 /* ---- scalars=lane: the per-edge scalars a lane evaluates for an edge of its own ---- */
 
 /* Ops a lane evaluates alone: the elementwise ones and the dot product (not a row's concatenation
@@ -1399,6 +1287,112 @@ static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
 }
 
 /* ---- kernel assembly ---- */
+
+/* ---- epi=on: the next instance's node statements at a whole destination's flush ---- */
+
+static int in_trav(const lw_trav *tr, int stmt)
+{
+    for (int k = 0; k < tr->nstmts; k++)
+        if (tr->stmts[k].stmt == stmt) return 1;
+    return 0;
+}
+
+/* Whether the node statements are the only readers of accumulator v (then a whole destination's sum
+ * is not stored: the node traversal skips that node). */
+static int epi_only_reader(const kgen *g, int v)
+{
+    const ir_var *x = V(g, v);
+    if (v == g->ir->output || v == g->ir->loss || x->role != IR_ROLE_TEMP || x->grad_of >= 0) return 0;
+    for (int i = 0; i < g->ir->nstmts; i++)
+        if (reads_operand(&g->ir->stmts[i], v) && !in_trav(g->epi, i)) return 0;
+    return 1;
+}
+
+/* How the node statements read accumulator v: 1 if only as the divisor of DIV statements, 2 if only
+ * as that of DIV_NZ ones, else 0. */
+static int divisor_kind(const kgen *g, int v)
+{
+    int kind = -1;
+    for (int k = 0; k < g->epi->nstmts; k++) {
+        const ir_stmt *s = &g->ir->stmts[g->epi->stmts[k].stmt];
+        for (int j = 0; j < s->nin; j++) {
+            if (s->in[j].acc == IR_ACC_CONST || s->in[j].var != v) continue;
+            int here = j == 1 && s->in[0].var != v ? s->op == IR_OP_DIV ? 1 : s->op == IR_OP_DIV_NZ ? 2 : 0 : 0;
+            if (kind >= 0 && kind != here) return 0;
+            kind = here;
+        }
+    }
+    return kind > 0 ? kind : 0;
+}
+
+/* Where the node statements find each sum: a lane holds its own elements of an accumulator in
+ * registers, so a statement whose loop is the accumulator's own shape reads its register, and any
+ * other (a head's divisor broadcast over the features) reads a copy in the scratch row (epi_off).
+ * A divisor narrower than its statement's row is copied as its reciprocal (epi_recip): the row's
+ * elements are then multiplied, a division a head instead of one per element (an inlined float64
+ * division costs a lane 16 registers, and the aggregation's occupancy with them). */
+static void plan_epilogue(kgen *g)
+{
+    for (int k = 0; k < g->epi->nstmts; k++) {
+        const ir_stmt *s = &g->ir->stmts[g->epi->stmts[k].stmt];
+        const ir_var *o = V(g, s->out.var);
+        int H, D;
+        iter_shape(g, s, &H, &D);
+        for (int j = 0; j < s->nin; j++) {
+            int v = s->in[j].var;
+            if (s->in[j].acc == IR_ACC_CONST || v < 0 || g->acc_off[v] < 0 || g->epi_off[v] >= 0) continue;
+            const ir_var *x = V(g, v);
+            int own_shape = vt_heads(x) == H && x->dim == D && vt_heads(o) == H && o->dim == D;
+            int recip = own_shape ? 0 : divisor_kind(g, v);
+            if ((!g->reg_slots[v] || own_shape) && !recip) continue;
+            g->epi_off[v] = g->scr_size;
+            g->epi_recip[v] = recip;
+            g->scr_size += (int)ir_var_row_width(x);
+        }
+    }
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->acc_off[v] >= 0) g->epi_skip[v] = epi_only_reader(g, v);
+}
+
+/* Ops a node statement of epi=on may have: elementwise on rows of one shape or broadcast. */
+static int epi_op(ir_opkind op)
+{
+    switch (op) {
+    case IR_OP_ADD: case IR_OP_SUB: case IR_OP_MUL: case IR_OP_DIV: case IR_OP_DIV_NZ: case IR_OP_EXP:
+    case IR_OP_LEAKYRELU: case IR_OP_RELU: case IR_OP_GELU: case IR_OP_SIGMOID: case IR_OP_COPY:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Why node statement s cannot run at an aggregation's flush (g: the aggregation's kernel, whose statements
+ * are all in phase 0), or NULL; *sums counts the accumulators it reads. */
+static const char *epi_stmt_obstacle(const kgen *g, const lw_trav *agg, const int *phases, const lw_trav *node, int k,
+                                     int *sums)
+{
+    const ir_stmt *s = &g->ir->stmts[node->stmts[k].stmt];
+    const ir_var *o = V(g, s->out.var);
+    if (!epi_op(s->op)) return "a node statement is not elementwise";
+    if (s->accumulate || s->out.acc != IR_ACC_ROW || o->kind != IR_VAR_NODE || !g->mat[s->out.var])
+        return "a node statement does not assign a node row in device memory";
+    for (int j = 0; j < s->nin; j++) {
+        const ir_operand *in = &s->in[j];
+        if (in->acc == IR_ACC_CONST || in->var < 0) continue;
+        if (V(g, in->var)->kind != IR_VAR_NODE || in->acc != IR_ACC_ROW)
+            return "a node statement reads other than node rows at its own node";
+        for (int i = 0; i < k; i++)
+            if (ir_stmt_writes(&g->ir->stmts[node->stmts[i].stmt], in->var))
+                return "a node statement reads what another one writes";
+        if (g->acc_off[in->var] >= 0) {
+            (*sums)++;
+            continue;
+        }
+        if (kernel_writes(g, agg, phases, 0, in->var, -1))
+            return "a node statement reads a row the aggregation writes other than as a sum";
+    }
+    return NULL;
+}
 
 /* Zeroes var v's row in the scratch (off: scr_off, acc_off or wacc_off), each lane its elements. */
 static void emit_zero_row(kgen *g, const char *indent, const int *off, int v)
@@ -2207,7 +2201,7 @@ const char *et_fusion_plan(const ir_program *ir, const lw_trav *agg, const lw_tr
     int sums = 0;
     if (!why) {
         plan_rows(&g, agg, phases, 0, nphases);
-        for (int k = 0; k < node->nstmts && !why; k++) why = epi_stmt_obstacle(&g, agg, node, k, &sums);
+        for (int k = 0; k < node->nstmts && !why; k++) why = epi_stmt_obstacle(&g, agg, phases, node, k, &sums);
         if (!why && !sums) why = "the node statements read none of the aggregation's sums";
     }
     if (!why) {

@@ -59,8 +59,6 @@ int model_add_loss(ir_program *p, rg_err *err)
     return 0;
 }
 
-/* A config that asks for the rewrite where it cannot apply is refused, so that it is not
- * measured as a copy of the two-pass program. */
 /* cdot=edge: refused where compaction takes no dot product (it would duplicate cdot=table). */
 static int compact(ir_program *p, const model_options *opt, rg_err *err)
 {
@@ -72,6 +70,8 @@ static int compact(ir_program *p, const model_options *opt, rg_err *err)
                         "none, so it would duplicate cdot=table", p->name);
 }
 
+/* A config that asks for the rewrite where it cannot apply is refused, so that it is not
+ * measured as a copy of the two-pass program. */
 static int single_pass_softmax(ir_program *p, const model_options *opt, rg_err *err)
 {
     char why[160];
