@@ -77,6 +77,19 @@ static int build_variant(const char *model, const char *task, const cg_config *c
     return build_variant_dims(model, task, &dims, cfg, v, err);
 }
 
+/* kv over the defaults builds nothing for model and task: pl_build or cg_build returns rc
+ * (PL_INAPPLICABLE, or -1 for an invalid config) with a reason that contains `why`. */
+static void assert_refused(const char *model, const char *task, const char *kv, int rc, const char *why)
+{
+    cg_config cfg;
+    cg_variant v;
+    rg_err err;
+    cfg_default(&cfg);
+    if (cfg_parse(&cfg, kv, &err)) fail_msg("%s: %s", kv, err.msg);
+    int got = build_variant(model, task, &cfg, &v, &err);
+    if (got != rc || !strstr(err.msg, why)) fail_msg("%s %s %s: returned %d, not %d: %s", model, task, kv, got, rc, err.msg);
+}
+
 /* The kernels of one problem's space, split by target. */
 typedef struct space_kernels {
     kp_plan sm90, sm80;
@@ -600,18 +613,9 @@ static void test_compact_row_sums(void **state)
     printf("crsum: %d variants, %d traversal kernels new to this run compiled for sm_90\n", variants, plan.nkernels);
     kx_compiled_free(&c);
     kp_plan_free(&plan);
-    static const struct { const char *model, *task, *kv, *why; } refused[] = {
-        {"rgat", "infer", "crsum=run", "crsum=run changes only the traversals that sum into compact (src, etype) rows, "
-                                       "and inference has none"},
-        {"hgt", "train", "compact=off,crsum=split", "and compact=off has none"}};
-    for (int r = 0; r < 2; r++) {
-        cg_config cfg;
-        cfg_default(&cfg);
-        assert_int_equal(cfg_parse(&cfg, refused[r].kv, &err), 0);
-        cg_variant v;
-        assert_int_equal(build_variant(refused[r].model, refused[r].task, &cfg, &v, &err), PL_INAPPLICABLE);
-        if (!strstr(err.msg, refused[r].why)) fail_msg("%s: %s", refused[r].kv, err.msg);
-    }
+    assert_refused("rgat", "infer", "crsum=run", PL_INAPPLICABLE,
+                   "crsum=run changes only the traversals that sum into compact (src, etype) rows, and inference has none");
+    assert_refused("hgt", "train", "compact=off,crsum=split", PL_INAPPLICABLE, "and compact=off has none");
 }
 
 /* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries
@@ -826,14 +830,9 @@ static void test_lane_scalars_in_sources(void **state)
     assert_null(strstr(g4, "ls_["));
     cg_variant_free(&grp);
     cg_variant_free(&lane);
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "scalars=lane", &err), 0);
-    assert_int_equal(build_variant("rgcn", "infer", &cfg, &lane, &err), PL_INAPPLICABLE);
-    assert_non_null(strstr(err.msg, "would duplicate scalars=group"));
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_3.scalars=lane", &err), 0);
-    assert_int_equal(build_variant("rgat", "infer", &cfg, &lane, &err), PL_INAPPLICABLE);
-    assert_non_null(strstr(err.msg, "trav_3.scalars=lane: trav_3 has no per-edge scalars"));
+    assert_refused("rgcn", "infer", "scalars=lane", PL_INAPPLICABLE, "would duplicate scalars=group");
+    assert_refused("rgat", "infer", "softmax=single,trav_3.scalars=lane", PL_INAPPLICABLE,
+                   "trav_3.scalars=lane: trav_3 has no per-edge scalars");
     cfg_default(&cfg);
     assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_4.scalars=lane", &err), 0);
     assert_int_equal(build_variant("rgat", "infer", &cfg, &lane, &err), 0);
@@ -975,19 +974,9 @@ static void test_epilogue_in_aggregation(void **state)
                 cg_variant_free(&on);
             }
     /* refused where no aggregation has node statements after it to run */
-    static const struct { const char *model, *kv; } none[] = {
-        {"rgcn", "trav=node,epi=on"},
-        {"rgat", "softmax=twopass,epi=on"},
-        {"hgt", "softmax=single,trav=edge,pagg=off,epi=on"},
-    };
-    for (int i = 0; i < 3; i++) {
-        cg_config cfg;
-        cg_variant v;
-        cfg_default(&cfg);
-        assert_int_equal(cfg_parse(&cfg, none[i].kv, &err), 0);
-        assert_int_equal(build_variant(none[i].model, "infer", &cfg, &v, &err), PL_INAPPLICABLE);
-        assert_non_null(strstr(err.msg, "it would duplicate epi=off"));
-    }
+    assert_refused("rgcn", "infer", "trav=node,epi=on", PL_INAPPLICABLE, "it would duplicate epi=off");
+    assert_refused("rgat", "infer", "softmax=twopass,epi=on", PL_INAPPLICABLE, "it would duplicate epi=off");
+    assert_refused("hgt", "infer", "softmax=single,trav=edge,pagg=off,epi=on", PL_INAPPLICABLE, "it would duplicate epi=off");
     assert_int_equal(fused, 12);
     kx_compiled c;
     if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
@@ -1029,20 +1018,9 @@ static void test_compact_dot_in_traversal(void **state)
         cg_variant_free(&table);
         cg_variant_free(&edge);
     }
-    static const struct { const char *model, *kv, *why; } refused[] = {
-        {"hgt", "cdot=edge", "it would duplicate cdot=table"},
-        {"rgcn", "cdot=edge", "it would duplicate cdot=table"},
-        {"rgat", "cdot=edge,compact=off", "compact=off computes every value per edge already"},
-    };
-    for (int i = 0; i < 3; i++) {
-        cg_config cfg;
-        cg_variant v;
-        cfg_default(&cfg);
-        assert_int_equal(cfg_parse(&cfg, refused[i].kv, &err), 0);
-        int rc = build_variant(refused[i].model, "infer", &cfg, &v, &err);
-        assert_true(rc == PL_INAPPLICABLE || rc == -1);
-        if (!strstr(err.msg, refused[i].why)) fail_msg("%s %s: %s", refused[i].model, refused[i].kv, err.msg);
-    }
+    assert_refused("hgt", "infer", "cdot=edge", PL_INAPPLICABLE, "it would duplicate cdot=table");
+    assert_refused("rgcn", "infer", "cdot=edge", PL_INAPPLICABLE, "it would duplicate cdot=table");
+    assert_refused("rgat", "infer", "cdot=edge,compact=off", -1, "compact=off computes every value per edge already");
 }
 
 /* With recompute=on, training's edge-centric forward traversals are the inference plan's under the same
@@ -1100,23 +1078,13 @@ static void test_recompute_forward_is_inference(void **state)
         }
     assert_true(compared >= 12);
     /* a backward instance, and the global schedule, stay refused */
-    cg_config cfg;
-    cg_variant v;
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "recompute=on,softmax=single,trav_10_bwd.lanes=8,trav_10_bwd.acc=reg", &err), 0);
-    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);
-    assert_non_null(strstr(err.msg, "is refused in training"));
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "recompute=on,softmax=single,lanes=8,acc=reg", &err), 0);
-    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);
-    assert_non_null(strstr(err.msg, "is refused in training"));
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "softmax=single,trav_4.lanes=8,trav_4.acc=reg", &err), 0);
-    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);   /* recompute=off */
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, "recompute=on,trav=node,trav_4.acc=reg", &err), 0);
-    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), PL_INAPPLICABLE);
-    assert_non_null(strstr(err.msg, "acc=reg with trav=node is refused in training"));
+    assert_refused("rgat", "train", "recompute=on,softmax=single,trav_10_bwd.lanes=8,trav_10_bwd.acc=reg",
+                   PL_INAPPLICABLE, "is refused in training");
+    assert_refused("rgat", "train", "recompute=on,softmax=single,lanes=8,acc=reg", PL_INAPPLICABLE, "is refused in training");
+    /* recompute=off: any reason */
+    assert_refused("rgat", "train", "softmax=single,trav_4.lanes=8,trav_4.acc=reg", PL_INAPPLICABLE, "");
+    assert_refused("rgat", "train", "recompute=on,trav=node,trav_4.acc=reg", PL_INAPPLICABLE,
+                   "acc=reg with trav=node is refused in training");
 }
 
 /* msg=trav: the forward messages are computed in the traversal (no GEMM over edges, no message
