@@ -511,10 +511,8 @@ static cg_config *space_configs(const char *spec, int *n, rg_err *err)
     sp_point *pts;
     int np;
     if (sp_load(spec, &sp, err) || sp_enumerate(&sp, &pts, &np, err)) return NULL;
-    cg_config *cfgs = rg_xmalloc((size_t)(np ? np : 1) * sizeof *cfgs);
-    *n = 0;
-    for (int i = 0; i < np; i++)
-        if (pts[i].valid) cfgs[(*n)++] = pts[i].cfg;
+    cg_config *cfgs;
+    *n = sp_valid_configs(&sp, pts, np, &cfgs, NULL);
     free(pts);
     return cfgs;
 }

@@ -324,9 +324,11 @@ int xr_gen_main(int argc, char **argv)
     for (int i = 0; i < n; i++) {
         if (!pts[i].valid) continue;
         total++;
-        char *cs = cfg_to_string(&pts[i].cfg);
+        cg_config c;
+        sp_config_at(&sp, i, &c);
+        char *cs = cfg_to_string(&c);
         char *dir = rg_xasprintf("%s/v%03d", a.out, i);
-        int grc = gen_one(&a, &pts[i].cfg, g, dir, NULL, &err);
+        int grc = gen_one(&a, &c, g, dir, NULL, &err);
         if (grc == PL_INAPPLICABLE) {
             fprintf(stderr, "variant %d (%s): skipped: %s\n", i, cs, err.msg);
             skipped++;

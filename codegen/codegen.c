@@ -193,7 +193,7 @@ static void add_helpers(kp_plan *plan)
 static int check_override_instances(const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
     for (int o = 0; o < cfg->noverrides; o++) {
-        const char *name = cfg->overrides[o].inst;
+        const char *name = cfg_override_instance(&cfg->overrides[o]);
         int found = 0;
         for (int i = 0; i < lp->ninst && !found; i++) found = !strcmp(lp->inst[i].name, name);
         if (found) continue;
@@ -213,15 +213,16 @@ static int check_overrides_read(const lw_program *lp, const cg_config *cfg, cons
 {
     for (int o = 0; o < cfg->noverrides; o++) {
         const cfg_key *k = cfg_key_at(cfg->overrides[o].key);
+        const char *inst = cfg_override_instance(&cfg->overrides[o]);
         unsigned kinds = 0;
         for (int i = 0; i < plan->nkernels; i++) {
             const kp_kernel *kk = &plan->kernels[i];
-            if (kk->inst < 0 || strcmp(lp->inst[kk->inst].name, cfg->overrides[o].inst)) continue;
+            if (kk->inst < 0 || strcmp(lp->inst[kk->inst].name, inst)) continue;
             kinds |= kk->category == KC_GEMM ? CFG_ON_GEMM : kk->category == KC_TRAVERSAL ? CFG_ON_TRAV : 0;
         }
         if (kinds & cfg_key_kernels(k)) continue;
-        return rg_errf(err, "config: %s.%s changes nothing: %s is read by %s kernels and %s launches %s", cfg->overrides[o].inst,
-                       k->name, k->name, cfg_key_kernels(k) == CFG_ON_GEMM ? "GEMM" : cfg_key_kernels(k) == CFG_ON_TRAV ? "traversal" : "GEMM and traversal", cfg->overrides[o].inst,
+        return rg_errf(err, "config: %s.%s changes nothing: %s is read by %s kernels and %s launches %s", inst,
+                       k->name, k->name, cfg_key_kernels(k) == CFG_ON_GEMM ? "GEMM" : cfg_key_kernels(k) == CFG_ON_TRAV ? "traversal" : "GEMM and traversal", inst,
                        kinds == CFG_ON_GEMM ? "a GEMM" : kinds == CFG_ON_TRAV ? "traversal kernels" : "no kernel that reads a schedule key");
     }
     return 0;

@@ -482,9 +482,47 @@ int cfg_instance_name_ok(const char *name)
     return 1;
 }
 
+/* Override instance names, interned: an override holds a 2-byte id instead of a 16-byte name. Names
+ * are never removed, and a lowering has a few dozen, so the table fills only from input that names
+ * thousands of instances (an error then). */
+#define INSTANCE_NAMES_MAX 4096
+static char instance_names[INSTANCE_NAMES_MAX][CFG_INSTANCE_MAX];
+static int ninstance_names;
+static pthread_mutex_t instance_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The id of a well-formed name, added when new; -1 when the table is full. */
+static int intern_instance(const char *name)
+{
+    pthread_mutex_lock(&instance_lock);
+    int id = 0;
+    while (id < ninstance_names && strcmp(instance_names[id], name)) id++;
+    if (id == ninstance_names) {
+        if (id < INSTANCE_NAMES_MAX) snprintf(instance_names[ninstance_names++], CFG_INSTANCE_MAX, "%s", name);
+        else id = -1;
+    }
+    pthread_mutex_unlock(&instance_lock);
+    return id;
+}
+
+/* The name of an interned id; NULL for one never given out (a config set member by member). */
+static const char *instance_name(unsigned id)
+{
+    pthread_mutex_lock(&instance_lock);
+    const char *name = id < (unsigned)ninstance_names ? instance_names[id] : NULL;
+    pthread_mutex_unlock(&instance_lock);
+    return name;
+}
+
+const char *cfg_override_instance(const cfg_override *o)
+{
+    const char *name = instance_name(o->inst);
+    RG_ASSERT(name);
+    return name;
+}
+
 static int override_cmp(const cfg_override *a, const char *inst, int key)
 {
-    int d = strcmp(a->inst, inst);
+    int d = strcmp(cfg_override_instance(a), inst);
     return d ? d : a->key - key;
 }
 
@@ -502,8 +540,12 @@ static int put_override(cg_config *c, const char *inst, const cfg_key *k, int co
         if (c->noverrides == CFG_MAX_OVERRIDES)
             return rg_errf(err, "config: more than %d per-kernel overrides (CFG_MAX_OVERRIDES in codegen/config.h)",
                            CFG_MAX_OVERRIDES);
+        int id = intern_instance(inst);
+        if (id < 0)
+            return rg_errf(err, "config: %s.%s: more than %d distinct instance names in one process", inst, k->name,
+                           INSTANCE_NAMES_MAX);
         memmove(&c->overrides[at + 1], &c->overrides[at], (size_t)(c->noverrides++ - at) * sizeof *c->overrides);
-        snprintf(c->overrides[at].inst, sizeof c->overrides[at].inst, "%s", inst);
+        c->overrides[at].inst = (unsigned short)id;
         c->overrides[at].key = (short)key;
     }
     c->overrides[at].code = (short)code;
@@ -522,7 +564,7 @@ void cfg_for_instance(const cg_config *c, const char *inst, cg_config *out)
     *out = *c;
     out->noverrides = 0;
     for (int i = 0; i < c->noverrides; i++)
-        if (!strcmp(c->overrides[i].inst, inst)) KEYS[c->overrides[i].key].set(out, c->overrides[i].code);
+        if (!strcmp(cfg_override_instance(&c->overrides[i]), inst)) KEYS[c->overrides[i].key].set(out, c->overrides[i].code);
 }
 
 void cfg_structure(const cg_config *c, cg_config *out)
@@ -619,7 +661,7 @@ char *cfg_to_string(const cg_config *c)
         if (cfg_printed(&KEYS[i], c)) rg_str_printf(&s, "%s%s=%s", s.len ? "," : "", KEYS[i].name, cfg_value(&KEYS[i], c, v));
     for (int i = 0; i < c->noverrides; i++)
         if (override_value(c, i, v))
-            rg_str_printf(&s, "%s%s.%s=%s", s.len ? "," : "", c->overrides[i].inst, KEYS[c->overrides[i].key].name, v);
+            rg_str_printf(&s, "%s%s.%s=%s", s.len ? "," : "", cfg_override_instance(&c->overrides[i]), KEYS[c->overrides[i].key].name, v);
     return s.s ? s.s : rg_xstrdup("");
 }
 
@@ -645,7 +687,7 @@ char *cfg_to_json(const cg_config *c)
         if (!override_value(c, i, v)) continue;
         const cfg_key *k = &KEYS[c->overrides[i].key];
         char name[CFG_INSTANCE_MAX + 40];
-        snprintf(name, sizeof name, "%s.%s", c->overrides[i].inst, k->name);
+        snprintf(name, sizeof name, "%s.%s", cfg_override_instance(&c->overrides[i]), k->name);
         json_value(&w, name, k, c->overrides[i].code, v);
     }
     rgj_end_object(&w);
@@ -669,16 +711,17 @@ static int validate_overrides(const cg_config *c, rg_err *err)
         return rg_errf(err, "invalid: %d overrides (0 to %d)", c->noverrides, CFG_MAX_OVERRIDES);
     for (int i = 0; i < c->noverrides; i++) {
         const cfg_override *o = &c->overrides[i];
-        if (o->key < 0 || o->key >= CFG_NKEYS || !cfg_key_kernels(&KEYS[o->key]) || !cfg_instance_name_ok(o->inst) ||
+        const char *inst = instance_name(o->inst);
+        if (o->key < 0 || o->key >= CFG_NKEYS || !cfg_key_kernels(&KEYS[o->key]) || !inst ||
             !code_allowed(&KEYS[o->key], o->code))
-            return rg_errf(err, "invalid: override %d (%.*s, key %d, code %d) is not a per-kernel key's value", i,
-                           CFG_INSTANCE_MAX, o->inst, o->key, o->code);
-        if (i > 0 && !strcmp(o->inst, c->overrides[i - 1].inst)) continue;   /* instance checked already */
+            return rg_errf(err, "invalid: override %d (instance id %u, key %d, code %d) is not a per-kernel key's value",
+                           i, o->inst, o->key, o->code);
+        if (i > 0 && o->inst == c->overrides[i - 1].inst) continue;   /* instance checked already */
         cg_config one;
-        cfg_for_instance(c, o->inst, &one);
+        cfg_for_instance(c, inst, &one);
         for (int k = 0; k < CFG_NKEYS; k++)
             if (KEYS[k].rule && KEYS[k].rule(&one, err)) {
-                rg_err_prefix(err, "%s", o->inst);
+                rg_err_prefix(err, "%s", inst);
                 return -1;
             }
     }

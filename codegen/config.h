@@ -59,12 +59,12 @@ enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
 /* Per-kernel overrides: INSTANCE.KEY=VAL gives one lowered instance (gemm_2, trav_6_bwd: every
  * kernel it launches) its own value of a per-kernel-capable key. A fixed array keeps cg_config a
  * plain value type (copied, stored in arrays); a plan has at most about 20 instances of which a
- * handful differ from the global schedule in a few keys. The array is kept small because spaces
- * enumerate configs by the hundred thousand (the full space: 640 bytes more per point). */
+ * handful differ from the global schedule in a few keys. An override names its instance by an
+ * interned id, so that the array costs 192 bytes a config: searches hold configs by the million. */
 #define CFG_MAX_OVERRIDES 32
 #define CFG_INSTANCE_MAX 16   /* bytes of an instance name with its NUL (lower.c's are at most ~13) */
 typedef struct cfg_override {
-    char inst[CFG_INSTANCE_MAX];
+    unsigned short inst;   /* the instance's name, interned by config.c (a per-process id, never stored) */
     short key;     /* index in the key table */
     short code;    /* the value as cfg_key.get returns it */
 } cfg_override;
@@ -137,8 +137,11 @@ struct cfg_key;
  * k is not per-kernel-capable, code is not one of its values, the name is not an instance name, or
  * the array is full. */
 int cfg_set_override(cg_config *c, const char *inst, const struct cfg_key *k, int code, rg_err *err);
-/* Whether `name` has the form of a lowered instance's name (letters, digits, '_'; fits inst[]). */
+/* Whether `name` has the form of a lowered instance's name (letters, digits, '_'; shorter than
+ * CFG_INSTANCE_MAX). */
 int cfg_instance_name_ok(const char *name);
+/* The instance name of an override of a config (one cfg_parse or cfg_set_override made). */
+const char *cfg_override_instance(const cfg_override *o);
 int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
 /* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
 int cfg_col_coarsen(const cg_config *c);

@@ -99,8 +99,8 @@ int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
 {
     /* the global schedule (i = -1), then each overridden instance's, named in the reason */
     for (int i = -1; i < cfg->noverrides; i++) {
-        const char *inst = i < 0 ? NULL : cfg->overrides[i].inst;
-        if (i > 0 && !strcmp(inst, cfg->overrides[i - 1].inst)) continue;
+        const char *inst = i < 0 ? NULL : cfg_override_instance(&cfg->overrides[i]);
+        if (i > 0 && cfg->overrides[i].inst == cfg->overrides[i - 1].inst) continue;
         cg_config one;
         if (inst) cfg_for_instance(cfg, inst, &one);
         else one = *cfg;

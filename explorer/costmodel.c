@@ -1572,14 +1572,14 @@ int cm_order(const cm_model *m, const xb_problem *p, const hg_graph *g, const cg
     return 0;
 }
 
-void cm_sweep_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points, int *idx, int n)
+void cm_sweep_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_space *space, int *idx, int n)
 {
     (void)stats;   /* the counts need the graph itself, which cm_order opens */
     const cm_model *m = ctx;
     cg_config *cfgs = rg_xmalloc((size_t)(n ? n : 1) * sizeof *cfgs);
     int *order = rg_xmalloc((size_t)(n ? n : 1) * sizeof *order), *before = rg_xmalloc((size_t)(n ? n : 1) * sizeof *before);
     for (int i = 0; i < n; i++) {
-        cfgs[i] = points[idx[i]].cfg;
+        sp_config_at(space, idx[i], &cfgs[i]);
         before[i] = idx[i];
     }
     rg_err err;

@@ -175,7 +175,7 @@ int cm_order(const cm_model *m, const xb_problem *p, const hg_graph *g, const cg
 /* The sweep driver's ordering hook (xs_order_fn in explorer/sweep.h): ctx is a cm_model*. On an
  * error (no section for the problem, dataset unreadable) the order is left as it was and a
  * warning goes to stderr. */
-void cm_sweep_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points, int *idx, int n);
+void cm_sweep_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_space *space, int *idx, int n);
 
 /* ---- Evaluation ---- */
 /* Spearman rank correlation (gsl_stats_spearman, ties averaged); NaN for n < 2. */

@@ -475,29 +475,29 @@ static int plan_kinds(const pl_problem *p, const cg_config *cfg, const hg_graph 
     return rc;
 }
 
-/* The number of distinct schedules of the keys `kinds` reads among points pts[idx[0..n)). */
-static int distinct_schedules(const sp_point *pts, const int *idx, int n, unsigned kinds)
+/* The number of distinct schedules of the keys `kinds` reads among configs cfgs[idx[0..n)). */
+static int distinct_schedules(const cg_config *cfgs, const int *idx, int n, unsigned kinds)
 {
     int count = 0;
     for (int j = 0; j < n; j++) {
         int seen = 0;
-        for (int i = 0; i < j && !seen; i++) seen = same_schedule(&pts[idx[i]].cfg, &pts[idx[j]].cfg, kinds);
+        for (int i = 0; i < j && !seen; i++) seen = same_schedule(&cfgs[idx[i]], &cfgs[idx[j]], kinds);
         count += !seen;
     }
     return count;
 }
 
-/* One structure's product: built once from its first point; the points are applicable ones. */
-static int structure_points(const pl_problem *p, const hg_graph *g, const sp_point *pts, const int *idx, int n,
+/* One structure's product: built once from its first config; the configs are applicable ones. */
+static int structure_points(const pl_problem *p, const hg_graph *g, const cg_config *cfgs, const int *idx, int n,
                             double *points, rg_err *err)
 {
     unsigned *kinds;
-    int ninst, rc = plan_kinds(p, &pts[idx[0]].cfg, g, &kinds, &ninst, err);
+    int ninst, rc = plan_kinds(p, &cfgs[idx[0]], g, &kinds, &ninst, err);
     if (rc == PL_INAPPLICABLE) return *points = 0, 0;   /* a pass that does not apply to the model */
     if (rc) return -1;
     *points = 1;
     for (int u = 0; u < ninst; u++)
-        if (kinds[u]) *points *= distinct_schedules(pts, idx, n, kinds[u]);
+        if (kinds[u]) *points *= distinct_schedules(cfgs, idx, n, kinds[u]);
     free(kinds);
     return 0;
 }
@@ -505,17 +505,17 @@ static int structure_points(const pl_problem *p, const hg_graph *g, const sp_poi
 /* nchunk other than 64 changes only node-centric kernels that walk a node's edges once, which the
  * structure decides: where its plan has none, pl_build refuses those points (they would duplicate 64),
  * so one build tells for all of the structure's. Returns how many of idx[0..n) are kept. */
-static int drop_unsplit_nchunk(const pl_problem *p, const hg_graph *g, const sp_point *pts, int *idx, int n)
+static int drop_unsplit_nchunk(const pl_problem *p, const hg_graph *g, const cg_config *cfgs, int *idx, int n)
 {
     int first = -1;
     for (int j = 0; j < n && first < 0; j++)
-        if (pts[idx[j]].cfg.nchunk != 64) first = j;
+        if (cfgs[idx[j]].nchunk != 64) first = j;
     if (first < 0) return n;
     rg_err why;
-    if (pl_build_verdict(p, &pts[idx[first]].cfg, g, &why) != PL_INAPPLICABLE) return n;
+    if (pl_build_verdict(p, &cfgs[idx[first]], g, &why) != PL_INAPPLICABLE) return n;
     int m = 0;
     for (int j = 0; j < n; j++)
-        if (pts[idx[j]].cfg.nchunk == 64) idx[m++] = idx[j];
+        if (cfgs[idx[j]].nchunk == 64) idx[m++] = idx[j];
     return m;
 }
 
@@ -526,22 +526,24 @@ int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_
     sp_point *pts;
     int n;
     if (sp_load(space, &sp, err) || sp_enumerate(&sp, &pts, &n, err)) return -1;
+    cg_config *cfgs;
+    n = sp_valid_configs(&sp, pts, n, &cfgs, NULL);
+    free(pts);
     int *structure = rg_xmalloc((size_t)(n ? n : 1) * sizeof *structure), *idx = rg_xmalloc((size_t)(n ? n : 1) * sizeof *idx);
     char **names = NULL;
     int nst = 0, rc = 0;
-    for (int i = 0; i < n; i++) {   /* applicable points, by structure */
+    for (int i = 0; i < n; i++) {   /* applicable configs, by structure */
         rg_err why;
         structure[i] = -1;
-        if (pts[i].valid && pl_schedule_applies(p, &pts[i].cfg, &why))
-            structure[i] = structure_index(&names, &nst, &pts[i].cfg);
+        if (pl_schedule_applies(p, &cfgs[i], &why)) structure[i] = structure_index(&names, &nst, &cfgs[i]);
     }
     for (int q = 0; q < nst && !rc; q++) {
         int m = 0;
         for (int i = 0; i < n; i++)
             if (structure[i] == q) idx[m++] = i;
-        m = drop_unsplit_nchunk(p, g, pts, idx, m);
+        m = drop_unsplit_nchunk(p, g, cfgs, idx, m);
         double points;
-        rc = structure_points(p, g, pts, idx, m, &points, err);
+        rc = structure_points(p, g, cfgs, idx, m, &points, err);
         if (rc || points == 0) continue;
         out->nstructures++;
         out->uniform += m;
@@ -551,6 +553,6 @@ int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_
     free(names);
     free(structure);
     free(idx);
-    free(pts);
+    free(cfgs);
     return rc;
 }

@@ -1019,7 +1019,9 @@ int sr_oracle_exhaustive(const sr_problem *p, int *nvalid)
     for (int i = 0; i < n; i++) {
         if (!pts[i].valid) continue;
         valid++;
-        if (sr_find(p, &pts[i].cfg) < 0) covered = 0;
+        cg_config c;
+        sp_config_at(&sp, i, &c);
+        if (sr_find(p, &c) < 0) covered = 0;
     }
     free(pts);
     if (nvalid) *nvalid = valid;

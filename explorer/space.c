@@ -1,8 +1,10 @@
 /* The design space as data: named value lists per config key (built-in "default" and
  * "full", or a file), enumerated into configs, with invalid points pruned and explained. */
 #include "explorer/space.h"
+#include "common/util.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,11 +77,12 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
  * the softmax form, the GEMMs' precision (mma), traversal mappings and accumulators, node
  * relabelling, the run of the traversals that sum weight gradients (wrun) and how training traversals
  * sum into compact rows (crsum) and whether they recompute per-edge forward values (recompute),
- * and which node-centric kernels split heavy nodes (nchunk), 1,658,880 points; "full" adds traversals
- * without partial aggregation, more mapping values, bfloat16 storage and who evaluates the per-edge
- * scalars (scalars), and leaves the W operand in shared memory and wrun, crsum, recompute, nchunk and
- * lanes 8 at their defaults: with them it would pass the 2M points a space may enumerate (also
- * 1,658,880; config_keys.def says why each key is where it is). */
+ * which node-centric kernels split heavy nodes (nchunk), whether the aggregation runs the node
+ * statements after it (epi) and where compaction's dot products are evaluated (cdot), 6,635,520
+ * points; "full" adds traversals without partial aggregation, more mapping values, bfloat16 storage
+ * and who evaluates the per-edge scalars (scalars), and leaves the W operand in shared memory and
+ * wrun, crsum, recompute, nchunk and lanes 8 at their defaults (9,953,280 points; with them it would
+ * pass SP_MAX_POINTS; config_keys.def says why each key is where it is). */
 static char *builtin_text(int full)
 {
     rg_str text = {0};
@@ -129,7 +132,7 @@ void sp_config_at(const sp_space *s, long k, cg_config *cfg)
     int coded = 1;
     for (int i = 0; i < s->ndims; i++) coded &= s->dims[i].k != NULL;
     cfg_default(cfg);
-    if (coded) {   /* every key global: its code set directly (the default space's 1.7M points in seconds) */
+    if (coded) {   /* every key global: its code set directly (the default space's 6.6M points in seconds) */
         for (int i = 0; i < s->ndims; i++) s->dims[i].k->set(cfg, s->dims[i].code[idx[i]]);
         return;
     }
@@ -140,24 +143,81 @@ void sp_config_at(const sp_space *s, long k, cg_config *cfg)
     }
 }
 
+/* Reasons interned in a hash set that lives as long as the process: a space's invalid points
+ * share a few hundred distinct lines, and a point keeps a pointer, not a 320-byte copy. */
+static struct {
+    pthread_mutex_t lock;
+    char **slot;
+    size_t cap, used;
+} reasons = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
+static size_t reason_slot(char **slot, size_t cap, const char *text)
+{
+    size_t h = (size_t)rg_fnv1a64(text, strlen(text), RG_FNV_SEED) & (cap - 1);
+    while (slot[h] && strcmp(slot[h], text)) h = (h + 1) & (cap - 1);
+    return h;
+}
+
+static void grow_reasons(void)
+{
+    size_t cap = reasons.cap ? 2 * reasons.cap : 256;
+    char **slot = rg_xcalloc(cap, sizeof *slot);
+    for (size_t i = 0; i < reasons.cap; i++)
+        if (reasons.slot[i]) slot[reason_slot(slot, cap, reasons.slot[i])] = reasons.slot[i];
+    free(reasons.slot);
+    reasons.slot = slot;
+    reasons.cap = cap;
+}
+
+const char *sp_intern(const char *reason)
+{
+    pthread_mutex_lock(&reasons.lock);
+    if (2 * (reasons.used + 1) > reasons.cap) grow_reasons();
+    size_t h = reason_slot(reasons.slot, reasons.cap, reason);
+    if (!reasons.slot[h]) {
+        reasons.slot[h] = rg_xstrdup(reason);
+        reasons.used++;
+    }
+    const char *copy = reasons.slot[h];
+    pthread_mutex_unlock(&reasons.lock);
+    return copy;
+}
+
 int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
 {
     long total = 1;
-    for (int i = 0; i < s->ndims; i++) total *= s->dims[i].nvals;
-    /* one point is about 1 KB (its config, per-instance overrides included, and its reason): two
-     * million is what a search samples from, not what a sweep measures (spaces past 2,000 valid
-     * points are searched under a budget: explore replay) */
-    if (total > 2000000) return rg_errf(err, "space %s has %ld points: too many (at most 2000000)", s->name, total);
+    for (int i = 0; i < s->ndims && total <= SP_MAX_POINTS; i++) total *= s->dims[i].nvals;
+    /* a point is 16 bytes and its config is rebuilt on use: the limit is the time to validate them
+     * all (about a microsecond each), and what a search samples from, not what a sweep measures
+     * (spaces past 2,000 valid points are searched under a budget: explore replay) */
+    if (total > SP_MAX_POINTS)
+        return rg_errf(err, "space %s has more than %d points: too many (at most %d)", s->name, SP_MAX_POINTS,
+                       SP_MAX_POINTS);
     sp_point *p = rg_xcalloc((size_t)total, sizeof *p);
     for (long k = 0; k < total; k++) {
-        sp_config_at(s, k, &p[k].cfg);
+        cg_config c;
+        sp_config_at(s, k, &c);
         rg_err why;
-        p[k].valid = cfg_validate(&p[k].cfg, &why) == 0;
-        if (!p[k].valid) snprintf(p[k].reason, sizeof p[k].reason, "%.*s", (int)sizeof p[k].reason - 1, why.msg);
+        p[k].valid = cfg_validate(&c, &why) == 0;
+        if (!p[k].valid) p[k].reason = sp_intern(why.msg);
     }
     *points = p;
     *n = (int)total;
     return 0;
+}
+
+int sp_valid_configs(const sp_space *s, const sp_point *points, int n, cg_config **cfgs, int **index)
+{
+    int nv = sp_count_valid(points, n), k = 0;
+    *cfgs = rg_xmalloc((size_t)(nv ? nv : 1) * sizeof **cfgs);
+    if (index) *index = rg_xmalloc((size_t)(nv ? nv : 1) * sizeof **index);
+    for (int i = 0; i < n; i++) {
+        if (!points[i].valid) continue;
+        sp_config_at(s, i, &(*cfgs)[k]);
+        if (index) (*index)[k] = i;
+        k++;
+    }
+    return nv;
 }
 
 int sp_count_valid(const sp_point *p, int n)

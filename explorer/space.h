@@ -8,6 +8,7 @@
 /* Room for every global key and CFG_MAX_OVERRIDES per-instance keys (a per-kernel combined config
  * written as a one-point space file). */
 #define SP_MAX_DIMS 64
+#define SP_MAX_POINTS 16000000   /* what sp_enumerate takes: 16 bytes each, validated in ~15 s */
 #define SP_MAX_VALS 16   /* at least any key's value count (nchunk has 9; config.c holds each key to 16) */
 
 typedef struct sp_dim {
@@ -26,19 +27,25 @@ typedef struct sp_space {
     sp_dim dims[SP_MAX_DIMS];
 } sp_space;
 
+/* Point k of a space: its config is sp_config_at(space, k), rebuilt where it is needed, so that a
+ * point is 16 bytes and a space of ten million points enumerates in a few seconds. */
 typedef struct sp_point {
-    cg_config cfg;
     int valid;
-    char reason[320];   /* why it is invalid (a validity rule's one line; rg_err's whole buffer would
-                         * make the full space's million points 2.7 GB) */
+    const char *reason;   /* why it is invalid (sp_intern's copy, shared by the points with the same
+                           * reason); NULL when valid */
 } sp_point;
 
 /* "default", "full" (both from the key table, codegen/config_keys.def), or a file of lines
  * `key: v1 v2 ...` (# comments). Keys and values are checked against the config parser, with
  * file:line in the message. */
 int sp_load(const char *spec, sp_space *out, rg_err *err);
-/* Every combination, in a stable order (last key fastest). Caller frees *points. */
+/* Every combination, in a stable order (last key fastest), validated. Caller frees *points. */
 int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err);
+/* The configs of the valid points, in order, and (when index is not NULL) each one's point number.
+ * Caller frees both. */
+int sp_valid_configs(const sp_space *s, const sp_point *points, int n, cg_config **cfgs, int **index);
+/* A process-lifetime copy of a reason line, one per distinct text (points share it). */
+const char *sp_intern(const char *reason);
 int sp_count_valid(const sp_point *p, int n);
 /* The config of point k (0 <= k < the product of the value counts) in sp_enumerate's order. */
 void sp_config_at(const sp_space *s, long k, cg_config *cfg);

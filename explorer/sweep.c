@@ -360,6 +360,20 @@ typedef struct job {
     int budget;                 /* its budget or the measuring order's: --budget, or the default's */
 } job;
 
+/* Point i's config: points hold none (sp_point), it is rebuilt from the space. */
+static cg_config point_config(const job *j, int i)
+{
+    cg_config c;
+    sp_config_at(&j->space, i, &c);
+    return c;
+}
+
+static char *point_string(const job *j, int i)
+{
+    cg_config c = point_config(j, i);
+    return cfg_to_string(&c);
+}
+
 static void summary_init(xs_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
@@ -373,12 +387,20 @@ static int time_up(const job *j)
     return j->s->o.time_limit_s > 0 && rg_now() - j->t0 >= j->s->o.time_limit_s;
 }
 
-/* Each point's variant hash, computed once: the resume check, the store and the report use it. */
+static int records_invalid(const job *j) { return !j->strategy && j->budget <= 0; }
+
+/* Each point's variant hash, computed once: the resume check, the store and the report use it. An
+ * invalid point's only where it is recorded (its hash stays ""): a search of a space of millions of
+ * points would spend most of its start printing configs that it never measures. */
 static void hash_points(job *j)
 {
     j->hex = rg_xcalloc((size_t)j->n, sizeof *j->hex);
     j->variant_id = rg_xcalloc((size_t)j->n, sizeof *j->variant_id);
-    for (int i = 0; i < j->n; i++) rs_hash_hex(xs_variant_hash(&j->pts[i].cfg, j->p), j->hex[i]);
+    for (int i = 0; i < j->n; i++) {
+        if (!j->pts[i].valid && !records_invalid(j)) continue;
+        cg_config c = point_config(j, i);
+        rs_hash_hex(xs_variant_hash(&c, j->p), j->hex[i]);
+    }
 }
 
 /* The store's id of point i's variant, stored on first use: a search of the default space records
@@ -386,7 +408,8 @@ static void hash_points(job *j)
 static int64_t variant_of(job *j, int i, rg_err *err)
 {
     if (j->variant_id[i] > 0) return j->variant_id[i];
-    char *json = cfg_to_json(&j->pts[i].cfg);
+    cg_config c = point_config(j, i);
+    char *json = cfg_to_json(&c);
     rs_variant v = {.config_json = json, .hash = strtoull(j->hex[i], NULL, 16), .model = j->p->model,
                     .task = j->p->task, .dim_in = j->p->dim_in, .dim_out = j->p->dim_out, .heads = j->p->heads};
     j->variant_id[i] = rs_upsert_variant(j->s->store, &v, err);
@@ -420,7 +443,7 @@ static int plan_work(job *j, rg_err *err)
     free(done);
     if (j->strategy) return 0;   /* a search picks its own points (search below) */
     if (j->s->o.order && j->ntodo > 1)
-        j->s->o.order(j->s->o.order_ctx, j->p, &j->info.stats, j->pts, j->todo, j->ntodo);
+        j->s->o.order(j->s->o.order_ctx, j->p, &j->info.stats, &j->space, j->todo, j->ntodo);
     if (j->budget > 0 && j->ntodo > j->budget) j->ntodo = j->budget;
     return 0;
 }
@@ -491,12 +514,13 @@ static int measure_point(job *j, xw_worker *w, int i, xb_result *r, rg_err *err)
     double t0 = rg_now();
     xb_options mo = j->s->o.measure;
     if (j->s->o.slow_factor > 0 && !isnan(j->pr.best_ms)) mo.slow_ms = j->s->o.slow_factor * j->pr.best_ms;
-    int m = xw_measure(w, i, &j->pts[i].cfg, &mo, r, err);
+    cg_config c = point_config(j, i);
+    int m = xw_measure(w, i, &c, &mo, r, err);
     if (m == XW_ABORTED) return MP_ABORTED;
     if (m < 0) return MP_FAILED;
     j->sum->measured++;
     int rc = record(j, i, r, err);
-    char *cfg = cfg_to_string(&j->pts[i].cfg);
+    char *cfg = cfg_to_string(&c);
     progress_variant(&j->pr, cfg, r, rg_now() - t0);
     free(cfg);
     return rc ? MP_FAILED : MP_MEASURED;
@@ -615,9 +639,9 @@ static const layout_row LAYOUTS[] = {
 static int best_of_layout(const job *j, const outcome *ok, int nok, const layout_row *l)
 {
     for (int k = 0; k < nok; k++) {
-        const cg_config *c = &j->pts[ok[k].point].cfg;
-        if ((l->compact < 0 || (c->compact != CFG_COMPACT_OFF) == l->compact) &&
-            (l->reorder < 0 || c->reorder == l->reorder))
+        cg_config c = point_config(j, ok[k].point);
+        if ((l->compact < 0 || (c.compact != CFG_COMPACT_OFF) == l->compact) &&
+            (l->reorder < 0 || c.reorder == l->reorder))
             return k;
     }
     return -1;
@@ -671,7 +695,7 @@ static void print_report(job *j, const outcome *all, int nall, const outcome *ok
     fprintf(f, "\ntop %d of %d ok variants:\n  %4s %12s %8s  %s\n", nok < 10 ? nok : 10, nok, "rank", "median ms",
             "vs U", "config");
     for (int k = 0; k < nok && k < 10; k++) {
-        char *cfg = cfg_to_string(&j->pts[ok[k].point].cfg);
+        char *cfg = point_string(j, ok[k].point);
         fprintf(f, "  %4d %12.4f", k + 1, ok[k].ms);
         print_speedup(f, u_ms, ok[k].ms);
         fprintf(f, "  %s\n", cfg);
@@ -686,7 +710,7 @@ static void print_report(job *j, const outcome *all, int nall, const outcome *ok
             fprintf(f, " %12s %8s  (none ran correctly)\n", "-", "-");
             continue;
         }
-        char *cfg = cfg_to_string(&j->pts[ok[k].point].cfg);
+        char *cfg = point_string(j, ok[k].point);
         fprintf(f, " %12.4f", ok[k].ms);
         print_speedup(f, u_ms, ok[k].ms);
         fprintf(f, "  %s\n", cfg);
@@ -720,8 +744,8 @@ static int write_atomically(const char *path, const char *text, rg_err *err)
 static char *best_json(const job *j, const outcome *best, double u_ms, int nok, int nall)
 {
     const xb_problem *p = j->p;
-    const cg_config *c = &j->pts[best->point].cfg;
-    char *cfg = cfg_to_string(c), *cfg_json = cfg_to_json(c);
+    cg_config c = point_config(j, best->point);
+    char *cfg = cfg_to_string(&c), *cfg_json = cfg_to_json(&c);
     rgj_writer w = {0};
     rgj_begin_object(&w);
     rgj_kv_string(&w, "model", p->model);
@@ -772,7 +796,7 @@ static int report(job *j, rg_err *err)
     int rc = 0;
     if (nok > 0) {
         int u = best_of_layout(j, ok, nok, &LAYOUTS[0]);
-        char *cfg = cfg_to_string(&j->pts[ok[0].point].cfg);
+        char *cfg = point_string(j, ok[0].point);
         snprintf(j->sum->best_config, sizeof j->sum->best_config, "%s", cfg);
         free(cfg);
         j->sum->best_ms = ok[0].ms;
@@ -836,7 +860,7 @@ static int read_back(live *L, int i, double *ms)
     L->r->status = o->status;
     L->r->median_ms = o->ms;
     *ms = o->status == RS_OK ? o->ms : NAN;
-    char *cfg = cfg_to_string(&j->pts[i].cfg), *shown = rg_xasprintf("(stored) %s", cfg);
+    char *cfg = point_string(j, i), *shown = rg_xasprintf("(stored) %s", cfg);
     progress_variant(&j->pr, shown, L->r, 0);
     free(shown);
     free(cfg);
@@ -914,13 +938,10 @@ static void live_static_list(job *j, sr_problem *sp)
 static void search_problem(job *j, int *cand, sr_problem *sp)
 {
     const xs_options *o = &j->s->o;
-    cg_config *cfgs = rg_xmalloc((size_t)j->n * sizeof *cfgs + 1);
-    int nc = 0;
-    for (int i = 0; i < j->n; i++)
-        if (j->pts[i].valid) {
-            cand[nc] = i;
-            cfgs[nc++] = j->pts[i].cfg;
-        }
+    cg_config *cfgs;
+    int *index, nc = sp_valid_configs(&j->space, j->pts, j->n, &cfgs, &index);
+    memcpy(cand, index, (size_t)nc * sizeof *cand);
+    free(index);
     double *pred = NULL;
     if (o->predict && nc) {
         pred = rg_xmalloc((size_t)nc * sizeof *pred);
@@ -990,7 +1011,7 @@ static int search(job *j, xw_worker *w, rg_err *err)
         sum->stopped_by = "space";
     }
     if (L.best >= 0) {
-        char *cfg = cfg_to_string(&j->pts[L.best].cfg);
+        char *cfg = point_string(j, L.best);
         snprintf(sum->search_best_config, sizeof sum->search_best_config, "%s", cfg);
         free(cfg);
     }
@@ -1048,8 +1069,6 @@ static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
 /* Only a sweep of the whole space records its invalid points (with the reason): a search or a sweep
  * under --budget measures a few of them, and recording the default space's half a million invalid
  * points (in inference) took longer than measuring those few. */
-static int records_invalid(const job *j) { return !j->strategy && j->budget <= 0; }
-
 static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
 {
     if (begin_run(j->s, &j->info, err)) return -1;
@@ -1084,49 +1103,87 @@ static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
     return j->strategy ? search(j, w, err) : measure_all(j, w, err);
 }
 
-/* pl_passes_apply, asked once per combination of the keys the programs depend on: RGCN has no
- * softmax to rewrite and nothing for recompute, so half or three quarters of its points are such. */
-typedef struct pass_verdict {
-    int tried, applies;
-    char why[320];
-} pass_verdict;
+/* pl_build's verdict on a point, asked once per class of points that build the same plan: the keys
+ * that change only GEMM text (tile, coarsen, w, mma) and the node order (relabel) are set to their
+ * defaults, since no refusal reads them (a GEMM key's limits are cfg_validate's). A class is a
+ * config's hash; the table is open addressing on it. */
+typedef struct build_verdict {
+    uint64_t key;            /* 0: empty slot */
+    const char *why;         /* NULL: it builds */
+} build_verdict;
 
-typedef pass_verdict pass_probe[2][2][2][2];   /* [reorder][compact on][softmax=single][recompute] */
+typedef struct verdict_cache {
+    build_verdict *slot;
+    size_t cap, used;
+} verdict_cache;
 
-/* Why the passes c chooses do not apply to the problem, or NULL when they do. */
-static const char *passes_refusal(pass_probe *pb, const pl_problem *pp, const cg_config *c)
+static uint64_t plan_class(const cg_config *c)
 {
-    int sm = c->softmax == CFG_SOFTMAX_SINGLE, rc = c->recompute != 0;
-    if (!sm && !rc) return NULL;
-    pass_verdict *v = &(*pb)[c->reorder != 0][c->compact != CFG_COMPACT_OFF][sm][rc];
-    if (!v->tried) {
-        rg_err e;
-        v->tried = 1;
-        v->applies = pl_passes_apply(pp, c, &e);
-        if (!v->applies) snprintf(v->why, sizeof v->why, "%.310s", e.msg);
+    if (c->noverrides) return cfg_hash(c) | 1;   /* overrides: its own class */
+    cg_config d, k = *c;
+    cfg_default(&d);
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *key = cfg_key_at(i);
+        if (cfg_key_kernels(key) == CFG_ON_GEMM || !strcmp(key->name, "relabel")) key->set(&k, key->get(&d));
     }
-    return v->applies ? NULL : v->why;
+    return cfg_hash(&k) | 1;
+}
+
+static build_verdict *verdict_slot(verdict_cache *vc, uint64_t key)
+{
+    if (2 * (vc->used + 1) > vc->cap) {
+        verdict_cache grown = {rg_xcalloc(vc->cap ? 2 * vc->cap : 1024, sizeof *grown.slot), vc->cap ? 2 * vc->cap : 1024,
+                               vc->used};
+        for (size_t i = 0; i < vc->cap; i++) {
+            if (!vc->slot[i].key) continue;
+            size_t h = vc->slot[i].key & (grown.cap - 1);
+            while (grown.slot[h].key) h = (h + 1) & (grown.cap - 1);
+            grown.slot[h] = vc->slot[i];
+        }
+        free(vc->slot);
+        *vc = grown;
+    }
+    size_t h = key & (vc->cap - 1);
+    while (vc->slot[h].key && vc->slot[h].key != key) h = (h + 1) & (vc->cap - 1);
+    return &vc->slot[h];
+}
+
+/* Why pl_build refuses c for the problem (with nominal graph statistics), or NULL when it builds. */
+static const char *build_refusal(verdict_cache *vc, const pl_problem *pp, const cg_config *c)
+{
+    uint64_t key = plan_class(c);
+    build_verdict *v = verdict_slot(vc, key);
+    if (!v->key) {
+        rg_err e;
+        v->key = key;
+        v->why = pl_build_verdict(pp, c, NULL, &e) == PL_INAPPLICABLE ? sp_intern(e.msg) : NULL;
+        vc->used++;
+    }
+    return v->why;
 }
 
 /* The points that do not apply to this problem are invalid for it, with pl_build's reason: their
- * schedule (pl_schedule_applies, no program parsed) or their passes (passes_refusal). In inference
- * seven in eight points of the default space are such (wrun, crsum and recompute change only training
- * plans): a search that took them for candidates spent most of its budget on variants the worker
- * could only refuse. */
+ * schedule (pl_schedule_applies, no program parsed) or their plan (build_refusal: passes that do not
+ * apply, a node split, lanes or an epilogue that would duplicate another point). In inference seven
+ * in eight points of the default space are such (wrun, crsum and recompute change only training
+ * plans), and epi=on and cdot=edge do not apply to RGCN: a search that took them for candidates spent
+ * most of its budget on variants the worker could only refuse. A plan that fails to build for
+ * another reason stays valid: the worker records its failure. */
 static void mark_inapplicable(job *j)
 {
     pl_problem pp = {.model = j->p->model, .task = j->p->task, .dims = {j->p->dim_in, j->p->dim_out, j->p->heads}};
-    pass_probe *pb = rg_xcalloc(1, sizeof *pb);
+    verdict_cache vc = {0};
     for (int i = 0; i < j->n; i++) {
         sp_point *pt = &j->pts[i];
         rg_err e;
         if (!pt->valid) continue;
-        const char *why = pl_schedule_applies(&pp, &pt->cfg, &e) ? passes_refusal(pb, &pp, &pt->cfg) : e.msg;
+        cg_config c = point_config(j, i);
+        const char *why = pl_schedule_applies(&pp, &c, &e) ? build_refusal(&vc, &pp, &c) : sp_intern(e.msg);
         if (!why) continue;
         pt->valid = 0;
-        snprintf(pt->reason, sizeof pt->reason, "%.310s", why);
+        pt->reason = why;
     }
-    free(pb);
+    free(vc.slot);
 }
 
 /* The search of a problem: --strategy and --budget as given; without them (and without --exhaustive)

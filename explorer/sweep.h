@@ -7,8 +7,9 @@
 #include "measure/worker.h"
 
 /* Orders the variants still to be measured, before the budget keeps the first ones (the cost
- * model plugs in here). idx[0..n) are indices into points, in enumeration order: permute them. */
-typedef void (*xs_order_fn)(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points,
+ * model plugs in here). idx[0..n) are point numbers of the space (sp_config_at), in enumeration
+ * order: permute them. */
+typedef void (*xs_order_fn)(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_space *space,
                             int *idx, int n);
 
 /* Predictions (ms) of the cost model for n configs of the problem, for a search strategy's model

@@ -303,9 +303,10 @@ const kc_space *kc_space_get(const char *space)
         s->slot[i] = pts[i].valid ? v : -1;
         if (!pts[i].valid) continue;
         s->point[v] = i;
-        s->cfg[v] = pts[i].cfg;
-        s->structure[v] = structure_hash(&pts[i].cfg);
-        kc_schedule_classes(&pts[i].cfg, s->cls[v++]);
+        sp_config_at(&s->sp, i, &s->cfg[v]);
+        s->structure[v] = structure_hash(&s->cfg[v]);
+        kc_schedule_classes(&s->cfg[v], s->cls[v]);
+        v++;
     }
     free(pts);
     snprintf(s->spec, sizeof s->spec, "%s", space);

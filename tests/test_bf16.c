@@ -552,8 +552,10 @@ static void test_gpu_space_file(void **state)
     assert_string_equal(sp.dims[sp.ndims - 1].key, "store");
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
     for (int i = 0; i < n; i++) {
+        cg_config c;
+        sp_config_at(&sp, i, &c);
         valid += pts[i].valid;
-        bf16 += pts[i].valid && pts[i].cfg.store_bf16;
+        bf16 += pts[i].valid && c.store_bf16;
     }
     assert_true(valid > 0);
     assert_int_equal(2 * bf16, valid);

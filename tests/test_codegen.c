@@ -127,8 +127,9 @@ static void collect(const kp_kernel *k, void *ctx)
  * 16 lanes on dst-sorted edge traversals in training, 8 lanes there with two-pass softmax (refused:
  * wrong on the H100), or wrun in inference and crsum in inference or without compaction (nothing to
  * change), recompute=on in inference or for RGCN (nothing stored for the backward pass to recompute),
- * nchunk=8 where no node-centric kernel walks a node's edges once (nothing split): the only points that
- * may not apply. */
+ * nchunk=8 where no node-centric kernel walks a node's edges once (nothing split), epi=on where no
+ * aggregation is followed by node statements it can run, cdot=edge for RGCN and HGT (compaction leaves
+ * them no dot product): the only points that may not apply. */
 static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err *why)
 {
     rg_err e;
@@ -147,6 +148,8 @@ static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err
         strstr(why->msg, "recompute=on does not apply"))
         return 1;
     if (c->nchunk != 64 && c->node_centric && strstr(why->msg, "it would duplicate nchunk=64")) return 1;
+    if (c->epilogue && strstr(why->msg, "so it would duplicate epi=off")) return 1;
+    if (c->cdot && strcmp(p->model, "rgat") && strstr(why->msg, "so it would duplicate cdot=table")) return 1;
     return (c->softmax == CFG_SOFTMAX_SINGLE && !strcmp(p->model, "rgcn")) || !et_mapping_applies(c, &p->dims, &e);
 }
 

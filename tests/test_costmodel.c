@@ -970,22 +970,24 @@ static void test_order_and_sweep_hook(void **state)
     /* the fixture's rule for a compaction ratio of 0.6: compacting pays, so it leads */
     assert_int_not_equal(cfgs[order[0]].compact, CFG_COMPACT_OFF);
     /* the sweep hook permutes the indices it is given the same way */
-    sp_point pts[NCFG];
+    sp_space space = {.name = "fixture", .ndims = 3,
+                      .dims = {{"trav", 2, {"node", "edge"}}, {"reorder", 2, {"off", "on"}},
+                               {"compact", 3, {"off", "bsearch", "direct"}}}};
     int idx[NCFG];
     for (int i = 0; i < NCFG; i++) {
-        memset(&pts[i], 0, sizeof pts[i]);
-        pts[i].cfg = cfgs[i];
-        pts[i].valid = 1;
+        cg_config c;
+        sp_config_at(&space, i, &c);
+        assert_true(cfg_hash(&c) == cfg_hash(&cfgs[i]));   /* point i is fixture config i */
         idx[i] = NCFG - 1 - i;   /* the driver's list need not be in enumeration order */
     }
     xs_order_fn hook = cm_sweep_order;   /* the sweep driver's type: a mismatch fails to compile */
-    hook(&m, &p, NULL, pts, idx, NCFG);
+    hook(&m, &p, NULL, &space, idx, NCFG);
     assert_int_equal(idx[0], order[0]);
     /* without a section for the problem the hook leaves the order alone */
     xb_problem other = p;
     snprintf(other.model, sizeof other.model, "hgt");
     for (int i = 0; i < NCFG; i++) idx[i] = i;
-    hook(&m, &other, NULL, pts, idx, NCFG);
+    hook(&m, &other, NULL, &space, idx, NCFG);
     for (int i = 0; i < NCFG; i++) assert_int_equal(idx[i], i);
     hg_free(g);
     cm_model_free(&m);

@@ -77,23 +77,25 @@ static void sweep_problem(xb_backend *b, const char *space, const char *model, c
     for (int k = 0; k < npick; k++) {
         const long i = idx[k];
         if (!pts[i].valid) continue;
-        if (not_for_model(&pp, &pts[i].cfg)) {   /* softmax=single for rgcn, vec wider than rows: recorded invalid */
+        cg_config c;
+        sp_config_at(&sp, i, &c);
+        if (not_for_model(&pp, &c)) {   /* softmax=single for rgcn, vec wider than rows: recorded invalid */
             inapplicable++;
             continue;
         }
         xb_result r;
-        if (b->measure(b, &pts[i].cfg, &opt, &r, &err)) fail_msg("backend broken: %s", err.msg);
+        if (b->measure(b, &c, &opt, &r, &err)) fail_msg("backend broken: %s", err.msg);
         t->checked++;
         if (r.status == RS_INVALID && strstr(r.evidence, "registers a thread, so a block may have")) {
             inapplicable++;   /* tblock 1024 past a kernel's registers: refused by name (runtime/exec.h) */
-            char *cs = cfg_to_string(&pts[i].cfg);
+            char *cs = cfg_to_string(&c);
             printf("refused %s %s %s [%s]: %.300s\n", model, dataset, task, cs, r.evidence);
             free(cs);
         } else if (r.status == RS_OK) {
             ok++;
             if (r.validation_error > worst) worst = r.validation_error;
             if (timed) {
-                char *cs = cfg_to_string(&pts[i].cfg);
+                char *cs = cfg_to_string(&c);
                 printf("TIME %s %s %s %.4f ms (gemm %.4f, traversal %.4f, other %.4f) [%s]\n", model, dataset, task,
                        r.median_ms, r.gemm_ms, r.traversal_ms, r.other_ms, cs);
                 free(cs);
@@ -101,7 +103,7 @@ static void sweep_problem(xb_backend *b, const char *space, const char *model, c
         } else {
             bad++;
             t->failed++;
-            char *cs = cfg_to_string(&pts[i].cfg);
+            char *cs = cfg_to_string(&c);
             printf("FAIL %s %s %s [%s]: %s: %.300s\n", model, dataset, task, cs, rs_status_name(r.status), r.evidence);
             free(cs);
         }

@@ -114,7 +114,9 @@ static void test_space_file_of_a_combined_config(void **state)
     if (sp_load(path, &sp, &err) || sp_enumerate(&sp, &pts, &n, &err)) fail_msg("%s", err.msg);
     assert_int_equal(sp.ndims, 35);
     assert_int_equal(n, 1);
-    assert_int_equal(pts[0].cfg.noverrides, 30);
+    cg_config c;
+    sp_config_at(&sp, 0, &c);
+    assert_int_equal(c.noverrides, 30);
     free(pts);
     free(path);
     rg_str_free(&text);
@@ -135,7 +137,9 @@ static void test_space_file_lists_overrides(void **state)
     static const char *const want[] = {"tile=32,", "tile=32,", "tile=64,", "tile=64,"};
     static const char *const over[] = {"gemm_2.tile=16", "gemm_2.tile=64", "gemm_2.tile=16", NULL};
     for (int i = 0; i < n; i++) {
-        char *str = cfg_to_string(&pts[i].cfg);
+        cg_config c;
+        sp_config_at(&sp, i, &c);
+        char *str = cfg_to_string(&c);
         assert_non_null(strstr(str, want[i]));
         if (over[i]) assert_non_null(strstr(str, over[i]));
         else assert_null(strstr(str, "gemm_2."));

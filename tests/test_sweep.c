@@ -143,7 +143,9 @@ static char *status_of(const fixture *f, const xb_problem *p, int index, char **
     assert_int_equal(sp_load(f->space, &s, &err), 0);
     assert_int_equal(sp_enumerate(&s, &pts, &n, &err), 0);
     char hex[17];
-    rs_hash_hex(xs_variant_hash(&pts[index].cfg, p), hex);
+    cg_config c;
+    sp_config_at(&s, index, &c);
+    rs_hash_hex(xs_variant_hash(&c, p), hex);
     free(pts);
     char *sql = rg_xasprintf("SELECT m.status FROM measurements m JOIN variants v ON v.id = m.variant_id"
                              " WHERE v.hash = '%s' ORDER BY m.id DESC", hex);
@@ -405,9 +407,9 @@ static void test_resume_after_budget(void **state)
 }
 
 /* Measures from the end of the enumeration: a cost model would rank instead. */
-static void reverse_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_point *points, int *idx, int n)
+static void reverse_order(void *ctx, const xb_problem *p, const hg_stats *stats, const sp_space *space, int *idx, int n)
 {
-    (void)p, (void)points;
+    (void)p, (void)space;
     assert_true(stats->edges > 0);
     (*(int *)ctx)++;
     for (int i = 0; i < n / 2; i++) {
@@ -1167,6 +1169,41 @@ static void test_large_space_is_searched_by_default(void **state)
     free(large);
 }
 
+/* Points pl_build refuses for the problem (epi=on with nothing to fuse, cdot=edge without a dot product
+ * of compact rows, softmax=single without attention) are recorded invalid with its reason and never
+ * measured: RGCN keeps only the two compaction choices, RGAT every point but epi=on with two-pass
+ * softmax (and cdot=edge with compact=off, which no model takes). */
+static void test_refused_points_are_invalid_for_the_problem(void **state)
+{
+    fixture *f = *state;
+    xs_options o;
+    xb_problem p;
+    xs_summary sum;
+    options(&o, f, "sim");
+    char *path = tu_write_file(f->dir, "refused.txt", "compact: off direct\nsoftmax: twopass single\nepi: off on\ncdot: table edge\n");
+    o.space = path;
+    o.commit = "refused-rgcn";
+    problem(&p, "rgcn", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.points, 16);
+    assert_int_equal(sum.valid, 2);
+    assert_int_equal(sum.measured, 2);
+    assert_int_equal(sum.count[RS_INVALID], 14);
+    assert_true(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE git_commit = 'refused-rgcn' AND status = "
+                                  "'invalid' AND evidence LIKE '%so it would duplicate epi=off%'") > 0);
+    assert_true(tu_sql_int(f->db, "SELECT count(*) FROM measurements WHERE git_commit = 'refused-rgcn' AND status = "
+                                  "'invalid' AND evidence LIKE '%so it would duplicate cdot=table%'") > 0);
+    o.commit = "refused-rgat";
+    problem(&p, "rgat", "infer");
+    sweep_ok(&o, &p, &sum);
+    assert_int_equal(sum.valid, 9);   /* compact=off: twopass, single, single+epi; direct: those x cdot */
+    assert_int_equal(sum.measured, 9);
+    assert_int_equal(tu_sql_int(f->db, "SELECT count(*) FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                                       " WHERE m.git_commit = 'refused-rgat' AND m.status = 'ok'"
+                                       " AND json_extract(v.config, '$.epi') = 1"), 3);
+    free(path);
+}
+
 /* A time limit that has run out when the first variant is done stops the search, and the
  * ordered sweep, after that variant; the summary says so. */
 static void test_time_limit_stops_after_one_evaluation(void **state)
@@ -1675,6 +1712,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_search_finds_the_optimum, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_is_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_goes_on_past_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_points_are_invalid_for_the_problem, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_space_is_searched_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_static_list_from_other_datasets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
