@@ -265,15 +265,20 @@ static void read_allowed_codes(void)
     }
 }
 
-/* Whether a code is one of the key's values. */
-static int code_allowed(const cfg_key *k, int code)
+/* Whether a code is one of the key's values (allowed_codes read: code_allowed). */
+static int code_listed(const cfg_key *k, int code)
 {
-    pthread_once(&allowed_once, read_allowed_codes);
     int i = (int)(k - KEYS);
     RG_ASSERT(i >= 0 && i < CFG_NKEYS);   /* a key of the table, not a copy */
     for (int j = 0; j < allowed_codes[i].n; j++)
         if (allowed_codes[i].code[j] == code) return 1;
     return 0;
+}
+
+static int code_allowed(const cfg_key *k, int code)
+{
+    pthread_once(&allowed_once, read_allowed_codes);
+    return code_listed(k, code);
 }
 
 /* The code of a value's text, or -1 when the key does not allow it. */
@@ -731,8 +736,9 @@ static int validate_overrides(const cg_config *c, rg_err *err)
 int cfg_validate(const cg_config *c, rg_err *err)
 {
     /* a config set member by member may hold what no KEY=VAL could */
+    pthread_once(&allowed_once, read_allowed_codes);
     for (int i = 0; i < CFG_NKEYS; i++)
-        if (!code_allowed(&KEYS[i], KEYS[i].get(c)))
+        if (!code_listed(&KEYS[i], KEYS[i].get(c)))
             return rg_errf(err, "invalid: %s has code %d, not one of its values (%s)", KEYS[i].name,
                            KEYS[i].get(c), values_of(&KEYS[i]));
     for (int i = 0; i < CFG_NKEYS; i++)

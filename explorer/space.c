@@ -194,12 +194,15 @@ int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
         return rg_errf(err, "space %s has more than %d points: too many (at most %d)", s->name, SP_MAX_POINTS,
                        SP_MAX_POINTS);
     sp_point *p = rg_xcalloc((size_t)total, sizeof *p);
+    const char *last = NULL;   /* neighbours mostly share their reason: interned once for the run */
     for (long k = 0; k < total; k++) {
         cg_config c;
         sp_config_at(s, k, &c);
         rg_err why;
         p[k].valid = cfg_validate(&c, &why) == 0;
-        if (!p[k].valid) p[k].reason = sp_intern(why.msg);
+        if (p[k].valid) continue;
+        if (!last || strcmp(last, why.msg)) last = sp_intern(why.msg);
+        p[k].reason = last;
     }
     *points = p;
     *n = (int)total;

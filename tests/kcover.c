@@ -280,13 +280,19 @@ int kc_text_items(kc_set *seen, const kp_kernel *k, unsigned what, int add)
 
 static kc_space space_cache;
 
+cg_config kc_config(const kc_space *s, int v)
+{
+    cg_config c;
+    sp_config_at(&s->sp, s->point[v], &c);
+    return c;
+}
+
 const kc_space *kc_space_get(const char *space)
 {
     kc_space *s = &space_cache;
     if (s->slot && !strcmp(s->spec, space)) return s;
     free(s->slot);
     free(s->point);
-    free(s->cfg);
     free(s->cls);
     free(s->structure);
     *s = (kc_space){0};
@@ -296,16 +302,16 @@ const kc_space *kc_space_get(const char *space)
     s->nvalid = sp_count_valid(pts, s->n);
     s->slot = rg_xmalloc(((size_t)s->n + 1) * sizeof *s->slot);
     s->point = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->point);
-    s->cfg = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->cfg);
     s->cls = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->cls);
     s->structure = rg_xmalloc(((size_t)s->nvalid + 1) * sizeof *s->structure);
     for (int i = 0, v = 0; i < s->n; i++) {
         s->slot[i] = pts[i].valid ? v : -1;
         if (!pts[i].valid) continue;
         s->point[v] = i;
-        sp_config_at(&s->sp, i, &s->cfg[v]);
-        s->structure[v] = structure_hash(&s->cfg[v]);
-        kc_schedule_classes(&s->cfg[v], s->cls[v]);
+        cg_config c;
+        sp_config_at(&s->sp, i, &c);
+        s->structure[v] = structure_hash(&c);
+        kc_schedule_classes(&c, s->cls[v]);
         v++;
     }
     free(pts);
@@ -331,14 +337,15 @@ static int may_apply(const kc_space *s, const pl_problem *p, int v, kc_set *ok, 
     uint64_t h = s->structure[v];
     if (kc_set_has(bad, h)) return 0;
     if (!kc_set_has(ok, h)) {
-        cg_config base;
-        cfg_structure(&s->cfg[v], &base);
+        cg_config base, c = kc_config(s, v);
+        cfg_structure(&c, &base);
         rg_err err;
         int rc = pl_build_verdict(p, &base, NULL, &err);
         kc_set_add(rc == PL_INAPPLICABLE ? bad : ok, h);
         if (rc == PL_INAPPLICABLE) return 0;
     }
-    return pl_schedule_applies(p, &s->cfg[v], NULL);
+    cg_config c = kc_config(s, v);
+    return pl_schedule_applies(p, &c, NULL);
 }
 
 /* The points that bring a schedule class no applicable point brought yet, in enumeration order: first
@@ -420,7 +427,9 @@ static void walk_pairs(const kc_space *s, const pl_problem *p, int (*visit)(int,
     for (int k = 0; k < s->nvalid; k++) {
         int v = order[k];
         point_values(&s->sp, s->point[v], val);
-        if (!open_pairs(&s->sp, st, val, 0, 0) || !pl_schedule_applies(p, &s->cfg[v], NULL)) continue;
+        if (!open_pairs(&s->sp, st, val, 0, 0)) continue;
+        cg_config c = kc_config(s, v);
+        if (!pl_schedule_applies(p, &c, NULL)) continue;
         built[v] = 1;
         out->built++;
         int inapplicable = visit(v, ctx);
@@ -483,7 +492,8 @@ static int visit_kernels(int v, void *ctx)
 {
     kernel_walk *w = ctx;
     cg_variant var;
-    if (build_point(&w->s->cfg[v], w->p, w->inapplicable_ok, &var)) return 1;
+    cg_config c = kc_config(w->s, v);
+    if (build_point(&c, w->p, w->inapplicable_ok, &var)) return 1;
     for (int k = 0; k < var.plan.nkernels; k++)
         if (kc_set_add(&w->seen, source_hash(&var.plan.kernels[k]))) {
             w->fn(&var.plan.kernels[k], w->ctx);
@@ -504,7 +514,8 @@ static void check_refusals(const kc_space *s, const pl_problem *p, int sample, i
     rg_rng rng;
     rg_rng_seed(&rng, 20261128);
     for (; ncand && checked < sample; checked++) {
-        const cg_config *cfg = &s->cfg[cand[rg_rng_below(&rng, (uint64_t)ncand)]];
+        cg_config c = kc_config(s, cand[rg_rng_below(&rng, (uint64_t)ncand)]);
+        const cg_config *cfg = &c;
         rg_err err;
         if (pl_build_verdict(p, cfg, NULL, &err) != PL_INAPPLICABLE) {
             char *cs = cfg_to_string(cfg);
@@ -530,7 +541,8 @@ static void check_premise(const kernel_walk *w, int sample, const kc_set *classe
     rg_rng rng;
     rg_rng_seed(&rng, 20240611);
     for (int tries = 0; ncand && w->out->sampled < sample && tries < 64 * sample; tries++) {
-        const cg_config *cfg = &s->cfg[cand[rg_rng_below(&rng, (uint64_t)ncand)]];
+        cg_config c = kc_config(s, cand[rg_rng_below(&rng, (uint64_t)ncand)]);
+        const cg_config *cfg = &c;
         cg_variant var;
         if (build_point(cfg, w->p, w->inapplicable_ok, &var)) continue;
         w->out->sampled++;

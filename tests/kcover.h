@@ -46,7 +46,7 @@ int kc_text_items(kc_set *seen, const kp_kernel *k, unsigned what, int add);
 /* The valid points of a built-in space (or space file) with their schedule classes, enumerated
  * once per binary: sp_enumerate builds every config from strings (seconds for the default space,
  * more under ASan) and its result is the same for every problem, and a walk visits most points. The
- * last space asked for is kept (reachable until exit, so LeakSanitizer does not count it: about 250 MB
+ * last space asked for is kept (reachable until exit, so LeakSanitizer does not count it: about 300 MB
  * for the default space); the test fails when it does not load. */
 typedef struct kc_space {
     char spec[256];
@@ -54,11 +54,12 @@ typedef struct kc_space {
     int n, nvalid;          /* points, valid or not, in sp_enumerate's order; valid ones */
     int *slot;              /* [n]: the point's index among the valid ones, or -1 */
     int *point;             /* [nvalid]: the valid point's index in sp_enumerate's order */
-    cg_config *cfg;         /* [nvalid] */
     uint64_t (*cls)[2];     /* [nvalid]: kc_schedule_classes */
     uint64_t *structure;    /* [nvalid]: a hash of the structure keys (those of cfg_structure) */
 } kc_space;
 const kc_space *kc_space_get(const char *space);
+/* Valid point v's config (points keep no config: the default space's would be 1.5 GB). */
+cg_config kc_config(const kc_space *s, int v);
 
 /* 1 when RGNN_TEST_COVER=pairwise (`make asan`): the covering walks take the pairwise points. */
 int kc_cover_pairwise(void);

@@ -99,7 +99,8 @@ typedef struct floor_check {
 static int check_point(int v, void *ctx)
 {
     floor_check *c = ctx;
-    const cg_config *cfg = &c->s->cfg[v];
+    cg_config point = kc_config(c->s, v);
+    const cg_config *cfg = &point;
     ir_program *ir;
     lw_program *lp;
     cg_variant var;
