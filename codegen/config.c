@@ -318,12 +318,8 @@ const char *cfg_value(const cfg_key *k, const cg_config *c, char buf[CFG_VALUE_M
     return buf;
 }
 
-int cfg_printed(const cfg_key *k, const cg_config *c)
-{
-    return k->printed == CFG_ALWAYS || k->get(c) != table_code(k, k->dflt);
-}
-
-/* The defaults from the table's text, once per process: enumerating a space copies them per point. */
+/* The defaults from the table's text, once per process: enumerating a space copies them per point,
+ * and every canonical string compares with them. */
 static cg_config default_config;
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 
@@ -331,6 +327,12 @@ static void make_default_config(void)
 {
     memset(&default_config, 0, sizeof default_config);
     for (int i = 0; i < CFG_NKEYS; i++) KEYS[i].set(&default_config, table_code(&KEYS[i], KEYS[i].dflt));
+}
+
+int cfg_printed(const cfg_key *k, const cg_config *c)
+{
+    pthread_once(&default_once, make_default_config);
+    return k->printed == CFG_ALWAYS || k->get(c) != k->get(&default_config);
 }
 
 void cfg_default(cg_config *c)
@@ -662,8 +664,13 @@ char *cfg_to_string(const cg_config *c)
 {
     rg_str s = {0};
     char v[CFG_VALUE_MAX];
-    for (int i = 0; i < CFG_NKEYS; i++)
-        if (cfg_printed(&KEYS[i], c)) rg_str_printf(&s, "%s%s=%s", s.len ? "," : "", KEYS[i].name, cfg_value(&KEYS[i], c, v));
+    for (int i = 0; i < CFG_NKEYS; i++) {   /* puts, not printf: searches print millions of these */
+        if (!cfg_printed(&KEYS[i], c)) continue;
+        if (s.len) rg_str_putc(&s, ',');
+        rg_str_puts(&s, KEYS[i].name);
+        rg_str_putc(&s, '=');
+        rg_str_puts(&s, cfg_value(&KEYS[i], c, v));
+    }
     for (int i = 0; i < c->noverrides; i++)
         if (override_value(c, i, v))
             rg_str_printf(&s, "%s%s.%s=%s", s.len ? "," : "", cfg_override_instance(&c->overrides[i]), KEYS[c->overrides[i].key].name, v);

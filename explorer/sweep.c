@@ -594,18 +594,20 @@ static int collect_outcomes(job *j, outcome **out, int *n, rg_err *err)
     /* the points by hash, so that each row finds its point in log time: a search over the default
      * space reads back tens of thousands of rows (its invalid points) against as many points */
     point_hash *by_hash = rg_xmalloc(((size_t)j->n + 1) * sizeof *by_hash);
-    for (int i = 0; i < j->n; i++) by_hash[i] = (point_hash){j->hex[i], i};
-    qsort(by_hash, (size_t)j->n, sizeof *by_hash, cmp_point_hash);
+    long nh = 0;
+    for (int i = 0; i < j->n; i++)
+        if (j->hex[i][0]) by_hash[nh++] = (point_hash){j->hex[i], i};   /* hash_points left the rest unhashed */
+    qsort(by_hash, (size_t)nh, sizeof *by_hash, cmp_point_hash);
     for (size_t r = 0; r < nrows; r++) {
         if (rows[r].dim_in != p->dim_in || rows[r].dim_out != p->dim_out || rows[r].heads != p->heads) continue;
         point_hash key = {rows[r].hash, -1};
-        const point_hash *hit = bsearch(&key, by_hash, (size_t)j->n, sizeof *by_hash, cmp_point_hash);
+        const point_hash *hit = bsearch(&key, by_hash, (size_t)nh, sizeof *by_hash, cmp_point_hash);
         if (!hit) continue;
         /* every point of that hash (a space may list one config twice); rows come in id order, so
          * the last row of a point stands */
         long lo = hit - by_hash, hi = lo;
         while (lo > 0 && !strcmp(by_hash[lo - 1].hex, key.hex)) lo--;
-        while (hi + 1 < j->n && !strcmp(by_hash[hi + 1].hex, key.hex)) hi++;
+        while (hi + 1 < nh && !strcmp(by_hash[hi + 1].hex, key.hex)) hi++;
         for (long k = lo; k <= hi; k++) latest[by_hash[k].i] = (int)r;
     }
     free(by_hash);
@@ -1120,13 +1122,12 @@ typedef struct verdict_cache {
 static uint64_t plan_class(const cg_config *c)
 {
     if (c->noverrides) return cfg_hash(c) | 1;   /* overrides: its own class */
-    cg_config d, k = *c;
-    cfg_default(&d);
+    int code[CFG_NKEYS];   /* the other keys' codes, hashed as they are: printing them took most of the time */
     for (int i = 0; i < CFG_NKEYS; i++) {
         const cfg_key *key = cfg_key_at(i);
-        if (cfg_key_kernels(key) == CFG_ON_GEMM || !strcmp(key->name, "relabel")) key->set(&k, key->get(&d));
+        code[i] = cfg_key_kernels(key) == CFG_ON_GEMM || !strcmp(key->name, "relabel") ? -1 : key->get(c);
     }
-    return cfg_hash(&k) | 1;
+    return rg_fnv1a64(code, sizeof code, RG_FNV_SEED) | 1;
 }
 
 static build_verdict *verdict_slot(verdict_cache *vc, uint64_t key)
