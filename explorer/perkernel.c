@@ -526,17 +526,23 @@ int pk_space_size(const char *space, const pl_problem *p, const hg_graph *g, pk_
     sp_point *pts;
     int n;
     if (sp_load(space, &sp, err) || sp_enumerate(&sp, &pts, &n, err)) return -1;
-    cg_config *cfgs;
-    n = sp_valid_configs(&sp, pts, n, &cfgs, NULL);
+    /* the applicable configs only: the default space has 2.6M valid points, a problem a tenth of them */
+    cg_config *cfgs = NULL, c;
+    int m_app = 0, cap = 0;
+    for (int i = 0; i < n; i++) {
+        rg_err why;
+        if (!pts[i].valid) continue;
+        sp_config_at(&sp, i, &c);
+        if (!pl_schedule_applies(p, &c, &why)) continue;
+        if (m_app == cap) cfgs = rg_xrealloc(cfgs, (size_t)(cap = cap ? 2 * cap : 1024) * sizeof *cfgs);
+        cfgs[m_app++] = c;
+    }
     free(pts);
+    n = m_app;
     int *structure = rg_xmalloc((size_t)(n ? n : 1) * sizeof *structure), *idx = rg_xmalloc((size_t)(n ? n : 1) * sizeof *idx);
     char **names = NULL;
     int nst = 0, rc = 0;
-    for (int i = 0; i < n; i++) {   /* applicable configs, by structure */
-        rg_err why;
-        structure[i] = -1;
-        if (pl_schedule_applies(p, &cfgs[i], &why)) structure[i] = structure_index(&names, &nst, &cfgs[i]);
-    }
+    for (int i = 0; i < n; i++) structure[i] = structure_index(&names, &nst, &cfgs[i]);   /* by structure */
     for (int q = 0; q < nst && !rc; q++) {
         int m = 0;
         for (int i = 0; i < n; i++)
