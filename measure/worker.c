@@ -29,9 +29,13 @@ typedef struct ready_msg {
     xw_info info;
 } ready_msg;
 
+/* The config travels as its canonical text: an override names its instance by an id that only the
+ * process which interned the name knows (codegen/config.h), and the driver interns names after the
+ * fork (a search's static list, a replayed store). 32 overrides and every key print in under 2 KB. */
+#define XW_CONFIG_TEXT_MAX 4096
 typedef struct measure_msg {
     int32_t index;
-    cg_config cfg;
+    char cfg[XW_CONFIG_TEXT_MAX];
     xb_options opt;
 } measure_msg;
 
@@ -127,7 +131,11 @@ static void child_measure_loop(int sock, xb_backend *b, const xw_config *c)
         if (c->before_measure) c->before_measure(b, m.index);
         memset(&res->err, 0, sizeof res->err);
         xb_result_init(&res->r);
-        res->rc = b->measure(b, &m.cfg, &m.opt, &res->r, &res->err);
+        cg_config cfg;
+        cfg_default(&cfg);
+        rg_err perr;
+        if (cfg_parse(&cfg, m.cfg, &perr)) RG_DIE("worker: the driver's config '%s' does not parse: %s", m.cfg, perr.msg);
+        res->rc = b->measure(b, &cfg, &m.opt, &res->r, &res->err);
         fflush(stdout);
         if (send_msg(sock, MSG_RESULT, res, sizeof *res)) break;
     }
@@ -430,7 +438,10 @@ int xw_measure(xw_worker *w, int index, const cg_config *cfg, const xb_options *
     measure_msg m;
     memset(&m, 0, sizeof m);
     m.index = index;
-    m.cfg = *cfg;
+    char *text = cfg_to_string(cfg);
+    RG_ASSERT(strlen(text) < sizeof m.cfg);
+    memcpy(m.cfg, text, strlen(text) + 1);
+    free(text);
     m.opt = *opt;
     if (send_msg(w->sock, MSG_MEASURE, &m, sizeof m)) {
         /* it died after its previous answer: that variant's outcome stands; run this one anew */

@@ -1169,6 +1169,37 @@ static void test_large_space_is_searched_by_default(void **state)
     free(large);
 }
 
+static xb_backend *sim_backend_only(const char *spec, void *ctx, rg_err *err)
+{
+    (void)ctx;
+    return xb_sim_backend(spec, err);
+}
+
+/* A config with an override whose instance name the driver meets only after the worker has forked (a
+ * search's static list, a store read back) reaches the worker whole: overrides name their instance by an
+ * id of the process that interned it, so the config travels as its canonical text. */
+static void test_worker_gets_overrides_named_after_its_start(void **state)
+{
+    (void)state;
+    xw_config wc = {.make_backend = sim_backend_only, .backend_spec = "sim", .timeout_s = 10};
+    xb_problem p;
+    problem(&p, "rgat", "infer");
+    xw_info info;
+    rg_err err;
+    xw_worker *w = xw_start(&wc, &p, &info, &err);
+    if (!w) fail_msg("%s", err.msg);
+    cg_config c;
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "tile=64,zz_after_fork_7.tile=16", &err), 0);   /* a name new to the process */
+    xb_options o = {.repeats = 1};
+    xb_result r;
+    xb_result_init(&r);
+    assert_int_equal(xw_measure(w, 0, &c, &o, &r, &err), XW_DONE);
+    if (r.status != RS_OK) fail_msg("%s: %s", rs_status_name(r.status), r.evidence);
+    assert_int_equal(xw_restarts(w), 0);
+    xw_stop(w);
+}
+
 /* Points pl_build refuses for the problem (epi=on with nothing to fuse, cdot=edge without a dot product
  * of compact rows, softmax=single without attention) are recorded invalid with its reason and never
  * measured: RGCN keeps only the two compaction choices, RGAT every point but epi=on with two-pass
@@ -1713,6 +1744,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_live_search_is_seeded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_search_goes_on_past_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_points_are_invalid_for_the_problem, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_worker_gets_overrides_named_after_its_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_space_is_searched_by_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_live_static_list_from_other_datasets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit_stops_after_one_evaluation, setup, teardown),
