@@ -2,6 +2,7 @@
  * head<TAB>relation<TAB>tail text, all splits in one entity-typed graph with reverse types. */
 #include "datasets/loaders.h"
 #include "datasets/textio.h"
+#include "common/names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,68 +10,6 @@
 static const char *const SPLITS_OPENKE[] = {"train2id.txt", "valid2id.txt", "test2id.txt"};
 #define OPENKE_MAX_RELATIONS (1 << 20)
 static const char *const SPLITS_KGE[] = {"train.txt", "valid.txt", "test.txt"};
-
-/* ---- A name -> id map (open addressing), ids dense in insertion order ---- */
-typedef struct kg_names {
-    char **names;          /* [count] by id */
-    int32_t *slots;        /* [cap] id + 1, 0 = empty */
-    int64_t count, cap;
-} kg_names;
-
-static void names_free(kg_names *m)
-{
-    for (int64_t i = 0; i < m->count; i++) free(m->names[i]);
-    free(m->names);
-    free(m->slots);
-    memset(m, 0, sizeof *m);
-}
-
-static uint64_t slot_of(const kg_names *m, const char *s)
-{
-    return rg_fnv1a64(s, strlen(s), RG_FNV_SEED) & (uint64_t)(m->cap - 1);
-}
-
-static int32_t names_find(const kg_names *m, const char *s)
-{
-    if (!m->cap) return -1;
-    for (uint64_t i = slot_of(m, s);; i = (i + 1) & (uint64_t)(m->cap - 1)) {
-        int32_t id = m->slots[i] - 1;
-        if (id < 0) return -1;
-        if (strcmp(m->names[id], s) == 0) return id;
-    }
-}
-
-static void names_rehash(kg_names *m)
-{
-    int64_t cap = m->cap ? 2 * m->cap : 1024;
-    free(m->slots);
-    m->slots = rg_xcalloc((size_t)cap, sizeof *m->slots);
-    m->cap = cap;
-    m->names = rg_xrealloc(m->names, (size_t)cap * sizeof *m->names);
-    for (int64_t id = 0; id < m->count; id++) {
-        uint64_t i = slot_of(m, m->names[id]);
-        while (m->slots[i]) i = (i + 1) & (uint64_t)(cap - 1);
-        m->slots[i] = (int32_t)id + 1;
-    }
-}
-
-/* Adds s with the next id; the caller has checked that it is absent. */
-static int32_t names_add(kg_names *m, const char *s)
-{
-    if (2 * (m->count + 1) > m->cap) names_rehash(m);
-    int32_t id = (int32_t)m->count++;
-    m->names[id] = rg_xstrdup(s);
-    uint64_t i = slot_of(m, s);
-    while (m->slots[i]) i = (i + 1) & (uint64_t)(m->cap - 1);
-    m->slots[i] = id + 1;
-    return id;
-}
-
-static int32_t names_intern(kg_names *m, const char *s)
-{
-    int32_t id = names_find(m, s);
-    return id >= 0 ? id : names_add(m, s);
-}
 
 static const char *default_name(const char *name, const char *fallback)
 {
@@ -229,7 +168,7 @@ hg_graph *kg_load_openke(const char *dir, const char *name, rg_err *err)
 /* ---- KGE text ---- */
 
 /* id<TAB>name lines: ids must be exactly 0..n-1 in some order. */
-static int read_kge_dict(const char *path, kg_names *m, rg_err *err)
+static int read_kge_dict(const char *path, rg_names *m, rg_err *err)
 {
     tio_reader *r = tio_open(path, err);
     if (!r) return -1;
@@ -265,10 +204,10 @@ static int read_kge_dict(const char *path, kg_names *m, rg_err *err)
             by_id[ids[i]] = names[i];
     }
     for (int64_t id = 0; rc == 0 && id < n; id++) {
-        if (names_find(m, by_id[id]) >= 0)
+        if (rg_names_find(m, by_id[id]) >= 0)
             rc = rg_errf(err, "%s: name '%s' appears twice", path, by_id[id]);
         else
-            names_add(m, by_id[id]);
+            rg_names_add(m, by_id[id]);
     }
     for (int64_t i = 0; i < n; i++) free(names[i]);
     free(names);
@@ -280,14 +219,14 @@ static int read_kge_dict(const char *path, kg_names *m, rg_err *err)
 typedef struct kge_ctx {
     hg_builder *b;
     int32_t entity;
-    kg_names ents, rels;
+    rg_names ents, rels;
     int fixed_ents, fixed_rels;   /* a .dict gave the ids: unknown names are errors */
 } kge_ctx;
 
 /* Maps a name to its id: from the dict, or first-seen order without one. */
-static int32_t kge_id(kg_names *m, int fixed, const char *s)
+static int32_t kge_id(rg_names *m, int fixed, const char *s)
 {
-    return fixed ? names_find(m, s) : names_intern(m, s);
+    return fixed ? rg_names_find(m, s) : rg_names_intern(m, s);
 }
 
 static int read_kge_split(kge_ctx *c, const char *path, rg_err *err)
@@ -351,8 +290,8 @@ hg_graph *kg_load_kge(const char *dir, const char *name, rg_err *err)
         rc = path ? read_kge_split(&c, path, err) : -1;
         free(path);
     }
-    names_free(&c.ents);
-    names_free(&c.rels);
+    rg_names_free(&c.ents);
+    rg_names_free(&c.rels);
     if (rc) {
         hgb_free(c.b);
         return NULL;

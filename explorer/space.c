@@ -1,6 +1,7 @@
 /* The design space as data: named value lists per config key (built-in "default" and
  * "full", or a file), enumerated into configs, with invalid points pruned and explained. */
 #include "explorer/space.h"
+#include "common/names.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -143,43 +144,17 @@ void sp_config_at(const sp_space *s, long k, cg_config *cfg)
     }
 }
 
-/* Reasons interned in a hash set that lives as long as the process: a space's invalid points
- * share a few hundred distinct lines, and a point keeps a pointer, not a 320-byte copy. */
-static struct {
-    pthread_mutex_t lock;
-    char **slot;
-    size_t cap, used;
-} reasons = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
-
-static size_t reason_slot(char **slot, size_t cap, const char *text)
-{
-    size_t h = (size_t)rg_fnv1a64(text, strlen(text), RG_FNV_SEED) & (cap - 1);
-    while (slot[h] && strcmp(slot[h], text)) h = (h + 1) & (cap - 1);
-    return h;
-}
-
-static void grow_reasons(void)
-{
-    size_t cap = reasons.cap ? 2 * reasons.cap : 256;
-    char **slot = rg_xcalloc(cap, sizeof *slot);
-    for (size_t i = 0; i < reasons.cap; i++)
-        if (reasons.slot[i]) slot[reason_slot(slot, cap, reasons.slot[i])] = reasons.slot[i];
-    free(reasons.slot);
-    reasons.slot = slot;
-    reasons.cap = cap;
-}
+/* Reasons interned for as long as the process lives: a space's invalid points share a few hundred
+ * distinct lines, and a point keeps a pointer, not a 320-byte copy. */
+static rg_names reasons;
+static pthread_mutex_t reasons_lock = PTHREAD_MUTEX_INITIALIZER;
 
 const char *sp_intern(const char *reason)
 {
-    pthread_mutex_lock(&reasons.lock);
-    if (2 * (reasons.used + 1) > reasons.cap) grow_reasons();
-    size_t h = reason_slot(reasons.slot, reasons.cap, reason);
-    if (!reasons.slot[h]) {
-        reasons.slot[h] = rg_xstrdup(reason);
-        reasons.used++;
-    }
-    const char *copy = reasons.slot[h];
-    pthread_mutex_unlock(&reasons.lock);
+    pthread_mutex_lock(&reasons_lock);
+    int32_t id = rg_names_intern(&reasons, reason);   /* first: it may move the array */
+    const char *copy = reasons.names[id];
+    pthread_mutex_unlock(&reasons_lock);
     return copy;
 }
 
@@ -188,7 +163,7 @@ int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
     long total = 1;
     for (int i = 0; i < s->ndims && total <= SP_MAX_POINTS; i++) total *= s->dims[i].nvals;
     /* a point is 16 bytes and its config is rebuilt on use: the limit is the time to validate them
-     * all (about a microsecond each), and what a search samples from, not what a sweep measures
+     * all (under a microsecond each), and what a search samples from, not what a sweep measures
      * (spaces past 2,000 valid points are searched under a budget: explore replay) */
     if (total > SP_MAX_POINTS)
         return rg_errf(err, "space %s has more than %d points: too many (at most %d)", s->name, SP_MAX_POINTS,
