@@ -387,6 +387,9 @@ static int time_up(const job *j)
     return j->s->o.time_limit_s > 0 && rg_now() - j->t0 >= j->s->o.time_limit_s;
 }
 
+/* Only a sweep of the whole space records its invalid points (with the reason): a search or a sweep
+ * under --budget measures a few of them, and recording the default space's half a million invalid
+ * points (in inference) took longer than measuring those few. */
 static int records_invalid(const job *j) { return !j->strategy && j->budget <= 0; }
 
 /* Each point's variant hash, computed once: the resume check, the store and the report use it. An
@@ -936,14 +939,13 @@ static void live_static_list(job *j, sr_problem *sp)
                 sp->nstatic ? "" : " (none: the search is random)");
 }
 
-/* The search problem of the space's valid points, with the cost model's predictions. */
-static void search_problem(job *j, int *cand, sr_problem *sp)
+/* The search problem of the space's valid points, with the cost model's predictions; *cand (caller
+ * frees) maps its point k to the space's point number. */
+static void search_problem(job *j, int **cand, sr_problem *sp)
 {
     const xs_options *o = &j->s->o;
     cg_config *cfgs;
-    int *index, nc = sp_valid_configs(&j->space, j->pts, j->n, &cfgs, &index);
-    memcpy(cand, index, (size_t)nc * sizeof *cand);
-    free(index);
+    int nc = sp_valid_configs(&j->space, j->pts, j->n, &cfgs, cand);
     double *pred = NULL;
     if (o->predict && nc) {
         pred = rg_xmalloc((size_t)nc * sizeof *pred);
@@ -994,9 +996,9 @@ static int search(job *j, xw_worker *w, rg_err *err)
 {
     const xs_options *o = &j->s->o;
     xs_summary *sum = j->sum;
-    int *cand = rg_xmalloc((size_t)j->n * sizeof *cand + 1);
+    int *cand;
     sr_problem sp;
-    search_problem(j, cand, &sp);
+    search_problem(j, &cand, &sp);
     live L = {.j = j, .w = w, .cand = cand, .err = err, .best = -1};
     L.r = rg_xmalloc(sizeof *L.r);
     L.stored_at = rg_xmalloc((size_t)j->n * sizeof *L.stored_at + 1);
@@ -1068,9 +1070,6 @@ static int batched(job *j, int (*fn)(job *, rg_err *), rg_err *err)
     return rc;
 }
 
-/* Only a sweep of the whole space records its invalid points (with the reason): a search or a sweep
- * under --budget measures a few of them, and recording the default space's half a million invalid
- * points (in inference) took longer than measuring those few. */
 static int sweep_with_worker(job *j, xw_worker *w, rg_err *err)
 {
     if (begin_run(j->s, &j->info, err)) return -1;
