@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cfg_unroll_factor(const cg_config *c) { return c->unroll ? 1 << (c->unroll - 1) : 0; }
+
 int cfg_col_coarsen(const cg_config *c) { return c->tile >= 32 ? 4 : 2; }
 
 int cfg_block_threads(const cg_config *c) { return c->tile * c->tile / (c->coarsen * cfg_col_coarsen(c)); }

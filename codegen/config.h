@@ -145,6 +145,8 @@ const char *cfg_override_instance(const cfg_override *o);
 int cfg_block_threads(const cg_config *c);   /* GEMM threads per block */
 /* Output columns per GEMM thread (register tiling across columns): 4, or 2 for tile 16. */
 int cfg_col_coarsen(const cg_config *c);
+/* The traversals' edge-loop unroll factor: 0 for auto (the compiler's), else N of `unroll=N`. */
+int cfg_unroll_factor(const cg_config *c);
 /* The arithmetic precision of the variant's GEMM operands: "fp32", or "tf32" / "bf16" on
  * tensor cores (mma), followed by "+bf16-store" under store=bf16 (features and messages stored
  * in bfloat16); what its validation tolerance and the store's precision column follow.

@@ -282,13 +282,19 @@ static int vec_operand(const kgen *g, const ir_var *v)
            ir_var_row_width(v) % g->V == 0;
 }
 
-/* The declaration of vector load `id`: V consecutive elements of v's row at i0, as floats. */
+/* The declaration of vector load `id`: V consecutive elements of v's row at i0, as floats. Eight
+ * are one 16-byte access of bfloat16 or two of float32 (ld_bf16x8, ld_f32x8 in templates.c). */
 static void emit_vec_load(kgen *g, int id, int var, const ir_var *v, const char *row)
 {
     static const char *const type[] = {[2] = "float2", [4] = "float4"};
     static const char comp[4] = {'x', 'y', 'z', 'w'};
     char at[160];
     snprintf(at, sizeof at, "v%d[(size_t)(%s) * %lld + i0]", var, row, (long long)ir_var_row_width(v));
+    if (g->V == 8) {
+        rg_str_printf(&g->vec_loads, "            float vl%d[8];\n            ld_%sx8(&%s, vl%d);\n", id,
+                      vt_is_bf16(v) ? "bf16" : "f32", at, id);
+        return;
+    }
     rg_str_printf(&g->vec_loads, "            float vl%d[%d];\n            { const %s q = ", id, g->V, type[g->V]);
     /* bfloat16 rows: 4 or 8 bytes converted to floats (templates.c) */
     if (vt_is_bf16(v)) rg_str_printf(&g->vec_loads, "ld_bf16x%d(&%s);", g->V, at);
@@ -489,7 +495,7 @@ static int vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out)
 {
     int bad;
     rg_err ignored;
-    if (g->V != 2 && g->V != 4) return 0;
+    if (g->V != 2 && g->V != 4 && g->V != 8) return 0;
     if (vt_is_f64(out) || vt_is_bf16(out) || out->dim % g->V) return 0;
     return dest_of(g, s, &ignored, &bad) == DEST_ATOMIC && !bad;
 }
@@ -514,7 +520,12 @@ static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, cons
                   "            const int h = i0 / %d, d = i0 %% %d; (void)h; (void)d;\n"
                   "#if __CUDA_ARCH__ >= 900\n",
                   g->V, g->V, out->dim, out->dim, val, out->dim, out->dim);
-    if (g->V == 4)
+    if (g->V == 8)   /* two float4 atomics: sm_90 has none wider */
+        rg_str_printf(&g->body,
+                      "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n"
+                      "            atomicAdd((float4*)&%s + 1, make_float4(av_[4], av_[5], av_[6], av_[7]));\n",
+                      ref, ref);
+    else if (g->V == 4)
         rg_str_printf(&g->body, "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n", ref);
     else
         rg_str_printf(&g->body, "            atomicAdd((float2*)&%s, make_float2(av_[0], av_[1]));\n", ref);
@@ -1724,6 +1735,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
     }
     rg_str_printf(b, "        }\n        const int cnt = min(%d, %s - qb);\n", g->L, qe_var);
     if (own) emit_lane_prologue(g, qe_var, fixed_dn, lanes);
+    if (cfg_unroll_factor(g->cfg)) rg_str_printf(b, "        #pragma unroll %d\n", cfg_unroll_factor(g->cfg));
     rg_str_puts(b, "        for (int j = 0; j < cnt; j++) {\n");
     emit_edge_ids(g, b, fixed_dn, 0, "            ");
     if (own) emit_lane_bcast(g);
@@ -2163,6 +2175,11 @@ int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *material
 
 int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)
 {
+    if (cfg_unroll_factor(cfg) > cfg->lanes) {
+        rg_errf(err, "unroll=%d does not apply with lanes=%d: a row group's walk steps over at most %d edges, so the "
+                     "unrolled loop body would never run", cfg_unroll_factor(cfg), cfg->lanes, cfg->lanes);
+        return 0;
+    }
     if (cfg->vec == 1) return 1;
     int widest = dims->in_dim > dims->out_dim ? dims->in_dim : dims->out_dim;
     if (dims->in_dim % cfg->vec && dims->out_dim % cfg->vec) {

@@ -59,6 +59,27 @@ static const tpl_helper helpers[] = {
      "    const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.y));\n"
      "    return make_float4(a.x, a.y, b.x, b.y);\n"
      "}\n"},
+    /* eight elements (vec=8) into the caller's array, which inlining keeps in registers: one 16-byte
+       access of bfloat16, two of float32 */
+    {"ld_bf16x8",
+     "static __device__ __forceinline__ void ld_bf16x8(const __nv_bfloat16* p, float* o)\n"
+     "{\n"
+     "    const uint4 q = *reinterpret_cast<const uint4*>(p);\n"
+     "    const unsigned w[4] = {q.x, q.y, q.z, q.w};\n"
+     "    #pragma unroll\n"
+     "    for (int k = 0; k < 4; k++) {\n"
+     "        const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[k]));\n"
+     "        o[2 * k] = f.x;\n"
+     "        o[2 * k + 1] = f.y;\n"
+     "    }\n"
+     "}\n"},
+    {"ld_f32x8",
+     "static __device__ __forceinline__ void ld_f32x8(const float* p, float* o)\n"
+     "{\n"
+     "    const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];\n"
+     "    o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;\n"
+     "    o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;\n"
+     "}\n"},
     {"ldg_bf16x4",
      "static __device__ __forceinline__ float4 ldg_bf16x4(const __nv_bfloat16* p)\n"
      "{\n"

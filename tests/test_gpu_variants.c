@@ -162,9 +162,11 @@ static void test_default_space_matches_reference(void **state)
 }
 
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
- * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
+ * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge,
+ * vec=8 and unroll on float32 and bfloat16 rows, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
  * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
- * RGNN_GPU_MAPPING_ONLY=K: the K-th space below alone, from 0). */
+ * RGNN_GPU_MAPPING_MODELS, RGNN_GPU_MAPPING_TASKS: ';'-separated subsets; RGNN_GPU_MAPPING_ONLY=K: the K-th
+ * space below alone, from 0). */
 static void test_mapping_values_match_reference(void **state)
 {
     (void)state;
@@ -183,6 +185,8 @@ static void test_mapping_values_match_reference(void **state)
         "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 8 16 32\nrecompute: off on\nscalars: lane replicated\n",
         "trav: node edge\npagg: on off\nsoftmax: single\nlanes: 8 32\nacc: smem reg\nnchunk: 4 64\nscalars: group lane\n"
         "recompute: off on\nepi: on\ncdot: table edge\n",
+        "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 4 8\nvec: 1 8\nunroll: auto 1 4 8\nstore: f32 bf16\n"
+        "acc: smem reg\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
@@ -194,17 +198,22 @@ static void test_mapping_values_match_reference(void **state)
     char *sets_s = rg_xstrdup(env_or("RGNN_GPU_MAPPING_DATASETS", "synth:nodes=3000,edges=40000,ntypes=3,etypes=8,ratio=0.4"));
     char *sets[16];
     int nd = split_list(sets_s, sets, 16);
-    static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
+    char *models_s = rg_xstrdup(env_or("RGNN_GPU_MAPPING_MODELS", "rgcn;rgat;hgt"));
+    char *tasks_s = rg_xstrdup(env_or("RGNN_GPU_MAPPING_TASKS", "infer;train"));
+    char *models[8], *tasks[2];
+    int nm = split_list(models_s, models, 8), nt = split_list(tasks_s, tasks, 2);
     const char *only_s = getenv("RGNN_GPU_MAPPING_ONLY");
     int only = only_s && *only_s ? atoi(only_s) : -1;
     tally t = {0, 0};
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 3; j++)
+    for (int i = 0; i < nt; i++)
+        for (int j = 0; j < nm; j++)
             for (int k = 0; k < nd; k++)
                 for (int q = 0; q < NSPACES; q++)
                     if (only < 0 || q == only) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
     printf("GPU mapping sweep: %d variants checked, %d failed\n", t.checked, t.failed);
     b->close(b);
+    free(models_s);
+    free(tasks_s);
     free(sets_s);
     for (int q = 0; q < NSPACES; q++) free(space[q]);
     tu_rm_tree(dir);
