@@ -1942,8 +1942,12 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         char pname[32];
         snprintf(pname, sizeof pname, "v%d", v);
         int in_order = reads_in_order(g, v);   /* then every read of v in this kernel is at qpos */
-        rg_str_printf(src, ",\n    %s%s* __restrict__ v%d /* %s%s */", g->var_written[v] ? "" : "const ",
-                      vt_ctype(V(g, v)), v, V(g, v)->name, in_order ? "@in" : "");
+        /* A variable the kernel writes is not __restrict__: one lane stores an edge's value (training's
+         * per-edge scores) and the group's other lanes read it after a __syncwarp, and under noalias the
+         * compiler may hoist those reads above the barrier (it did: NaN from the poisoned buffer in
+         * training, with unroll=4 and some lane counts; docs/perf-notes.md, session 22). */
+        rg_str_printf(src, ",\n    %s%s*%s v%d /* %s%s */", g->var_written[v] ? "" : "const ", vt_ctype(V(g, v)),
+                      g->var_written[v] ? "" : " __restrict__", v, V(g, v)->name, in_order ? "@in" : "");
         kp_add_param(k, in_order ? KP_VAR_IN : KP_VAR, v, 0, pname);
     }
     for (int a = 0; a < KG__COUNT; a++) {

@@ -25,46 +25,12 @@ ir_program *pl_reference_program(const pl_problem *p, rg_err *err)
     return model_load(p->model, &p->dims, p->task, err);
 }
 
-/* Found on the H100 (session 6, docs/perf-notes.md): in training with two-pass softmax, the
- * edge-centric dst-sorted traversals with fewer than 16 lanes a row give NaN outputs for RGAT and
- * HGT, while single-pass softmax, pagg=off, node-centric forms and 16 or 32 lanes validate, and
- * memcheck and racecheck find nothing. Until the cause is found these points are refused, with
- * this reason, for every model in training. These findings (sessions 6, 9 and 10) predate recompute
- * (session 12) and came from forward kernels that stored per-edge values for the backward pass. */
-static int known_wrong_mapping(const pl_problem *p, const cg_config *cfg, const char *inst, rg_err *err)
-{
-    if (!pl_is_train(p->task)) return 0;
-    /* Session 9, the same way: acc=reg with the node-centric form gives NaN (first wrong kernel the
-     * forward aggregation) in RGAT and HGT training at dims 64 with one head, on every shared graph,
-     * while inference, trav=edge and 4 heads validate; a barrier after the register accumulation
-     * did not cure it. */
-    if (cfg->acc == CFG_ACC_REG && cfg->node_centric) {
-        rg_errf(err, "acc=reg with trav=node is refused in training: it gave NaN outputs on the H100 (RGAT and HGT, "
-                     "one head) that are not understood yet; acc=smem or trav=edge validate");
-        return 1;
-    }
-    if (!cfg->partial_agg || cfg->node_centric) return 0;
-    /* Session 19: with recompute=on an edge-centric forward instance stores nothing for the backward
-     * pass, and its kernels are the inference plan's under the same schedule, text for text (test_codegen
-     * test_recompute_forward_is_inference), which validate: the schedule of a forward instance (`inst`,
-     * named without _bwd) passes. (trav=node's forward kernels also store per-node sums in training.) */
-    if (cfg->recompute && inst && !strstr(inst, "_bwd")) return 0;
-    /* Session 10, in live default-space searches of RGAT training on fb15k237: with fewer than 32 lanes
-     * and acc=reg the dst-sorted forward aggregation gave NaN, under two-pass softmax (first wrong
-     * kernel its second pass) and single-pass softmax (the node-wise division after it) alike, with
-     * fp32, tf32 and bf16 GEMMs; inference validates, and the sampled default-space validation had
-     * passed, so it depends on the graph. */
-    if (cfg->lanes < 32 && cfg->acc == CFG_ACC_REG) {
-        rg_errf(err, "lanes=%d with acc=reg, pagg=on and trav=edge is refused in training: it gave NaN outputs on the "
-                     "H100 (RGAT, fb15k237) that are not understood yet; lanes=32 or acc=smem validate", cfg->lanes);
-        return 1;
-    }
-    if (cfg->softmax != CFG_SOFTMAX_TWOPASS || cfg->lanes >= 16) return 0;
-    rg_errf(err, "lanes=%d with pagg=on, trav=edge and softmax=twopass is refused in training: it gave wrong "
-                 "results on the H100 (NaN outputs) that are not understood yet; lanes 16 or 32, softmax=single or "
-                 "pagg=off validate", cfg->lanes);
-    return 1;
-}
+/* Sessions 6-10 refused some training mappings here (fewer than 16 lanes with two-pass softmax on
+ * dst-sorted runs, fewer than 32 with acc=reg there, acc=reg with trav=node) for NaN outputs that
+ * memcheck and racecheck did not explain. The cause (session 22): kernels marked the buffers they write
+ * __restrict__, and where one lane stores an edge's value that the group's other lanes read after a
+ * __syncwarp, the compiler hoisted those reads above the barrier (codegen/emit_trav.c, assemble).
+ * With the written buffers not restrict, every one of them validates (docs/perf-notes.md). */
 
 /* wrun changes only the kernels that sum weight gradients, crsum only those that sum into compact
  * rows, recompute only what the forward pass stores for the backward: an inference plan has none of
@@ -104,7 +70,7 @@ int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         cg_config one;
         if (inst) cfg_for_instance(cfg, inst, &one);
         else one = *cfg;
-        if (et_mapping_applies(&one, &p->dims, err) && run_applies(p, &one, err) && !known_wrong_mapping(p, &one, inst, err))
+        if (et_mapping_applies(&one, &p->dims, err) && run_applies(p, &one, err))
             continue;
         if (inst) rg_err_prefix(err, "%s", inst);
         return 0;

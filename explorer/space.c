@@ -82,8 +82,8 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
  * statements after it (epi) and where compaction's dot products are evaluated (cdot), 6,635,520
  * points; "full" adds traversals without partial aggregation, more mapping values, bfloat16 storage
  * and who evaluates the per-edge scalars (scalars), and leaves the W operand in shared memory and
- * wrun, crsum, recompute, nchunk and lanes 8 at their defaults (9,953,280 points; with them it would
- * pass SP_MAX_POINTS; config_keys.def says why each key is where it is). */
+ * wrun, crsum, recompute and nchunk at their defaults (14,929,920 points; with them it would pass
+ * SP_MAX_POINTS; config_keys.def says why each key is where it is). */
 static char *builtin_text(int full)
 {
     rg_str text = {0};

@@ -22,7 +22,7 @@ static int cfg_rule_probe(const cg_config *c, rg_err *err)
                                                                          * 32, relabel orig degree bfs, mma 3, acc smem
                                                                          * reg, wrun 32 128, crsum atomic run, recompute
                                                                          * off on, nchunk 64 8, epi off on, cdot table edge */
-#define FULL_POINTS (3840 * 3 * 2 * 2 * 3 * 3 * 2 * 3 * 2 * 2)   /* 2880 with coarsen 8, x vec 1 2 4, lanes 16 32, tblock
+#define FULL_POINTS (3840 * 3 * 3 * 2 * 3 * 3 * 2 * 3 * 2 * 2)   /* 2880 with coarsen 8, x vec 1 2 4, lanes 8 16 32, tblock
                                                                  * 128 256, relabel orig degree bfs, mma 3, store f32 bf16,
                                                                  * acc smem reg, scalars group lane replicated, epi off on,
                                                                  * cdot table edge */
