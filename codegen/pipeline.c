@@ -25,13 +25,6 @@ ir_program *pl_reference_program(const pl_problem *p, rg_err *err)
     return model_load(p->model, &p->dims, p->task, err);
 }
 
-/* Sessions 6-10 refused some training mappings here (fewer than 16 lanes with two-pass softmax on
- * dst-sorted runs, fewer than 32 with acc=reg there, acc=reg with trav=node) for NaN outputs that
- * memcheck and racecheck did not explain. The cause (session 22): kernels marked the buffers they write
- * __restrict__, and where one lane stores an edge's value that the group's other lanes read after a
- * __syncwarp, the compiler hoisted those reads above the barrier (codegen/emit_trav.c, assemble).
- * With the written buffers not restrict, every one of them validates (docs/perf-notes.md). */
-
 /* wrun changes only the kernels that sum weight gradients, crsum only those that sum into compact
  * rows, recompute only what the forward pass stores for the backward: an inference plan has none of
  * them, a plan without compaction no compact rows. */
@@ -61,6 +54,12 @@ static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
     return 0;
 }
 
+/* No mapping is refused for giving wrong answers. Sessions 6-10 refused some in training (fewer than
+ * 16 lanes with two-pass softmax on dst-sorted runs, fewer than 32 with acc=reg there, acc=reg with
+ * trav=node) for NaN outputs that memcheck and racecheck did not explain. The cause (session 22):
+ * kernels marked the buffers they write __restrict__, and where one lane stores an edge's value that
+ * the group's other lanes read after a __syncwarp, the compiler hoisted those reads above the barrier
+ * (codegen/emit_trav.c, assemble). With written buffers not restrict, all of them validate. */
 int pl_schedule_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
 {
     /* the global schedule (i = -1), then each overridden instance's, named in the reason */
