@@ -1542,19 +1542,26 @@ int cm_order(const cm_model *m, const xb_problem *p, const hg_graph *g, const cg
     cm_problem prob;
     problem_of(p, sec->task, g, &prob);
     cm_counts *counts = rg_xcalloc((size_t)(n ? n : 1), sizeof *counts);
-    cg_config *ok_cfg = rg_xmalloc((size_t)(n ? n : 1) * sizeof *ok_cfg);
+    /* the configs that could be counted, copied only once one could not: a search of the full space
+     * predicts millions at once, a gigabyte a copy */
+    cg_config *ok_cfg = NULL;
     int *ok_index = rg_xmalloc((size_t)(n ? n : 1) * sizeof *ok_index), nok = 0;
     count_memo memo = {0};
     for (int i = 0; i < n; i++) {
         if (count_by_structure(&memo, p->model, sec->task, p->dim_in, p->dim_out, prob.heads, g, &cfgs[i],
-                               &counts[nok]))
+                               &counts[nok])) {
+            if (!ok_cfg) {
+                ok_cfg = rg_xmalloc((size_t)(n ? n : 1) * sizeof *ok_cfg);
+                memcpy(ok_cfg, cfgs, (size_t)nok * sizeof *ok_cfg);
+            }
             continue;
-        ok_cfg[nok] = cfgs[i];
+        }
+        if (ok_cfg) ok_cfg[nok] = cfgs[i];
         ok_index[nok++] = i;
     }
     free(memo.e);
     double *ok_pred = rg_xmalloc((size_t)(nok ? nok : 1) * sizeof *ok_pred);
-    cm_predict(sec, &prob, ok_cfg, counts, nok, ok_pred);
+    cm_predict(sec, &prob, ok_cfg ? ok_cfg : cfgs, counts, nok, ok_pred);
     ranked *r = rg_xmalloc((size_t)(n ? n : 1) * sizeof *r);
     for (int i = 0; i < n; i++) r[i] = (ranked){INFINITY, i};
     for (int k = 0; k < nok; k++) r[ok_index[k]].pred = ok_pred[k];

@@ -125,12 +125,26 @@ static void from_cm_set(const cm_set *s, const double *pred, int min_points, int
     free(count);
 }
 
-void sr_problem_init(sr_problem *p, const cm_problem *prob, const cg_config *cfgs, const double *pred_ms, int n)
+void sr_problem_init_from(sr_problem *p, const cm_problem *prob, sr_config_fn at, void *ctx, const double *pred_ms,
+                          int n)
 {
     memset(p, 0, sizeof *p);
     p->prob = *prob;
-    for (int i = 0; i < n; i++) add_point(p, &cfgs[i], NAN, pred_ms ? pred_ms[i] : NAN);
+    p->cap = n;   /* exactly: a live search of the full space has millions of points */
+    p->points = rg_xmalloc((size_t)(n ? n : 1) * sizeof *p->points);
+    for (int i = 0; i < n; i++) {
+        cg_config c;
+        at(ctx, i, &c);
+        add_point(p, &c, NAN, pred_ms ? pred_ms[i] : NAN);
+    }
     problem_index(p);
+}
+
+static void array_config(void *ctx, int k, cg_config *out) { *out = ((const cg_config *)ctx)[k]; }
+
+void sr_problem_init(sr_problem *p, const cm_problem *prob, const cg_config *cfgs, const double *pred_ms, int n)
+{
+    sr_problem_init_from(p, prob, array_config, (void *)cfgs, pred_ms, n);
 }
 
 void sr_problem_free(sr_problem *p)

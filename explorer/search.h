@@ -76,6 +76,11 @@ void sr_set_free(sr_set *s);
 /* A problem whose space is the given candidates (a live search): point i is cfgs[i], with
  * pred_ms[i] (NULL: no predictions) and no recorded time; no static list. */
 void sr_problem_init(sr_problem *p, const cm_problem *prob, const cg_config *cfgs, const double *pred_ms, int n);
+/* The same with point k's config from at(ctx, k, &cfg): a caller that can rebuild its configs (a space's
+ * points from their numbers) need not hold them all beside the problem's own copies. */
+typedef void (*sr_config_fn)(void *ctx, int k, cg_config *out);
+void sr_problem_init_from(sr_problem *p, const cm_problem *prob, sr_config_fn at, void *ctx, const double *pred_ms,
+                          int n);
 void sr_problem_free(sr_problem *p);
 /* The point of p with this config, or -1 when the store lacks it. */
 int sr_find(const sr_problem *p, const cg_config *cfg);

@@ -187,11 +187,11 @@ int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err)
 int sp_valid_configs(const sp_space *s, const sp_point *points, int n, cg_config **cfgs, int **index)
 {
     int nv = sp_count_valid(points, n), k = 0;
-    *cfgs = rg_xmalloc((size_t)(nv ? nv : 1) * sizeof **cfgs);
+    if (cfgs) *cfgs = rg_xmalloc((size_t)(nv ? nv : 1) * sizeof **cfgs);
     if (index) *index = rg_xmalloc((size_t)(nv ? nv : 1) * sizeof **index);
     for (int i = 0; i < n; i++) {
         if (!points[i].valid) continue;
-        sp_config_at(s, i, &(*cfgs)[k]);
+        if (cfgs) sp_config_at(s, i, &(*cfgs)[k]);
         if (index) (*index)[k] = i;
         k++;
     }

@@ -41,8 +41,8 @@ typedef struct sp_point {
 int sp_load(const char *spec, sp_space *out, rg_err *err);
 /* Every combination, in a stable order (last key fastest), validated. Caller frees *points. */
 int sp_enumerate(const sp_space *s, sp_point **points, int *n, rg_err *err);
-/* The configs of the valid points, in order, and (when index is not NULL) each one's point number.
- * Caller frees both. */
+/* The configs of the valid points, in order (when cfgs is not NULL), and each one's point number (when
+ * index is not NULL); returns their count. Caller frees both. */
 int sp_valid_configs(const sp_space *s, const sp_point *points, int n, cg_config **cfgs, int **index);
 /* A process-lifetime copy of a reason line, one per distinct text (points share it). */
 const char *sp_intern(const char *reason);

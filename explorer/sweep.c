@@ -939,19 +939,34 @@ static void live_static_list(job *j, sr_problem *sp)
                 sp->nstatic ? "" : " (none: the search is random)");
 }
 
+/* Candidate k's config, rebuilt from its point number (search_problem's sr_config_fn). */
+typedef struct cand_configs {
+    const sp_space *space;
+    const int *cand;
+} cand_configs;
+
+static void cand_config(void *ctx, int k, cg_config *out)
+{
+    const cand_configs *cc = ctx;
+    sp_config_at(cc->space, cc->cand[k], out);
+}
+
 /* The search problem of the space's valid points, with the cost model's predictions; *cand (caller
- * frees) maps its point k to the space's point number. */
+ * frees) maps its point k to the space's point number. The configs the model reads are an array of
+ * their own, freed before the search's points copy them again from their numbers: at the full
+ * space's 3M valid points of RGAT training each copy is about a gigabyte. */
 static void search_problem(job *j, int **cand, sr_problem *sp)
 {
     const xs_options *o = &j->s->o;
-    cg_config *cfgs;
-    int nc = sp_valid_configs(&j->space, j->pts, j->n, &cfgs, cand);
+    cg_config *cfgs = NULL;
+    int nc = sp_valid_configs(&j->space, j->pts, j->n, o->predict ? &cfgs : NULL, cand);
     double *pred = NULL;
     if (o->predict && nc) {
         pred = rg_xmalloc((size_t)nc * sizeof *pred);
         for (int k = 0; k < nc; k++) pred[k] = NAN;
         o->predict(o->order_ctx, j->p, cfgs, nc, pred);
     }
+    free(cfgs);
     cm_problem prob;
     memset(&prob, 0, sizeof prob);
     snprintf(prob.model, sizeof prob.model, "%s", j->p->model);
@@ -961,7 +976,8 @@ static void search_problem(job *j, int **cand, sr_problem *sp)
     prob.dim_out = j->p->dim_out;
     prob.heads = j->p->heads;
     prob.stats = j->info.stats;
-    sr_problem_init(sp, &prob, cfgs, pred, nc);
+    cand_configs cc = {&j->space, *cand};
+    sr_problem_init_from(sp, &prob, cand_config, &cc, pred, nc);
     sp->closed = 1;   /* the points that do not apply to the problem are not worth a unit of the budget */
     if (pred && o->bo_prior) {
         sp->prior_sd = rg_xmalloc(CM_BO_NFEAT * sizeof *sp->prior_sd);
@@ -971,7 +987,6 @@ static void search_problem(job *j, int **cand, sr_problem *sp)
         }
     }
     free(pred);
-    free(cfgs);
     live_static_list(j, sp);
 }
 
