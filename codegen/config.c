@@ -65,6 +65,15 @@ static int cfg_rule_tile(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_gtiles(const cg_config *c, rg_err *err)
+{
+    if (c->gtiles > 1 && c->mma == CFG_MMA_OFF)
+        return rg_errf(err, "invalid: gtiles=%d walks several row tiles per block in the tensor-core products; the "
+                            "float32 forms (mma=off) compute one tile a block, so it would duplicate gtiles=1",
+                       c->gtiles);
+    return 0;
+}
+
 static int cfg_rule_w_regs(const cg_config *c, rg_err *err)
 {
     if (c->w_regs && c->tile > 32)

@@ -423,18 +423,28 @@ static void mma_warps(const cg_config *cfg, int *nw, int *fpw)
 /* Shared memory of the kernel: two staged operand tiles (rows x cols, padded), which the
  * float32 results (T x T + 4) reuse once the products are done. */
 static void emit_mma_smem(rg_str *src, const mma_form *f, const char *a, int arows, int acols, const char *b, int brows,
-                          int bcols, int T)
+                          int bcols, int T, int keep_b)
 {
     int abytes = arows * (acols + f->pad) * f->esize, bbytes = brows * (bcols + f->pad) * f->esize;
     int cbytes = T * (T + 4) * 4, bytes = abytes + bbytes > cbytes ? abytes + bbytes : cbytes;
+    /* keep_b: the second tile outlives the results (a block's next row tile reuses it), so it comes
+     * first and the results overlay the first tile only (both offsets stay multiples of 32) */
+    char aat[32] = "smem", bat[32], cat[32] = "smem";
+    snprintf(bat, sizeof bat, "smem + %d", abytes);
+    if (keep_b) {
+        bytes = bbytes + (abytes > cbytes ? abytes : cbytes);
+        snprintf(aat, sizeof aat, "smem + %d", bbytes);
+        snprintf(bat, sizeof bat, "smem");
+        snprintf(cat, sizeof cat, "smem + %d", bbytes);
+    }
     rg_str_printf(src,
         "    /* 256-bit aligned fragment rows: row pitches are multiples of 16 bytes, offsets of 32 */\n"
         "    __shared__ __align__(32) unsigned char smem[%d];\n"
-        "    %s (*%s)[%d] = reinterpret_cast<%s (*)[%d]>(smem);\n"
-        "    %s (*%s)[%d] = reinterpret_cast<%s (*)[%d]>(smem + %d);\n"
-        "    float (*Cs)[TILE + 4] = reinterpret_cast<float (*)[TILE + 4]>(smem);\n",
-        bytes, f->etype, a, acols + f->pad, f->etype, acols + f->pad, f->etype, b, bcols + f->pad, f->etype,
-        bcols + f->pad, abytes);
+        "    %s (*%s)[%d] = reinterpret_cast<%s (*)[%d]>(%s);\n"
+        "    %s (*%s)[%d] = reinterpret_cast<%s (*)[%d]>(%s);\n"
+        "    float (*Cs)[TILE + 4] = reinterpret_cast<float (*)[TILE + 4]>(%s);\n",
+        bytes, f->etype, a, acols + f->pad, f->etype, acols + f->pad, aat, f->etype, b, bcols + f->pad, f->etype,
+        bcols + f->pad, bat, cat);
 }
 
 static void emit_mma_acc_init(rg_str *src, const mma_form *f)
@@ -589,8 +599,10 @@ static void mma_x_store_bits(const mma_xload *a, const char *dst, const char *v,
  * each thread loads SB float4s of X and of W into registers, then rounds and stores them, so SB
  * loads of each operand are in flight at once instead of one scalar load at a time (the scalar
  * staging held the tensor-core kernels under the float32 ones, docs/perf-notes.md session 8). */
-static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const mma_form *f)
+static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm *gm, const mma_form *f, int wkeep)
 {
+    /* wkeep: W is loaded and stored only where the block's staged slice is stale (stage_w) */
+    const char *wload_if = wkeep ? "stage_w && " : "", *wstore_if = wkeep ? "if (stage_w) " : "";
     const mma_xload xa = mma_x_access(sh, f, 0);
     char x4[128], xst[400], wst[400], nx[48], xguard[80] = "";
     mma_x_load(&xa, sh->x, "xbase[r] + k0 + kk", x4, sizeof x4);
@@ -607,25 +619,28 @@ static void emit_mma_stage_vec(rg_str *src, const gemm_shape *sh, const lw_gemm 
         "                                                                             : %s;\n",
         xa.width, xa.width, xa.width, nx, x4, xa.zero);
     if (gm->transpose_w)
-        rg_str_puts(src,
-            "                const int wc = idx / (KT / 4), wr = (idx % (KT / 4)) * 4;\n"
-            "                wv[j] = (b + j < VIT && idx < NV && col0 + wc < N && k0 + wr < K)\n"
-            "                            ? __ldg((const float4*)(Wt + (size_t)(col0 + wc) * K + k0 + wr)) : make_float4(0.f, 0.f, 0.f, 0.f);\n");
+        rg_str_printf(src,
+            "                const int wc = idx / (KT / 4), wr = (idx %% (KT / 4)) * 4;\n"
+            "                wv[j] = (%sb + j < VIT && idx < NV && col0 + wc < N && k0 + wr < K)\n"
+            "                            ? __ldg((const float4*)(Wt + (size_t)(col0 + wc) * K + k0 + wr)) : make_float4(0.f, 0.f, 0.f, 0.f);\n",
+            wload_if);
     else
-        rg_str_puts(src,
-            "                const int wr = idx / (TILE / 4), wc = (idx % (TILE / 4)) * 4;\n"
-            "                wv[j] = (b + j < VIT && idx < NV && k0 + wr < K && col0 + wc < N)\n"
-            "                            ? __ldg((const float4*)(Wt + (size_t)(k0 + wr) * N + col0 + wc)) : make_float4(0.f, 0.f, 0.f, 0.f);\n");
+        rg_str_printf(src,
+            "                const int wr = idx / (TILE / 4), wc = (idx %% (TILE / 4)) * 4;\n"
+            "                wv[j] = (%sb + j < VIT && idx < NV && k0 + wr < K && col0 + wc < N)\n"
+            "                            ? __ldg((const float4*)(Wt + (size_t)(k0 + wr) * N + col0 + wc)) : make_float4(0.f, 0.f, 0.f, 0.f);\n",
+            wload_if);
     emit_batch_stores(src);
     rg_str_printf(src, "                %s{ const int r = idx / (KT / %d), kk = (idx %% (KT / %d)) * %d; %s }\n", xguard,
                   xa.width, xa.width, xa.width, xst);
     if (gm->transpose_w)
         rg_str_printf(src,
-            "                { const int c = idx / (KT / 4), r = (idx %% (KT / 4)) * 4;\n"
+            "                %s{ const int c = idx / (KT / 4), r = (idx %% (KT / 4)) * 4;\n"
             "                  Ws[r][c] = %s(wv[j].x); Ws[r + 1][c] = %s(wv[j].y); Ws[r + 2][c] = %s(wv[j].z); Ws[r + 3][c] = %s(wv[j].w); }\n",
-            f->round, f->round, f->round, f->round);
+            wstore_if, f->round, f->round, f->round, f->round);
     else
-        rg_str_printf(src, "                { const int r = idx / (TILE / 4), c = (idx %% (TILE / 4)) * 4; %s }\n", wst);
+        rg_str_printf(src, "                %s{ const int r = idx / (TILE / 4), c = (idx %% (TILE / 4)) * 4; %s }\n",
+                      wstore_if, wst);
     emit_batch_close(src);
 }
 
@@ -732,11 +747,44 @@ static void emit_mma_epilogue(rg_str *src, const gemm_exprs *ex, const lw_gemm *
  * TILE columns; K is staged KT at a time (zero-padded: K, N and the segment's end need not be
  * multiples of a fragment), and the float32 results go out through shared memory with the
  * same scalar, scatter and atomics as the float32 path. */
+/* The opening of a tensor-core product whose block walks GT consecutive row tiles of the tile
+ * table (gtiles): the shared tiles (Cs apart from Ws, which outlives a tile), then the loop over the
+ * tiles, with each tile's type, rows and W slice in the names the single-tile body uses. W is staged
+ * again only where the tile's relation differs from the previous one's or K takes several steps
+ * (stage_w); a type's segment spans many tiles, so most tiles stage X alone. The loop's body is the
+ * single-tile kernel's text, left at its indentation. */
+static void emit_mma_tiles_open(rg_str *src, const gemm_exprs *ex, const gemm_shape *sh, const mma_form *f, int T,
+                                int kt)
+{
+    rg_str_puts(src,
+        "{\n"
+        "    const int h = blockIdx.z;\n"
+        "    const int col0 = blockIdx.y * TILE;\n"
+        "    __shared__ long xbase[TILE];\n");
+    emit_mma_smem(src, f, "Xs", T, kt, "Ws", kt, T, T, 1);
+    rg_str_printf(src,
+        "    int tw = -1;   /* the type whose W slice Ws holds */\n"
+        "    for (int g = 0; g < GT; g++) {\n"
+        "    const int tix = blockIdx.x * GT + g;\n"
+        "    if (tix >= num_tiles) break;\n"
+        "    const int t = tile_type[tix];\n"
+        "    const int row0 = tile_row0[tix];\n"
+        "    const int seg_end = %s;\n"
+        "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+        "    const bool stage_w = K > KT || t != tw;\n"
+        "    tw = t;\n"
+        "    /* the thread index made opaque: otherwise the compiler hoists the body's index arithmetic out of\n"
+        "     * the loop and holds it in registers (138-164 a thread at dims 64, where one tile takes 76) */\n"
+        "    int tid; asm volatile(\"mov.u32 %%0, %%%%tid.x;\" : \"=r\"(tid));\n"
+        "    const int warp = tid / 32;\n",
+        ex->segend, ex->wsl, sh->w_slice, sh->w_head_stride);
+}
+
 static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_config *cfg, kp_kernel *k, rg_str *src)
 {
     const gemm_shape *sh = &ex->sh;
     const mma_form *f = &MMA_FORMS[cfg->mma];
-    int T = cfg->tile, nw, fpw;
+    int T = cfg->tile, nw, fpw, G = cfg->gtiles > 1 ? cfg->gtiles : 1;
     mma_warps(cfg, &nw, &fpw);
     int kt = (sh->K + f->fk - 1) / f->fk * f->fk;
     if (kt > 64) kt = 64;
@@ -744,34 +792,47 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     k->grid_kind = KGRID_TILES;
     k->tile_rowset = ex->rs;
     k->tile_rows = T;
+    k->rows_per_block = G;
     k->grid_y = (sh->N + T - 1) / T;
     k->grid_z = sh->heads;
     k->block_x = nw * 32;
     k->block_y = 1;
     rg_str_printf(src, "\n/* %s: %s[%s] %s %s%s[%s] x %s[%s]%s  (tile %d, tensor cores %s m16n16k%d: %d warps of %d "
-                       "16 x 16 fragments, float32 accumulation) */\n",
+                       "16 x 16 fragments, float32 accumulation",
                   k->name, sh->y->name, gm->y_idx == LW_IDX_ROW ? "row" : ex->yrow,
                   gm->y_atomic || gm->accumulate ? "+=" : "=", sh->s ? "s * " : "", sh->x->name, ex->xrow, sh->w->name,
                   ex->wsl, gm->transpose_w ? "^T" : "", T, f->name, f->fk, nw, fpw);
+    if (G > 1) rg_str_printf(src, "; %d row tiles a block, W staged once per relation", G);
+    rg_str_puts(src, ") */\n");
     rg_str_puts(src, f->includes);
     rg_str_printf(src, "#define TILE %d\n#define KT %d\n#define FPW %d\n#define NT %d\n#define K %d\n#define N %d\n", T,
                   kt, fpw, nw * 32, sh->K, sh->N);
+    if (G > 1) rg_str_printf(src, "#define GT %d\n", G);
     rg_str_puts(src, "extern \"C\" __global__ void ");
     launch_bounds(src, cfg, nw * 32);
     rg_str_printf(src, "%s(\n", k->name);
-    emit_params(src, k, &ex->u, sh, gm, ex->rs);
-    rg_str_printf(src,
-        "{\n"
-        "    const int t = tile_type[blockIdx.x];\n"
-        "    const int row0 = tile_row0[blockIdx.x];\n"
-        "    const int seg_end = %s;\n"
-        "    const int h = blockIdx.z;\n"
-        "    const int tid = threadIdx.x, warp = tid / 32;\n"
-        "    const int col0 = blockIdx.y * TILE;\n"
-        "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-        "    __shared__ long xbase[TILE];\n",
-        ex->segend, ex->wsl, sh->w_slice, sh->w_head_stride);
-    emit_mma_smem(src, f, "Xs", T, kt, "Ws", kt, T, T);
+    if (G > 1) {
+        rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n",
+                      vt_ctype(sh->x), vt_ctype(sh->y));
+        emit_param_tail(src, k, &ex->u, sh, gm, ex->rs, k->tile_rows);
+        rg_str_puts(src, ",\n    int num_tiles)\n");
+        kp_add_param(k, KP_INT, KS_NTILES, 0, "num_tiles");
+        emit_mma_tiles_open(src, ex, sh, f, T, kt);
+    } else {
+        emit_params(src, k, &ex->u, sh, gm, ex->rs);
+        rg_str_printf(src,
+            "{\n"
+            "    const int t = tile_type[blockIdx.x];\n"
+            "    const int row0 = tile_row0[blockIdx.x];\n"
+            "    const int seg_end = %s;\n"
+            "    const int h = blockIdx.z;\n"
+            "    const int tid = threadIdx.x, warp = tid / 32;\n"
+            "    const int col0 = blockIdx.y * TILE;\n"
+            "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+            "    __shared__ long xbase[TILE];\n",
+            ex->segend, ex->wsl, sh->w_slice, sh->w_head_stride);
+        emit_mma_smem(src, f, "Xs", T, kt, "Ws", kt, T, T, 0);
+    }
     rg_str_printf(src,
         "    for (int r = tid; r < TILE; r += NT) {\n"
         "        const int row = row0 + r;\n"
@@ -788,24 +849,26 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     mma_stage_x(sh->x, f, "(xbase[r] >= 0 && k0 + kk < K)", "", "xbase[r] + k0 + kk", xs, sizeof xs);
     rg_str_puts(src, "    __syncthreads();\n    for (int k0 = 0; k0 < K; k0 += KT) {\n");
     if (product_vectorizes(sh, gm, cfg)) {
-        emit_mma_stage_vec(src, sh, gm, f);
+        emit_mma_stage_vec(src, sh, gm, f, G > 1);
     } else {
         rg_str_printf(src,
             "        for (int idx = tid; idx < TILE * KT; idx += NT) {\n"
             "            const int r = idx / KT, kk = idx %% KT;\n"
             "            Xs[r][kk] = %s;\n"
             "        }\n"
-            "        for (int idx = tid; idx < KT * TILE; idx += NT) {\n"
+            "        for (int idx = tid; %sidx < KT * TILE; idx += NT) {\n"
             "            %s"
             "            Ws[r][c] = %s(w);\n"
             "        }\n",
-            xs, wload, f->round);
+            xs, G > 1 ? "stage_w && " : "", wload, f->round);
     }
     rg_str_puts(src, "        __syncthreads();\n");
     emit_mma_step(src, f, "row_major", "&Xs[fr * 16][kk]", kt + f->pad, "&Ws[kk][fc * 16]", T + f->pad, "KT");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
     emit_mma_epilogue(src, ex, gm);
+    /* the next tile rewrites xbase and Cs, which the epilogue has just read */
+    if (G > 1) rg_str_puts(src, "    __syncthreads();\n    }\n");
     rg_str_puts(src, "}\n");
     k->flops = 2.0 * sh->K * sh->N * sh->heads;  /* per row; the executor multiplies by rows */
 }
@@ -875,7 +938,7 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
         "    __shared__ long xb[TILE], yb[TILE];\n"
         "    __shared__ float sv[TILE];\n",
         ex->segend, ntiles, ntiles);
-    emit_mma_smem(src, f, "Xs", T, T, "Ds", T, T, T);
+    emit_mma_smem(src, f, "Xs", T, T, "Ds", T, T, T, 0);
     emit_mma_acc_init(src, f);
     emit_row_staging(src, "TILE", ex->xrow, sh->ldx, sh->x_head_stride, ex->yrow, sh->ldy, sh->y_head_stride, scal);
     char xs[256], dv[200];

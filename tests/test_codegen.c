@@ -197,8 +197,9 @@ static void test_rgat_train_space_compiles(void **state) { (void)state; compile_
 static void test_hgt_train_space_compiles(void **state) { (void)state; compile_space("hgt", "train"); }
 
 /* mma=tf32 and bf16 at dims 64 heads 1 and dims 128 heads 4, for every model and task, with a
- * one-warp tile (16) and an eight-warp one (64, two fragments a warp; another layout and
- * traversal): every GEMM kernel either runs on tensor cores or says why it keeps the float32
+ * one-warp tile (16), an eight-warp one (64, two fragments a warp; another layout and
+ * traversal) and blocks of 8 row tiles (gtiles; at dims 128 K takes two steps, so W is staged
+ * for every tile): every GEMM kernel either runs on tensor cores or says why it keeps the float32
  * path, each model and task has tensor-core kernels, and NVRTC compiles every one of those for
  * sm_90 (the default-space tests compile a sample of the space's other schedules). */
 static void test_mma_sources_compile(void **state)
@@ -207,7 +208,8 @@ static void test_mma_sources_compile(void **state)
     static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
     static const char *const precisions[] = {"tf32", "bf16"};
     static const char *const schedules[] = {"tile=16,coarsen=1",
-                                            "tile=64,coarsen=2,lb=on,compact=bsearch,reorder=off,trav=node"};
+                                            "tile=64,coarsen=2,lb=on,compact=bsearch,reorder=off,trav=node",
+                                            "tile=32,coarsen=4,gtiles=8,store=bf16"};
     static const ir_dims dims[] = {{64, 64, 1}, {128, 128, 4}};
     kp_plan plan = {0};
     int distinct = 0;
@@ -217,7 +219,7 @@ static void test_mma_sources_compile(void **state)
             int tensor = 0;
             for (int d = 0; d < 2; d++)
                 for (int p = 0; p < 2; p++)
-                    for (int c = 0; c < 2; c++) {
+                    for (int c = 0; c < 3; c++) {
                         cg_config cfg;
                         cfg_default(&cfg);
                         char *kv = rg_xasprintf("mma=%s,%s", precisions[p], schedules[c]);
@@ -247,6 +249,48 @@ static void test_mma_sources_compile(void **state)
            c.cache_hits);
     kx_compiled_free(&c);
     kp_plan_free(&plan);
+}
+
+/* gtiles: a tensor-core product's block walks G row tiles (the launch divides the tile count by
+ * G and passes it), keeps the relation's W staged between them and overlays its results on X's
+ * tile only; the outer products and the float32 forms keep one tile a block, and gtiles > 1
+ * without mma is refused as a duplicate. */
+static void test_gemm_row_tiles_per_block(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "mma=bf16,tile=64,coarsen=4,store=bf16,gtiles=4", &err), 0);
+    assert_int_equal(cfg_validate(&cfg, &err), 0);
+    assert_int_equal(build_variant("rgat", "train", &cfg, &v, &err), 0);
+    int walking = 0, single = 0;
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const kp_kernel *kk = &v.plan.kernels[k];
+        if (kk->category != KC_GEMM) continue;
+        if (strstr(kk->source, "#define GT 4")) {
+            walking++;
+            assert_int_equal(kk->rows_per_block, 4);
+            assert_non_null(strstr(kk->source, "int num_tiles)"));
+            assert_non_null(strstr(kk->source, "const bool stage_w = K > KT || t != tw;"));
+            assert_non_null(strstr(kk->source, "if (stage_w) "));
+            /* Ws first, the results over X's tile: 9216 + 64 x 68 floats */
+            assert_non_null(strstr(kk->source, "smem[26624]"));
+            assert_non_null(strstr(kk->source, "Cs)[TILE + 4] = reinterpret_cast<float (*)[TILE + 4]>(smem + 9216)"));
+        } else {
+            single++;
+            assert_true(kk->rows_per_block <= 1);
+            assert_null(strstr(kk->source, "num_tiles"));
+        }
+    }
+    assert_true(walking >= 2);   /* the forward products and the backward data products */
+    assert_true(single >= 1);    /* the weight-gradient outer products */
+    cg_variant_free(&v);
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "mma=off,gtiles=2", &err), 0);
+    assert_int_not_equal(cfg_validate(&cfg, &err), 0);
+    assert_non_null(strstr(err.msg, "it would duplicate gtiles=1"));
 }
 
 /* Properties of the emitted sources that schedules promise. */
@@ -1260,6 +1304,7 @@ int main(void)
         cmocka_unit_test(test_lane_scalars_backward),
         cmocka_unit_test(test_recompute_forward_is_inference),
         cmocka_unit_test(test_written_buffers_unroll_and_vec8),
+        cmocka_unit_test(test_gemm_row_tiles_per_block),
         cmocka_unit_test(test_epilogue_in_aggregation),
         cmocka_unit_test(test_compact_dot_in_traversal),
         cmocka_unit_test(test_lane_scalars_compile),
