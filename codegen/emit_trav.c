@@ -1443,6 +1443,64 @@ static void emit_row_context(kgen *g, const cg_config *cfg)
     (void)cfg;
 }
 
+/* acc=reg with vec=2|4|8: whether the flush of accumulator v (w wide) can move a lane's reg_vec
+ * consecutive elements at once (a float row: the flush's targets are float32, vt_bf16_exclusion). */
+static int flush_vectorizes(const kgen *g, int v, int w)
+{
+    int vr = reg_vec(g, w);
+    return vr >= 2 && !vt_is_f64(V(g, v)) && !vt_is_bf16(V(g, v));
+}
+
+/* The flush of register accumulator v with vector accesses: per step c_ the lane's reg_vec
+ * consecutive elements at i0 go out in one float2 or float4 atomic (two at 8; sm_90 has them for
+ * global memory, an older target adds them one by one) or one vector load and store. Element by
+ * element, the lanes' stores of one instruction were reg_vec floats apart: 8 sectors touched where
+ * one would do (why vec > 1 lost in session 22, docs/perf-notes.md). */
+static void emit_flush_vec(kgen *g, rg_str *b, int v, int w, const char *node, int reset, const char *atomic_cond)
+{
+    int vr = reg_vec(g, w), nq = vr == 2 ? 1 : vr / 4;
+    const char *vt = vr == 2 ? "float2" : "float4";
+    g->var_used[v] = g->var_written[v] = 1;
+    rg_str_printf(b,
+                  "        #pragma unroll\n"
+                  "        for (int c_ = 0; c_ < %d; c_++) {\n"
+                  "            const int i0 = (c_ * %d + lane) * %d;\n"
+                  "            if (i0 < %d) {\n"
+                  "            %s* p_ = (%s*)&v%d[(size_t)(%s) * %d + i0];\n",
+                  reg_count(g, w) / vr, g->L, vr, w, vt, vt, v, node, w);
+    for (int q = 0; q < nq; q++) {
+        char val[256];
+        const int k0 = q * 4;
+        if (vr == 2)
+            snprintf(val, sizeof val, "make_float2((float)ra%d[c_ * 2], (float)ra%d[c_ * 2 + 1])", v, v);
+        else
+            snprintf(val, sizeof val, "make_float4((float)ra%d[c_ * %d + %d], (float)ra%d[c_ * %d + %d], (float)ra%d[c_ * %d + %d], "
+                                      "(float)ra%d[c_ * %d + %d])", v, vr, k0, v, vr, k0 + 1, v, vr, k0 + 2, v, vr, k0 + 3);
+        const char *plain = vr == 2 ? "{ %s a_ = %s, o_ = p_[%d]; o_.x += a_.x; o_.y += a_.y; p_[%d] = o_; }"
+                                    : "{ %s a_ = %s, o_ = p_[%d]; o_.x += a_.x; o_.y += a_.y; o_.z += a_.z; o_.w += a_.w; p_[%d] = o_; }";
+        char add[700];
+        snprintf(add, sizeof add, plain, vt, val, q, q);
+        if (!atomic_cond) {
+            rg_str_printf(b, "            %s\n", add);
+            continue;
+        }
+        /* atomics of float2/float4 exist on sm_90 only: elsewhere one float at a time */
+        rg_str_puts(b, "#if __CUDA_ARCH__ >= 900\n");
+        if (!strcmp(atomic_cond, "1")) rg_str_printf(b, "            atomicAdd(p_ + %d, %s);\n", q, val);
+        else rg_str_printf(b, "            if (%s) atomicAdd(p_ + %d, %s); else %s\n", atomic_cond, q, val, add);
+        rg_str_printf(b, "#else\n"
+                         "            { const %s a_ = %s; const float* f_ = (const float*)&a_;\n"
+                         "              for (int u = 0; u < %d; u++) { if (%s) atomicAdd((float*)(p_ + %d) + u, f_[u]); "
+                         "else ((float*)(p_ + %d))[u] += f_[u]; } }\n"
+                         "#endif\n",
+                      vt, val, vr == 2 ? 2 : 4, atomic_cond, q, q);
+    }
+    if (reset)
+        rg_str_printf(b, "            #pragma unroll\n            for (int u = 0; u < %d; u++) ra%d[c_ * %d + u] = 0.0;\n", vr, v,
+                      vr);
+    rg_str_puts(b, "            }\n        }\n");
+}
+
 /* Adds node accumulators into global memory: `+=` when this warp owns the node (other
  * instances may contribute too), atomically when `atomic_cond` (a CUDA expression, or "1")
  * says several warps share it; those `skip` marks (or none: NULL) are only cleared. */
@@ -1457,6 +1515,10 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
         int reg = g->reg_slots[v] > 0;
         shared |= !reg;
         regs |= reg;
+        if (store && reg && flush_vectorizes(g, v, w)) {
+            emit_flush_vec(g, b, v, w, node, reset, atomic_cond);
+            continue;
+        }
         char sum[64];
         open_row_loop(g, b, w, reg, NULL);
         row_home(g, g->acc_off, v, "i", sum, sizeof sum);

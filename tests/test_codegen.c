@@ -389,6 +389,7 @@ static const char *const acc_schedules[] = {
     "acc=reg,lanes=16,vec=4,softmax=single,store=bf16",
     "acc=reg,trav=node,vec=2",
     "acc=reg,lanes=4,softmax=single",   /* 16 registers for a 64-wide row: the cap keeps one in shared memory */
+    "acc=reg,trav=node,lanes=8,vec=8,nchunk=8,softmax=single",   /* split nodes: vector atomics or += by tile */
     NULL,
 };
 
@@ -397,7 +398,7 @@ static void test_acc_reg_compiles(void **state)
     (void)state;
     static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
     kp_plan plan = {0};
-    int variants = 0, distinct = 0, in_regs = 0, capped = 0;
+    int variants = 0, distinct = 0, in_regs = 0, capped = 0, vflush = 0, vflush_cond = 0, scalar_flush = 0;
     rg_err err;
     for (int m = 0; m < 3; m++)
         for (int t = 0; t < 2; t++)
@@ -416,15 +417,26 @@ static void test_acc_reg_compiles(void **state)
                     if (!strstr(kk->source, "acc=reg: ")) continue;   /* no accumulator: the acc=smem text */
                     in_regs += strstr(kk->source, "register(s) a lane") != NULL;
                     capped += strstr(kk->source, "more than 16 doubles") != NULL;
+                    /* vec > 1: a lane's consecutive sums leave in one vector access, never float by float */
+                    if (cfg.vec > 1 && strstr(kk->source, " = 0.0;\n") && strstr(kk->source, "atomicAdd(p_ + 0, make_float")) {
+                        vflush++;
+                        vflush_cond += strstr(kk->source, ") atomicAdd(p_ + 0, make_float") != NULL;
+                        scalar_flush += strstr(kk->source, "* 64 + i], ra") != NULL;   /* 1-wide sums stay scalar */
+                    }
                     distinct += queue90(&plan, kk);
                 }
                 cg_variant_free(&v);
             }
     assert_true(in_regs > 0 && capped > 0);
+    assert_true(vflush > 0 && vflush_cond > 0);
+    assert_int_equal(scalar_flush, 0);
     kx_compiled c;
     if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    printf("acc=reg: %d variants, %d distinct traversal kernels new to this run compiled for sm_90 (%d from the cache)\n",
-           variants, distinct, c.cache_hits);
+    printf("acc=reg: %d variants, %d distinct traversal kernels new to this run compiled for sm_90 (%d from the cache); "
+           "%d flush vector accesses (%d of split nodes)\n", variants, distinct, c.cache_hits, vflush, vflush_cond);
+    kx_compiled_free(&c);
+    /* the vector atomics are sm_90's: elsewhere the flush adds float by float */
+    if (kx_compile(&plan, 80, 2, &c, &err)) fail_msg("sm_80: %s", err.msg);
     kx_compiled_free(&c);
     kp_plan_free(&plan);
 }
