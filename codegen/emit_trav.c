@@ -4,6 +4,7 @@
 #include "codegen/vartype.h"
 
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 #define DST_RUN 32   /* edge-centric partial aggregation: positions of the dst-sorted order per row group */
@@ -1786,7 +1787,8 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
     } else {
         rg_str_puts(b, "            e_l = ql;\n");
     }
-    rg_str_printf(b, "            sn_l = %s[%s]; t_l = %s[%s];\n", arr(g, a_src), at, arr(g, a_etype), at);
+    /* one load a line: drop_unread_ids removes the ones no statement reads */
+    rg_str_printf(b, "            sn_l = %s[%s];\n            t_l = %s[%s];\n", arr(g, a_src), at, arr(g, a_etype), at);
     if (!fixed_dn) rg_str_printf(b, "            dn_l = %s[%s];\n", arr(g, a_dst), at);
     if (g->needs_cr) {
         if (g->cfg->compact == CFG_COMPACT_BSEARCH)
@@ -1984,6 +1986,55 @@ static kp_size rows_size(form f)
     }
 }
 
+/* Whether the kernel text reads identifier `w`: a whole-word occurrence that is neither declared or
+ * assigned there (`w = `) nor discarded (`(void)w`). Conservative: a word in a comment counts. */
+static int word_read(const char *text, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = strstr(text, w); p; p = strstr(p + 1, w)) {
+        int starts = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int ends = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (!starts || !ends) continue;
+        if (p - text >= 6 && !strncmp(p - 6, "(void)", 6)) continue;
+        if (p[n] == ' ' && p[n + 1] == '=' && p[n + 2] != '=') continue;
+        return 1;
+    }
+    return 0;
+}
+
+/* Removes every line of `text` that is exactly `indent` + "var = ARRAY[INDEX];" (in place). */
+static void drop_load_lines(char *text, const char *var)
+{
+    char *out = text;
+    size_t n = strlen(var);
+    for (char *line = text; *line;) {
+        char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
+        char *q = line;
+        while (*q == ' ') q++;
+        int load = !strncmp(q, var, n) && !strncmp(q + n, " = ", 3) && strstr(q, "];\n") == line + len - 3 &&
+                   memchr(q, '[', len) != NULL;
+        if (!load) {
+            memmove(out, line, len);
+            out += len;
+        }
+        line += len;
+    }
+    *out = '\0';
+}
+
+/* The edge loops fetch each edge's source and type (emit_edge_loop); where no statement of the kernel
+ * reads them (RGCN's aggregation reads only the compact row and the norm), the loads go: 8 bytes an
+ * edge that the compiler kept (the id broadcasts' divergent fallback holds them; docs/perf-notes.md,
+ * session 23). The binary search of compact=bsearch reads both. */
+static void drop_unread_ids(kgen *g)
+{
+    if (!g->body.s || (g->cfg->compact == CFG_COMPACT_BSEARCH && g->needs_cr)) return;
+    if (!word_read(g->body.s, "sn")) drop_load_lines(g->body.s, "sn_l");
+    if (!word_read(g->body.s, "t")) drop_load_lines(g->body.s, "t_l");
+    g->body.len = strlen(g->body.s);
+}
+
 static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, int split)
 {
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
@@ -2026,6 +2077,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         rg_str_printf(src, "    const int warp = threadIdx.x / %d, lane = threadIdx.x %% %d;  /* row group of %d lanes */\n"
                            "    const unsigned gmask = (0xffffffffu >> %d) << (threadIdx.x & %d); (void)gmask;\n",
                       g->L, g->L, g->L, 32 - g->L, 32 - g->L);
+    drop_unread_ids(g);
     rg_str_printf(src, "    double* scr = smem + warp * %d; (void)scr;\n%s}\n", g->scr_size > 0 ? g->scr_size : 1,
                   g->body.s);
     k->grid_kind = g->f == FORM_GLOBAL ? KGRID_FIXED : split ? KGRID_TILES : KGRID_ROWS;

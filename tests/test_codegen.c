@@ -251,6 +251,38 @@ static void test_mma_sources_compile(void **state)
     kp_plan_free(&plan);
 }
 
+/* The edge loops load an edge's source and type only where a statement of the kernel reads them:
+ * RGCN's aggregation reads neither (its message is the compact row's), RGAT's the type (the relation's
+ * attention weight) but not the source (its terms are compact rows'); with msg=trav the traversal
+ * reads the source's features, and compact=bsearch finds the compact row from both. */
+static int traversal_has(const char *model, const char *task, const char *config, const char *text)
+{
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, config, &err), 0);
+    if (build_variant(model, task, &cfg, &v, &err)) fail_msg("%s %s %s: %s", model, task, config, err.msg);
+    int n = 0;
+    for (int k = 0; k < v.plan.nkernels; k++)
+        n += v.plan.kernels[k].category == KC_TRAVERSAL && strstr(v.plan.kernels[k].source, text) != NULL;
+    cg_variant_free(&v);
+    return n;
+}
+
+static void test_unread_ids_not_loaded(void **state)
+{
+    (void)state;
+    assert_int_equal(traversal_has("rgcn", "infer", "lanes=8,vec=4,acc=reg", "sn_l = in_src[ql];"), 0);
+    assert_int_equal(traversal_has("rgcn", "infer", "lanes=8,vec=4,acc=reg", "t_l = in_etype[ql];"), 0);
+    assert_true(traversal_has("rgcn", "infer", "lanes=8,vec=4,acc=reg", "cr_l = in_compact[ql];") > 0);
+    assert_int_equal(traversal_has("rgat", "infer", "softmax=single", "sn_l = in_src[ql];"), 0);
+    assert_true(traversal_has("rgat", "infer", "softmax=single", "t_l = in_etype[ql];") > 0);
+    assert_true(traversal_has("rgat", "infer", "msg=trav,compact=off", "sn_l = in_src[ql];") > 0);
+    assert_true(traversal_has("rgcn", "infer", "compact=bsearch", "t_l = in_etype[ql];") > 0);
+    assert_true(traversal_has("rgcn", "infer", "compact=bsearch", "sn_l = in_src[ql];") > 0);
+}
+
 /* gtiles: a tensor-core product's block walks G row tiles (the launch divides the tile count by
  * G and passes it), keeps the relation's W staged between them and overlays its results on X's
  * tile only; the outer products and the float32 forms keep one tile a block, and gtiles > 1
@@ -1317,6 +1349,7 @@ int main(void)
         cmocka_unit_test(test_recompute_forward_is_inference),
         cmocka_unit_test(test_written_buffers_unroll_and_vec8),
         cmocka_unit_test(test_gemm_row_tiles_per_block),
+        cmocka_unit_test(test_unread_ids_not_loaded),
         cmocka_unit_test(test_epilogue_in_aggregation),
         cmocka_unit_test(test_compact_dot_in_traversal),
         cmocka_unit_test(test_lane_scalars_compile),

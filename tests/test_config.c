@@ -205,14 +205,14 @@ static void test_unknown_key_suggestion(void **state)
 {
     (void)state;
     expect_parse_error("tiel=16", "config: unknown key 'tiel' (did you mean 'tile'? known: compact, reorder, tile, "
-                                   "coarsen, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel");
+                                   "coarsen, gtiles, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel");
     expect_parse_error("launch_bound=on", "did you mean 'launch_bounds'?");
     cg_config c;
     rg_err err;
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "colour=blue", &err), -1);
     /* every key of the table, in table order (keys added later come after these) */
-    assert_non_null(strstr(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel"));
+    assert_non_null(strstr(err.msg, "config: unknown key 'colour' (known: compact, reorder, tile, coarsen, gtiles, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel"));
     expect_parse_error("x=1", "unknown key 'x' (known:");
 }
 
@@ -306,7 +306,7 @@ static void test_override_errors(void **state)
     (void)state;
     expect_parse_error("gemm_2.compact=off", "config: gemm_2.compact: compact is not per-kernel");
     expect_parse_error("trav_3.trav=node", "trav is not per-kernel (it decides which kernels the plan has or what they "
-                                           "store, codegen/config_keys.def says why); per-kernel keys: tile, coarsen, lb, "
+                                           "store, codegen/config_keys.def says why); per-kernel keys: tile, coarsen, gtiles, lb, "
                                            "w, pagg, mma, vec, lanes, tblock");
     expect_parse_error("trav_3.relabel=bfs", "relabel is not per-kernel");
     expect_parse_error("gemm_2.tile=48", "config: gemm_2.tile must be 8, 16, 32, 64 or 128 (got '48')");
