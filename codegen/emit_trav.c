@@ -2012,8 +2012,9 @@ static void drop_load_lines(char *text, const char *var)
         size_t len = end ? (size_t)(end - line) + 1 : strlen(line);
         char *q = line;
         while (*q == ' ') q++;
-        int load = !strncmp(q, var, n) && !strncmp(q + n, " = ", 3) && strstr(q, "];\n") == line + len - 3 &&
-                   memchr(q, '[', len) != NULL;
+        size_t rest = (size_t)(line + len - q);   /* q's part of the line, its newline included */
+        int load = rest > n + 3 && !strncmp(q, var, n) && !strncmp(q + n, " = ", 3) && end &&
+                   !strncmp(end - 2, "];", 2) && memchr(q, '[', rest) != NULL;
         if (!load) {
             memmove(out, line, len);
             out += len;
