@@ -265,6 +265,25 @@ static int prepare_exprs(const ir_program *ir, const lw_gemm *gm, const cg_confi
     return 0;
 }
 
+/* The opening of a product kernel whose block owns one row tile (blockIdx.x) of one type segment and
+ * TILE columns: the tile's type, rows and segment end, the thread indices (`threads`, a declaration),
+ * the W slice of the type and head, and the tile's X row offsets (filled by the caller). */
+static void emit_tile_block_open(rg_str *src, const gemm_exprs *ex, const char *threads)
+{
+    const gemm_shape *sh = &ex->sh;
+    rg_str_printf(src,
+        "{\n"
+        "    const int t = tile_type[blockIdx.x];\n"
+        "    const int row0 = tile_row0[blockIdx.x];\n"
+        "    const int seg_end = %s;\n"
+        "    const int h = blockIdx.z;\n"
+        "    %s\n"
+        "    const int col0 = blockIdx.y * TILE;\n"
+        "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
+        "    __shared__ long xbase[TILE];\n",
+        ex->segend, threads, ex->wsl, sh->w_slice, sh->w_head_stride);
+}
+
 static void emit_shared_read(rg_str *src, const char *indent, const char *dst, const char *row, const char *idx,
                              int n);
 
@@ -820,17 +839,7 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
         emit_mma_tiles_open(src, ex, sh, f, T, kt);
     } else {
         emit_params(src, k, &ex->u, sh, gm, ex->rs);
-        rg_str_printf(src,
-            "{\n"
-            "    const int t = tile_type[blockIdx.x];\n"
-            "    const int row0 = tile_row0[blockIdx.x];\n"
-            "    const int seg_end = %s;\n"
-            "    const int h = blockIdx.z;\n"
-            "    const int tid = threadIdx.x, warp = tid / 32;\n"
-            "    const int col0 = blockIdx.y * TILE;\n"
-            "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-            "    __shared__ long xbase[TILE];\n",
-            ex->segend, ex->wsl, sh->w_slice, sh->w_head_stride);
+        emit_tile_block_open(src, ex, "const int tid = threadIdx.x, warp = tid / 32;");
         emit_mma_smem(src, f, "Xs", T, kt, "Ws", kt, T, T, 0);
     }
     rg_str_printf(src,
@@ -979,7 +988,7 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     if (prepare_exprs(ir, gm, cfg, &ex, err)) return -1;
     const gemm_shape sh = ex.sh;
     used_arrays u = ex.u;
-    const char *xrow = ex.xrow, *yrow = ex.yrow, *sidx = ex.sidx, *wsl = ex.wsl, *segend = ex.segend;
+    const char *xrow = ex.xrow, *yrow = ex.yrow, *sidx = ex.sidx, *wsl = ex.wsl;
     if (sh.y_sums_heads && !gm->y_atomic && !gm->accumulate)
         return rg_errf(err, "per-head products summed into one-head %s need an accumulation (+=) target",
                        sh.y->name);
@@ -1012,17 +1021,7 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
     emit_params(src, k, &u, &sh, gm, rs);
-    rg_str_printf(src,
-        "{\n"
-        "    const int t = tile_type[blockIdx.x];\n"
-        "    const int row0 = tile_row0[blockIdx.x];\n"
-        "    const int seg_end = %s;\n"
-        "    const int h = blockIdx.z;\n"
-        "    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;\n"
-        "    const int col0 = blockIdx.y * TILE;\n"
-        "    const float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-        "    __shared__ long xbase[TILE];\n",
-        segend, wsl, sh.w_slice, sh.w_head_stride);
+    emit_tile_block_open(src, &ex, "const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;");
     /* gathered X rows of the tile, looked up once */
     rg_str_printf(src,
         "    for (int r = tid; r < TILE; r += NT) {\n"
