@@ -267,7 +267,7 @@ static int prepare_exprs(const ir_program *ir, const lw_gemm *gm, const cg_confi
 
 /* The opening of a product kernel whose block owns one row tile (blockIdx.x) of one type segment and
  * TILE columns: the tile's type, rows and segment end, the thread indices (`threads`, a declaration),
- * the W slice of the type and head, and the tile's X row offsets (filled by the caller). */
+ * the W slice of the type and head, and the declaration of the tile's X row offsets (the caller fills them). */
 static void emit_tile_block_open(rg_str *src, const gemm_exprs *ex, const char *threads)
 {
     const gemm_shape *sh = &ex->sh;
