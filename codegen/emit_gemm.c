@@ -175,12 +175,17 @@ static void emit_param_tail(rg_str *src, kp_kernel *k, const used_arrays *u, con
     }
 }
 
+/* with_ntiles: a last parameter, the tile count (a block that walks several tiles stops at it) */
 static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
-                        kp_rowset rs)
+                        kp_rowset rs, int with_ntiles)
 {
     rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", vt_ctype(sh->x),
                   vt_ctype(sh->y));
     emit_param_tail(src, k, u, sh, gm, rs, k->tile_rows);
+    if (with_ntiles) {
+        rg_str_puts(src, ",\n    int num_tiles");
+        kp_add_param(k, KP_INT, KS_NTILES, 0, "num_tiles");
+    }
     rg_str_printf(src, ")\n");
 }
 
@@ -830,15 +835,10 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     rg_str_puts(src, "extern \"C\" __global__ void ");
     launch_bounds(src, cfg, nw * 32);
     rg_str_printf(src, "%s(\n", k->name);
+    emit_params(src, k, &ex->u, sh, gm, ex->rs, G > 1);
     if (G > 1) {
-        rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n",
-                      vt_ctype(sh->x), vt_ctype(sh->y));
-        emit_param_tail(src, k, &ex->u, sh, gm, ex->rs, k->tile_rows);
-        rg_str_puts(src, ",\n    int num_tiles)\n");
-        kp_add_param(k, KP_INT, KS_NTILES, 0, "num_tiles");
         emit_mma_tiles_open(src, ex, sh, f, T, kt);
     } else {
-        emit_params(src, k, &ex->u, sh, gm, ex->rs);
         emit_tile_block_open(src, ex, "const int tid = threadIdx.x, warp = tid / 32;");
         emit_mma_smem(src, f, "Xs", T, kt, "Ws", kt, T, T, 0);
     }
@@ -1020,7 +1020,7 @@ static int emit_product(const ir_program *ir, const lw_gemm *gm, const cg_config
     rg_str_puts(src, "extern \"C\" __global__ void ");
     launch_bounds(src, cfg, NT);
     rg_str_printf(src, "%s(\n", k->name);
-    emit_params(src, k, &u, &sh, gm, rs);
+    emit_params(src, k, &u, &sh, gm, rs, 0);
     emit_tile_block_open(src, &ex, "const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * blockDim.x + tx;");
     /* gathered X rows of the tile, looked up once */
     rg_str_printf(src,

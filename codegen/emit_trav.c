@@ -501,6 +501,48 @@ static int vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out)
     return dest_of(g, s, &ignored, &bad) == DEST_ATOMIC && !bad;
 }
 
+/* Adds the V floats av_[0..V) to the V consecutive floats at lvalue `ref`: one atomicAdd of a float2
+ * or float4 (two float4 at 8: sm_90 has none wider), which sm_90 has for global memory; an older target
+ * adds them one by one. */
+static void emit_av_atomic(rg_str *b, const char *ref, int V)
+{
+    rg_str_puts(b, "#if __CUDA_ARCH__ >= 900\n");
+    if (V == 8)
+        rg_str_printf(b,
+                      "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n"
+                      "            atomicAdd((float4*)&%s + 1, make_float4(av_[4], av_[5], av_[6], av_[7]));\n",
+                      ref, ref);
+    else if (V == 4)
+        rg_str_printf(b, "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n", ref);
+    else
+        rg_str_printf(b, "            atomicAdd((float2*)&%s, make_float2(av_[0], av_[1]));\n", ref);
+    rg_str_printf(b,
+                  "#else\n"
+                  "            for (int u = 0; u < %d; u++) atomicAdd(&%s + u, av_[u]);\n"
+                  "#endif\n",
+                  V, ref);
+}
+
+/* Adds av_[0..V) to the V consecutive floats at lvalue `ref` without atomics: float2 or float4 loads and
+ * stores (two float4 at 8). */
+static void emit_av_add(rg_str *b, const char *ref, int V)
+{
+    if (V == 2) {
+        rg_str_printf(b, "            { float2* p_ = (float2*)&%s; float2 o_ = *p_; o_.x += av_[0]; o_.y += av_[1]; *p_ = o_; }\n",
+                      ref);
+        return;
+    }
+    rg_str_printf(b,
+                  "            { float4* p_ = (float4*)&%s;\n"
+                  "              #pragma unroll\n"
+                  "              for (int q = 0; q < %d; q++) {\n"
+                  "                  float4 o_ = p_[q];\n"
+                  "                  o_.x += av_[4 * q]; o_.y += av_[4 * q + 1]; o_.z += av_[4 * q + 2]; o_.w += av_[4 * q + 3];\n"
+                  "                  p_[q] = o_;\n"
+                  "              } }\n",
+                  ref, V / 4);
+}
+
 /* The vector loop of such a statement: each lane computes its V elements at i0 into registers, then
  * adds them with one atomicAdd of a float2 or float4, which sm_90 has for global memory (4 or 2 times
  * fewer atomic operations at the L2 than a float each); an older target adds them one by one. */
@@ -518,24 +560,10 @@ static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, cons
                   "                const int h = i / %d, d = i %% %d; (void)h; (void)d;\n"
                   "                av_[u] = (float)(%s);\n"
                   "            }\n"
-                  "            const int h = i0 / %d, d = i0 %% %d; (void)h; (void)d;\n"
-                  "#if __CUDA_ARCH__ >= 900\n",
+                  "            const int h = i0 / %d, d = i0 %% %d; (void)h; (void)d;\n",
                   g->V, g->V, out->dim, out->dim, val, out->dim, out->dim);
-    if (g->V == 8)   /* two float4 atomics: sm_90 has none wider */
-        rg_str_printf(&g->body,
-                      "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n"
-                      "            atomicAdd((float4*)&%s + 1, make_float4(av_[4], av_[5], av_[6], av_[7]));\n",
-                      ref, ref);
-    else if (g->V == 4)
-        rg_str_printf(&g->body, "            atomicAdd((float4*)&%s, make_float4(av_[0], av_[1], av_[2], av_[3]));\n", ref);
-    else
-        rg_str_printf(&g->body, "            atomicAdd((float2*)&%s, make_float2(av_[0], av_[1]));\n", ref);
-    rg_str_printf(&g->body,
-                  "#else\n"
-                  "            for (int u = 0; u < %d; u++) atomicAdd(&%s + u, av_[u]);\n"
-                  "#endif\n"
-                  "        }\n",
-                  g->V, ref);
+    emit_av_atomic(&g->body, ref, g->V);
+    rg_str_puts(&g->body, "        }\n");
     return 0;
 }
 
@@ -1453,48 +1481,33 @@ static int flush_vectorizes(const kgen *g, int v, int w)
 }
 
 /* The flush of register accumulator v with vector accesses: per step c_ the lane's reg_vec
- * consecutive elements at i0 go out in one float2 or float4 atomic (two at 8; sm_90 has them for
- * global memory, an older target adds them one by one) or one vector load and store. Element by
- * element, the lanes' stores of one instruction were reg_vec floats apart: 8 sectors touched where
- * one would do (why vec > 1 lost in session 22, docs/perf-notes.md). */
+ * consecutive elements at i0 go out together (emit_av_atomic; emit_av_add where the node is the
+ * warp's alone). Element by element, the lanes' stores of one instruction were reg_vec floats apart:
+ * 8 sectors touched where one would do (why vec > 1 lost in session 22, docs/perf-notes.md). */
 static void emit_flush_vec(kgen *g, rg_str *b, int v, int w, const char *node, int reset, const char *atomic_cond)
 {
-    int vr = reg_vec(g, w), nq = vr == 2 ? 1 : vr / 4;
-    const char *vt = vr == 2 ? "float2" : "float4";
+    int vr = reg_vec(g, w);
+    char ref[160];
+    snprintf(ref, sizeof ref, "v%d[(size_t)(%s) * %d + i0]", v, node, w);
     g->var_used[v] = g->var_written[v] = 1;
     rg_str_printf(b,
                   "        #pragma unroll\n"
                   "        for (int c_ = 0; c_ < %d; c_++) {\n"
                   "            const int i0 = (c_ * %d + lane) * %d;\n"
                   "            if (i0 < %d) {\n"
-                  "            %s* p_ = (%s*)&v%d[(size_t)(%s) * %d + i0];\n",
-                  reg_count(g, w) / vr, g->L, vr, w, vt, vt, v, node, w);
-    for (int q = 0; q < nq; q++) {
-        char val[256];
-        const int k0 = q * 4;
-        if (vr == 2)
-            snprintf(val, sizeof val, "make_float2((float)ra%d[c_ * 2], (float)ra%d[c_ * 2 + 1])", v, v);
-        else
-            snprintf(val, sizeof val, "make_float4((float)ra%d[c_ * %d + %d], (float)ra%d[c_ * %d + %d], (float)ra%d[c_ * %d + %d], "
-                                      "(float)ra%d[c_ * %d + %d])", v, vr, k0, v, vr, k0 + 1, v, vr, k0 + 2, v, vr, k0 + 3);
-        const char *plain = vr == 2 ? "{ %s a_ = %s, o_ = p_[%d]; o_.x += a_.x; o_.y += a_.y; p_[%d] = o_; }"
-                                    : "{ %s a_ = %s, o_ = p_[%d]; o_.x += a_.x; o_.y += a_.y; o_.z += a_.z; o_.w += a_.w; p_[%d] = o_; }";
-        char add[700];
-        snprintf(add, sizeof add, plain, vt, val, q, q);
-        if (!atomic_cond) {
-            rg_str_printf(b, "            %s\n", add);
-            continue;
-        }
-        /* atomics of float2/float4 exist on sm_90 only: elsewhere one float at a time */
-        rg_str_puts(b, "#if __CUDA_ARCH__ >= 900\n");
-        if (!strcmp(atomic_cond, "1")) rg_str_printf(b, "            atomicAdd(p_ + %d, %s);\n", q, val);
-        else rg_str_printf(b, "            if (%s) atomicAdd(p_ + %d, %s); else %s\n", atomic_cond, q, val, add);
-        rg_str_printf(b, "#else\n"
-                         "            { const %s a_ = %s; const float* f_ = (const float*)&a_;\n"
-                         "              for (int u = 0; u < %d; u++) { if (%s) atomicAdd((float*)(p_ + %d) + u, f_[u]); "
-                         "else ((float*)(p_ + %d))[u] += f_[u]; } }\n"
-                         "#endif\n",
-                      vt, val, vr == 2 ? 2 : 4, atomic_cond, q, q);
+                  "            float av_[%d];\n"
+                  "            #pragma unroll\n"
+                  "            for (int u = 0; u < %d; u++) av_[u] = (float)ra%d[c_ * %d + u];\n",
+                  reg_count(g, w) / vr, g->L, vr, w, vr, vr, v, vr);
+    if (!atomic_cond) {
+        emit_av_add(b, ref, vr);
+    } else if (!strcmp(atomic_cond, "1")) {
+        emit_av_atomic(b, ref, vr);
+    } else {
+        rg_str_printf(b, "            if (%s) {\n", atomic_cond);
+        emit_av_atomic(b, ref, vr);
+        rg_str_puts(b, "            } else\n");
+        emit_av_add(b, ref, vr);
     }
     if (reset)
         rg_str_printf(b, "            #pragma unroll\n            for (int u = 0; u < %d; u++) ra%d[c_ * %d + u] = 0.0;\n", vr, v,
