@@ -92,10 +92,10 @@ static int cfg_rule_partial_agg(const cg_config *c, rg_err *err)
 
 static int cfg_rule_acc(const cg_config *c, rg_err *err)
 {
-    if (c->acc == CFG_ACC_REG && !c->node_centric && !c->partial_agg)
-        return rg_errf(err, "invalid: acc=reg moves the per-destination partial sums into registers; pagg=off "
+    if (c->acc != CFG_ACC_SMEM && !c->node_centric && !c->partial_agg)
+        return rg_errf(err, "invalid: acc=%s moves the per-destination partial sums into registers; pagg=off "
                             "edge-centric traversals keep none (each edge adds atomically), so it would duplicate "
-                            "acc=smem");
+                            "acc=smem", c->acc == CFG_ACC_REG32 ? "reg32" : "reg");
     return 0;
 }
 

@@ -38,7 +38,8 @@ typedef enum cfg_order {
 
 typedef enum cfg_acc {
     CFG_ACC_SMEM,  /* traversal partial sums in a shared-memory scratch row per row group */
-    CFG_ACC_REG    /* in registers, each lane its own elements (codegen/emit_trav.c) */
+    CFG_ACC_REG,   /* in registers, each lane its own elements (codegen/emit_trav.c), float64 */
+    CFG_ACC_REG32  /* ... float32 where the accumulated variable is stored float32 */
 } cfg_acc;
 
 typedef enum cfg_crsum {

@@ -46,6 +46,7 @@ typedef struct kgen {
     int *reg_slots;               /* per var: acc=reg: the accumulator's registers per lane, 0: in scratch */
     int owned;                    /* inside open_row_loop's register-order loop (k_ names the register) */
     rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
+    int f32_arith;                /* acc=reg32: the value being printed adds into float32 registers */
     int *wacc_off;                /* per weight: partial sums of its slice, wslots edge types of them, or -1 */
     int wslots;                   /* edge-type slots of each such accumulator (wsl names the current one) */
     int run;                      /* rows a row group walks (edge forms: positions; unique rows) */
@@ -187,6 +188,13 @@ static int epi_reads_regs(const kgen *g, const ir_stmt *s)
 static int stores_to_regs(const kgen *g, const ir_stmt *s)
 {
     return acc_access(g, s->out.var, s->out.acc) && g->reg_slots[s->out.var];
+}
+
+/* acc=reg32: whether var v's register accumulators (if any) are float32: those of float32
+ * variables; a float64 one (a softmax sum, vt_is_f64) keeps its digits. */
+static int reg_is_f32(const kgen *g, int v)
+{
+    return g->cfg->acc == CFG_ACC_REG32 && !vt_is_f64(V(g, v));
 }
 
 
@@ -428,6 +436,14 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
         snprintf(out, n, "%s * %s", a, b);   /* b holds 1 / divisor, 0 for a zero one under DIV_NZ */
         return 0;
     }
+    if (g->f32_arith && (s->op == IR_OP_ADD || s->op == IR_OP_SUB || s->op == IR_OP_MUL || s->op == IR_OP_COPY)) {
+        /* acc=reg32: in float32 (a float64 operand, e.g. an edge's softmax weight, rounded once per
+         * edge where the compiler hoists it), without the conversion to float64 of every element */
+        char sym = s->op == IR_OP_ADD ? '+' : s->op == IR_OP_SUB ? '-' : '*';
+        if (s->op == IR_OP_COPY) snprintf(out, n, "(float)(%s)", a);
+        else snprintf(out, n, "(float)(%s) %c (float)(%s)", a, sym, b);
+        return 0;
+    }
     switch (s->op) {
     case IR_OP_ADD: snprintf(out, n, "%s + %s", a, b); return 0;
     case IR_OP_SUB: snprintf(out, n, "%s - %s", a, b); return 0;
@@ -602,8 +618,10 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         g->vec_dim = out->dim;
         g->nvec = 0;
         rg_str_free(&g->vec_loads);
+        g->f32_arith = stores_to_regs(g, s) && reg_is_f32(g, s->out.var);
         int rc = elementwise_value(g, s, val, sizeof val, err);
         g->vec_on = 0;
+        g->f32_arith = 0;
         if (rc) return -1;
     }
     int H, D;
@@ -643,7 +661,8 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     } else {
         open_elem_loop(g, out);
     }
-    rg_str_printf(&g->body, "            const double r = %s;\n", val);
+    rg_str_printf(&g->body, "            const %s r = %s;\n",
+                  stores_to_regs(g, s) && reg_is_f32(g, s->out.var) ? "float" : "double", val);
     if (emit_store(g, s, "r", err)) return -1;
     if (reg) close_row_loop(g, &g->body, 1);
     else rg_str_puts(&g->body, vec ? "            }\n        }\n" : "        }\n");
@@ -1154,7 +1173,7 @@ static const char *reg_obstacle(const kgen *g, const lw_trav *tr, const int *pha
  * a lane, and notes where each one lives; returns how many it placed. */
 static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
-    if (g->cfg->acc != CFG_ACC_REG) return 0;
+    if (g->cfg->acc == CFG_ACC_SMEM) return 0;
     int used = 0, placed = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->acc_off[v] < 0) continue;
@@ -1685,9 +1704,9 @@ static void emit_zero_acc(kgen *g)
     for (int v = 0; v < g->ir->nvars; v++) {
         if (g->acc_off[v] < 0) continue;
         if (g->reg_slots[v]) {
-            rg_str_printf(&g->body, "    double ra%d[%d];   /* %s: this lane's elements, in open_row_loop's order */\n"
+            rg_str_printf(&g->body, "    %s ra%d[%d];   /* %s: this lane's elements, in open_row_loop's order */\n"
                                     "    #pragma unroll\n    for (int k_ = 0; k_ < %d; k_++) ra%d[k_] = 0.0;\n",
-                          v, g->reg_slots[v], V(g, v)->name, g->reg_slots[v], v);
+                          reg_is_f32(g, v) ? "float" : "double", v, g->reg_slots[v], V(g, v)->name, g->reg_slots[v], v);
             regs = 1;
             continue;
         }

@@ -7,6 +7,9 @@
 int vt_is_f64(const ir_var *v)
 {
     if (v->kind == IR_VAR_WEIGHT) return v->rows_dim == 0 && v->grad_of >= 0;
+    /* a graph-derived input (RGCN's e.norm = 1/c) is exact to float32's 6e-8 and no sum of
+     * cancelling terms: float64 would be 4 bytes more an edge in every traversal that reads it */
+    if (v->role == IR_ROLE_GRAPH) return 0;
     return v->dim == 1;
 }
 
@@ -34,8 +37,8 @@ const char *vt_bf16_exclusion(const ir_program *p, int var)
     const ir_var *x = &p->vars[var];
     if (x->kind == IR_VAR_WEIGHT) return "a weight: read once per type; SGD updates it in float32";
     if (x->kind == IR_VAR_SCALAR) return "the loss (a float64 scalar)";
-    if (vt_is_f64(x)) return "a per-row scalar: float64 (vt_is_f64)";
     if (x->role == IR_ROLE_GRAPH || x->role == IR_ROLE_LABEL) return "graph-derived input or label";
+    if (vt_is_f64(x)) return "a per-row scalar: float64 (vt_is_f64)";
     if (x->grad_of >= 0) return "a gradient: summed over edges with atomics";
     if (x->role == IR_ROLE_OUTPUT || var == p->output) return "the layer output: aggregated, validated, read by the loss";
     if (x->zero_init) return "an accumulation target";

@@ -12,7 +12,8 @@
  * 1e-4 agreement with the reference; they cost 4 extra bytes per row. Gradients of vector
  * weights (attention vectors such as RGAT's w_s, w_t and W w_t) are float64 too: they sum
  * softmax gradients over every edge of a type, terms that largely cancel, and they are
- * only types x width values, so the safety costs nothing measurable. Features, weights and
+ * only types x width values, so the safety costs nothing measurable. Graph-derived inputs
+ * (RGCN's e.norm) are float32 whatever their width. Features, weights and
  * weight-matrix gradients are float32, except the features and messages vt_mark_storage
  * gives bfloat16 under store=bf16 (ir_var.bf16). */
 int vt_is_f64(const ir_var *v);

@@ -74,7 +74,7 @@ static void test_eligible_variables_by_name(void **state)
             if (strcmp(got, want[m])) fail_msg("%s %s: bf16 variables '%s', expected '%s'", models[m], tasks[t], got, want[m]);
             free(got);
             assert_non_null(strstr(reason_of(ir, "h"), "output"));
-            assert_non_null(strstr(reason_of(ir, m == 0 ? "norm" : "att_sum"), "per-row scalar"));
+            assert_non_null(strstr(reason_of(ir, m == 0 ? "norm" : "att_sum"), m == 0 ? "graph-derived" : "per-row scalar"));
             assert_non_null(strstr(reason_of(ir, m == 2 ? "WQ" : "W"), "weight"));
             if (t == 1) {
                 assert_non_null(strstr(reason_of(ir, "d_feature"), "gradient"));

@@ -422,8 +422,31 @@ static const char *const acc_schedules[] = {
     "acc=reg,trav=node,vec=2",
     "acc=reg,lanes=4,softmax=single",   /* 16 registers for a 64-wide row: the cap keeps one in shared memory */
     "acc=reg,trav=node,lanes=8,vec=8,nchunk=8,softmax=single",   /* split nodes: vector atomics or += by tile */
+    "acc=reg32,lanes=8,vec=4,store=bf16",
+    "acc=reg32,trav=node,softmax=single,lanes=8,store=bf16,scalars=lane,nchunk=256,epi=on",
     NULL,
 };
+
+/* acc=reg32: the float32 register accumulators of a kernel's source, each add into one checked to take
+ * a float32 value (no float64 product converted per element); returns the adds, or -1 at the first
+ * add of a float64 value into a float32 register, and counts the float64 registers kept in *f64. */
+static int f32_register_adds(const char *src, int *f64)
+{
+    int adds = 0;
+    for (const char *p = strstr(src, "double ra"); p; p = strstr(p + 1, "double ra")) (*f64)++;
+    for (const char *p = strstr(src, "float ra"); p; p = strstr(p + 1, "float ra")) {
+        int v = atoi(p + strlen("float ra"));
+        char add[48];
+        snprintf(add, sizeof add, "            ra%d[k_] += r;", v);
+        for (const char *a = strstr(src, add); a; a = strstr(a + 1, add)) {
+            const char *line = a - 1;   /* the end of the previous line */
+            while (line > src && line[-1] != '\n') line--;
+            if (strncmp(line, "            const float r = ", strlen("            const float r = "))) return -1;
+            adds++;
+        }
+    }
+    return adds;
+}
 
 static void test_acc_reg_compiles(void **state)
 {
@@ -431,6 +454,7 @@ static void test_acc_reg_compiles(void **state)
     static const char *const models[] = {"rgcn", "rgat", "hgt"}, *const tasks[] = {"infer", "train"};
     kp_plan plan = {0};
     int variants = 0, distinct = 0, in_regs = 0, capped = 0, vflush = 0, vflush_cond = 0, scalar_flush = 0;
+    int f32_adds = 0, f64_kept = 0;
     rg_err err;
     for (int m = 0; m < 3; m++)
         for (int t = 0; t < 2; t++)
@@ -448,6 +472,15 @@ static void test_acc_reg_compiles(void **state)
                     const kp_kernel *kk = &v.plan.kernels[k];
                     if (!strstr(kk->source, "acc=reg: ")) continue;   /* no accumulator: the acc=smem text */
                     in_regs += strstr(kk->source, "register(s) a lane") != NULL;
+                    if (cfg.acc == CFG_ACC_REG32) {
+                        int adds = f32_register_adds(kk->source, &f64_kept);
+                        if (adds < 0) fail_msg("%s %s %s %s: a float64 value added into a float32 register",
+                                               models[m], tasks[t], acc_schedules[i], kk->name);
+                        f32_adds += adds;
+                    } else if (strstr(kk->source, "float ra")) {
+                        fail_msg("%s %s %s %s: float32 registers under acc=reg", models[m], tasks[t], acc_schedules[i],
+                                 kk->name);
+                    }
                     capped += strstr(kk->source, "more than 16 doubles") != NULL;
                     /* vec > 1: a lane's consecutive sums leave in one vector access, never float by float */
                     if (cfg.vec > 1 && strstr(kk->source, " = 0.0;\n") && strstr(kk->source, "av_[u] = (float)ra")) {
@@ -464,10 +497,13 @@ static void test_acc_reg_compiles(void **state)
     assert_true(in_regs > 0 && capped > 0);
     assert_true(vflush > 0 && vflush_cond > 0);
     assert_int_equal(scalar_flush, 0);
+    /* reg32: the features' sums in float32, the softmax sums (float64 variables) kept in float64 */
+    assert_true(f32_adds > 0 && f64_kept > 0);
     kx_compiled c;
     if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
     printf("acc=reg: %d variants, %d distinct traversal kernels new to this run compiled for sm_90 (%d from the cache); "
-           "%d flush vector accesses (%d of split nodes)\n", variants, distinct, c.cache_hits, vflush, vflush_cond);
+           "%d flush vector accesses (%d of split nodes); reg32: %d float32 adds, %d float64 registers kept\n",
+           variants, distinct, c.cache_hits, vflush, vflush_cond, f32_adds, f64_kept);
     kx_compiled_free(&c);
     /* the vector atomics are sm_90's: elsewhere the flush adds float by float */
     if (kx_compile(&plan, 80, 2, &c, &err)) fail_msg("sm_80: %s", err.msg);

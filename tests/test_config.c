@@ -167,7 +167,17 @@ static void test_acc_key(void **state)
     assert_int_equal(back.acc, CFG_ACC_REG);
     assert_true(cfg_hash(&back) == cfg_hash(&c));
     free(s), free(j);
-    expect_parse_error("acc=regf", "config: acc must be smem or reg (got 'regf')");
+    expect_parse_error("acc=regf", "config: acc must be smem, reg or reg32 (got 'regf')");
+    /* reg32: its own point, refused where reg is */
+    assert_int_equal(cfg_parse(&c, "acc=reg32", &err), 0);
+    assert_true(cfg_hash(&c) != h_default && cfg_hash(&c) != cfg_hash(&back));
+    s = cfg_to_string(&c);
+    assert_string_equal(s, LEGACY_DEFAULT ",acc=reg32");
+    free(s);
+    assert_int_equal(cfg_parse(&c, "pagg=off", &err), 0);
+    assert_int_equal(cfg_validate(&c, &err), -1);
+    assert_non_null(strstr(err.msg, "invalid: acc=reg32 moves the per-destination partial sums into registers"));
+    assert_int_equal(cfg_parse(&c, "acc=reg,pagg=on", &err), 0);
     assert_int_equal(cfg_parse(&c, "pagg=off", &err), 0);
     assert_int_equal(cfg_validate(&c, &err), -1);
     assert_non_null(strstr(err.msg, "invalid: acc=reg moves the per-destination partial sums into registers; pagg=off"));
