@@ -197,6 +197,25 @@ static int reg_is_f32(const kgen *g, int v)
     return g->cfg->acc == CFG_ACC_REG32 && !vt_is_f64(V(g, v));
 }
 
+/* farith=f32: whether statement s's arithmetic on feature rows is float32. A dot product: where
+ * neither operand is a float64 variable. Any other statement: where its result is stored to a
+ * float32 or bfloat16 variable (a float64 operand, an edge's scalar, rounded once). */
+static int f32_feature_arith(const kgen *g, const ir_stmt *s)
+{
+    if (!g->cfg->farith) return 0;
+    if (s->op != IR_OP_DOT) return !vt_is_f64(V(g, s->out.var));
+    for (int k = 0; k < s->nin; k++)
+        if (s->in[k].var >= 0 && s->in[k].acc != IR_ACC_CONST && vt_is_f64(V(g, s->in[k].var))) return 0;
+    return 1;
+}
+
+/* Whether an elementwise statement's value is formed in float32: it adds into float32 registers
+ * (acc=reg32), or farith=f32 allows it. */
+static int value_is_f32(const kgen *g, const ir_stmt *s)
+{
+    return (stores_to_regs(g, s) && reg_is_f32(g, s->out.var)) || f32_feature_arith(g, s);
+}
+
 
 static const char *arr(kgen *g, kp_graph_array a)
 {
@@ -618,7 +637,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         g->vec_dim = out->dim;
         g->nvec = 0;
         rg_str_free(&g->vec_loads);
-        g->f32_arith = stores_to_regs(g, s) && reg_is_f32(g, s->out.var);
+        g->f32_arith = value_is_f32(g, s);
         int rc = elementwise_value(g, s, val, sizeof val, err);
         g->vec_on = 0;
         g->f32_arith = 0;
@@ -661,22 +680,21 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     } else {
         open_elem_loop(g, out);
     }
-    rg_str_printf(&g->body, "            const %s r = %s;\n",
-                  stores_to_regs(g, s) && reg_is_f32(g, s->out.var) ? "float" : "double", val);
+    rg_str_printf(&g->body, "            const %s r = %s;\n", value_is_f32(g, s) ? "float" : "double", val);
     if (emit_store(g, s, "r", err)) return -1;
     if (reg) close_row_loop(g, &g->body, 1);
     else rg_str_puts(&g->body, vec ? "            }\n        }\n" : "        }\n");
     return 0;
 }
 
-/* The sum of p over the row group's lanes, every lane getting it. */
-static const char *group_sum(const kgen *g)
+/* The sum of p over the row group's lanes, every lane getting it (f32: p is a float). */
+static const char *group_sum(const kgen *g, int f32)
 {
     switch (g->L) {
-    case 32: return "warp_sum(p)";
-    case 16: return "group_sum(p, gmask, 16)";
-    case 8: return "group_sum(p, gmask, 8)";
-    default: RG_ASSERT(g->L == 4); return "group_sum(p, gmask, 4)";
+    case 32: return f32 ? "warp_sumf(p)" : "warp_sum(p)";
+    case 16: return f32 ? "group_sumf(p, gmask, 16)" : "group_sum(p, gmask, 16)";
+    case 8: return f32 ? "group_sumf(p, gmask, 8)" : "group_sum(p, gmask, 8)";
+    default: RG_ASSERT(g->L == 4); return f32 ? "group_sumf(p, gmask, 4)" : "group_sum(p, gmask, 4)";
     }
 }
 
@@ -703,26 +721,28 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     char ra[512], rb[512];
     RG_ASSERT(!stores_to_regs(g, s));   /* lane 0 stores each head's sum: plan_registers keeps those shared */
     if (dot_operands(g, s, ra, rb, sizeof ra, &D, &H, err)) return -1;
+    int f32 = f32_feature_arith(g, s);
+    const char *ty = f32 ? "float" : "double";
     if (vt_heads(out) == 1 && H > 1) {
         /* one-head output of per-head operands: the sum over heads too */
         rg_str_printf(&g->body,
                       "        {\n"
-                      "            double p = 0.0;\n"
+                      "            %s p = 0.0;\n"
                       "            for (int h = 0; h < %d; h++)\n"
-                      "                for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "                for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
                       "            p = %s;\n"
                       "            const int h = 0, d = 0; (void)h; (void)d;\n"
                       "            %s{\n",
-                      H, D, g->L, ra, rb, group_sum(g), dot_guard(g));
+                      ty, H, D, g->L, ty, ra, ty, rb, group_sum(g, f32), dot_guard(g));
     } else {
         rg_str_printf(&g->body,
                       "        for (int h = 0; h < %d; h++) {\n"
-                      "            double p = 0.0;\n"
-                      "            for (int dd = lane; dd < %d; dd += %d) p = fma((double)%s, (double)%s, p);\n"
+                      "            %s p = 0.0;\n"
+                      "            for (int dd = lane; dd < %d; dd += %d) p = fma((%s)%s, (%s)%s, p);\n"
                       "            p = %s;\n"
                       "            const int d = 0; (void)d;\n"
                       "            %s{\n",
-                      vt_heads(out), D, g->L, ra, rb, group_sum(g), dot_guard(g));
+                      vt_heads(out), ty, D, g->L, ty, ra, ty, rb, group_sum(g, f32), dot_guard(g));
     }
     if (emit_store(g, s, "p", err)) return -1;
     rg_str_puts(&g->body, "            }\n        }\n");
@@ -895,8 +915,11 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
              * plain sum does: a shared-memory double atomic is a compare-and-swap loop on sm_90. */
             int own = H == BH && w->dim == BD;
             char sum[1400];
-            snprintf(sum, sizeof sum, own ? "%s += (double)(%s) * (double)(%s)" : "atomicAdd(&%s, (double)(%s) * (double)(%s))",
-                     home, dr, xr);
+            /* farith=f32: the product in float32, one conversion; the sum keeps float64 */
+            const char *prod = g->cfg->farith ? "(double)((float)(%s) * (float)(%s))" : "(double)(%s) * (double)(%s)";
+            char term[1200];
+            snprintf(term, sizeof term, prod, dr, xr);
+            snprintf(sum, sizeof sum, own ? "%s += %s" : "atomicAdd(&%s, %s)", home, term);
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
                           "            const int h = i / %d, d = i %% %d;\n"

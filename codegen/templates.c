@@ -39,6 +39,19 @@ static const tpl_helper helpers[] = {
      "    for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, width);\n"
      "    return v;\n"
      "}\n"},
+    /* the float forms of the two above (farith=f32): a float shuffles in one instruction, a double in two */
+    {"warp_sumf",
+     "static __device__ __forceinline__ float warp_sumf(float v)\n"
+     "{\n"
+     "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+     "    return v;\n"
+     "}\n"},
+    {"group_sumf",
+     "static __device__ __forceinline__ float group_sumf(float v, unsigned mask, int width)\n"
+     "{\n"
+     "    for (int o = width >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(mask, v, o, width);\n"
+     "    return v;\n"
+     "}\n"},
     {"lrelu", "static __device__ __forceinline__ double lrelu(double x, double slope) { return x > 0.0 ? x : slope * x; }\n"},
     {"lrelu_grad",
      "static __device__ __forceinline__ double lrelu_grad(double g, double x, double slope) { return x > 0.0 ? g : slope * g; }\n"},

@@ -511,6 +511,68 @@ static void test_acc_reg_compiles(void **state)
     kp_plan_free(&plan);
 }
 
+/* farith=f32: the traversals' group dot products sum in float32 (group_sumf/warp_sumf), no dot
+ * product of float32 rows converts its terms to float64, and the weight-gradient sums keep float64
+ * accumulators; farith=f64 writes what the default writes. Every kernel compiles for sm_90 and sm_80. */
+static void test_float32_feature_arithmetic(void **state)
+{
+    (void)state;
+    static const char *const mappings[] = {
+        "compact=direct,trav=edge,pagg=on,softmax=single,store=bf16,crsum=run,recompute=on,lanes=16,scalars=replicated",
+        "trav=node,softmax=single,lanes=32",
+        "trav=edge,pagg=on,lanes=8,vec=4,acc=reg32,softmax=single,store=bf16",
+        NULL,
+    };
+    static const char *const models[] = {"rgcn", "rgat", "hgt"};
+    kp_plan plan = {0};
+    int f32_dots = 0, f32_values = 0, kernels = 0;
+    rg_err err;
+    for (int m = 0; m < 3; m++)
+        for (int i = 0; mappings[i]; i++) {
+            char with[512], same[512];
+            snprintf(with, sizeof with, "%s,farith=f32", mappings[i]);
+            snprintf(same, sizeof same, "%s,farith=f64", mappings[i]);
+            cg_config cf, cd, cs;
+            cfg_default(&cf), cfg_default(&cd), cfg_default(&cs);
+            assert_int_equal(cfg_parse(&cf, with, &err), 0);
+            assert_int_equal(cfg_parse(&cd, mappings[i], &err), 0);
+            assert_int_equal(cfg_parse(&cs, same, &err), 0);
+            cg_variant vf, vd, vs;
+            int rc = build_variant(models[m], "train", &cd, &vd, &err);
+            if (rc == PL_INAPPLICABLE && cd.softmax == CFG_SOFTMAX_SINGLE && m == 0) continue;   /* RGCN: no softmax */
+            if (rc) fail_msg("%s %s: %s", models[m], mappings[i], err.msg);
+            if (build_variant(models[m], "train", &cf, &vf, &err)) fail_msg("%s %s: %s", models[m], with, err.msg);
+            if (build_variant(models[m], "train", &cs, &vs, &err)) fail_msg("%s %s: %s", models[m], same, err.msg);
+            assert_int_equal(vf.plan.nkernels, vd.plan.nkernels);
+            for (int k = 0; k < vd.plan.nkernels; k++) {
+                const char *f = vf.plan.kernels[k].source, *d = vd.plan.kernels[k].source;
+                assert_string_equal(vs.plan.kernels[k].source, d);
+                if (vd.plan.kernels[k].category != KC_TRAVERSAL) continue;
+                kernels++;
+                f32_dots += strstr(f, "group_sumf(p") != NULL || strstr(f, "warp_sumf(p)") != NULL;
+                f32_values += strstr(f, "const float r = (float)(") != NULL;
+                /* the float64 group dot's text is gone: every such dot here has float32 rows */
+                if (strstr(f, "double p = 0.0;\n            for (int dd"))
+                    fail_msg("%s %s %s: a float64 group dot product under farith=f32", models[m], with,
+                             vf.plan.kernels[k].name);
+                /* vector weights' gradient sums stay float64, their products formed in float32 */
+                if (strstr(d, "+= (double)(") && strstr(d, "scr[") && !strstr(f, "(double)((float)("))
+                    fail_msg("%s %s %s: a weight-gradient product still float64", models[m], with, vf.plan.kernels[k].name);
+                queue90(&plan, &vf.plan.kernels[k]);
+            }
+            cg_variant_free(&vf), cg_variant_free(&vd), cg_variant_free(&vs);
+        }
+    assert_true(kernels > 0 && f32_dots > 0 && f32_values > 0);
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("farith=f32: %d traversal kernels, %d with float32 group dots, %d with float32 values\n", kernels, f32_dots,
+           f32_values);
+    kx_compiled_free(&c);
+    if (kx_compile(&plan, 80, 2, &c, &err)) fail_msg("sm_80: %s", err.msg);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
 /* The traversal kernels of one mapping: how many, and how many contain each of want[]. */
 static void count_traversals(const char *model, const char *task, const char *config, const char *const *want,
                              int *found, int *travs, int *block_x)
@@ -1382,6 +1444,7 @@ int main(void)
         cmocka_unit_test(test_compact_row_sums),
         cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_acc_reg_compiles),
+        cmocka_unit_test(test_float32_feature_arithmetic),
         cmocka_unit_test(test_lane_scalars_in_sources),
         cmocka_unit_test(test_lane_scalars_backward),
         cmocka_unit_test(test_recompute_forward_is_inference),
