@@ -187,6 +187,9 @@ static void test_mapping_values_match_reference(void **state)
         "recompute: off on\nepi: on\ncdot: table edge\n",
         "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 4 8\nvec: 1 8\nunroll: auto 1 4 8\nstore: f32 bf16\n"
         "acc: smem reg\n",
+        /* float32 register accumulators and feature arithmetic (session 24) */
+        "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 8 16\nvec: 1 4\nacc: smem reg32\nfarith: f64 f32\n"
+        "store: f32 bf16\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
