@@ -46,7 +46,7 @@ typedef struct kgen {
     int *reg_slots;               /* per var: acc=reg: the accumulator's registers per lane, 0: in scratch */
     int owned;                    /* inside open_row_loop's register-order loop (k_ names the register) */
     rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
-    int f32_arith;                /* acc=reg32: the value being printed adds into float32 registers */
+    int f32_arith;                /* the value being printed is float32 (value_is_f32: acc=reg32, farith=f32) */
     int *wacc_off;                /* per weight: partial sums of its slice, wslots edge types of them, or -1 */
     int wslots;                   /* edge-type slots of each such accumulator (wsl names the current one) */
     int run;                      /* rows a row group walks (edge forms: positions; unique rows) */
@@ -456,8 +456,8 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
         return 0;
     }
     if (g->f32_arith && (s->op == IR_OP_ADD || s->op == IR_OP_SUB || s->op == IR_OP_MUL || s->op == IR_OP_COPY)) {
-        /* acc=reg32: in float32 (a float64 operand, e.g. an edge's softmax weight, rounded once per
-         * edge where the compiler hoists it), without the conversion to float64 of every element */
+        /* acc=reg32 or farith=f32: in float32 (a float64 operand, e.g. an edge's softmax weight, rounded
+         * once per edge where the compiler hoists it), without the conversion to float64 of every element */
         char sym = s->op == IR_OP_ADD ? '+' : s->op == IR_OP_SUB ? '-' : '*';
         if (s->op == IR_OP_COPY) snprintf(out, n, "(float)(%s)", a);
         else snprintf(out, n, "(float)(%s) %c (float)(%s)", a, sym, b);
@@ -916,9 +916,9 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
             int own = H == BH && w->dim == BD;
             char sum[1400];
             /* farith=f32: the product in float32, one conversion; the sum keeps float64 */
-            const char *prod = g->cfg->farith ? "(double)((float)(%s) * (float)(%s))" : "(double)(%s) * (double)(%s)";
             char term[1200];
-            snprintf(term, sizeof term, prod, dr, xr);
+            if (g->cfg->farith) snprintf(term, sizeof term, "(double)((float)(%s) * (float)(%s))", dr, xr);
+            else snprintf(term, sizeof term, "(double)(%s) * (double)(%s)", dr, xr);
             snprintf(sum, sizeof sum, own ? "%s += %s" : "atomicAdd(&%s, %s)", home, term);
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
