@@ -1,10 +1,10 @@
 /* The traversal template emitter: turns a fused group of edgewise / nodewise statements
  * into edge-centric or node-centric CUDA kernels (a group of lanes per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
+#include "codegen/templates.h"
 #include "codegen/vartype.h"
 
 #include <stdlib.h>
-#include <ctype.h>
 #include <string.h>
 
 #define DST_RUN 32   /* edge-centric partial aggregation: positions of the dst-sorted order per row group */
@@ -46,7 +46,6 @@ typedef struct kgen {
     int *reg_slots;               /* per var: acc=reg: the accumulator's registers per lane, 0: in scratch */
     int owned;                    /* inside open_row_loop's register-order loop (k_ names the register) */
     rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
-    int f32_arith;                /* the value being printed is float32 (value_is_f32: acc=reg32, farith=f32) */
     int *wacc_off;                /* per weight: partial sums of its slice, wslots edge types of them, or -1 */
     int wslots;                   /* edge-type slots of each such accumulator (wsl names the current one) */
     int run;                      /* rows a row group walks (edge forms: positions; unique rows) */
@@ -445,7 +444,8 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
     return 0;
 }
 
-static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_err *err)
+/* The value of elementwise statement s for element (h, d); f32 (value_is_f32): formed in float32. */
+static int elementwise_value(kgen *g, const ir_stmt *s, int f32, char *out, size_t n, rg_err *err)
 {
     char a[512] = "", b[512] = "";
     if (s->nin > 0 && operand_ref(g, &s->in[0], "h", "d", a, sizeof a, err)) return -1;
@@ -455,7 +455,7 @@ static int elementwise_value(kgen *g, const ir_stmt *s, char *out, size_t n, rg_
         snprintf(out, n, "%s * %s", a, b);   /* b holds 1 / divisor, 0 for a zero one under DIV_NZ */
         return 0;
     }
-    if (g->f32_arith && (s->op == IR_OP_ADD || s->op == IR_OP_SUB || s->op == IR_OP_MUL || s->op == IR_OP_COPY)) {
+    if (f32 && (s->op == IR_OP_ADD || s->op == IR_OP_SUB || s->op == IR_OP_MUL || s->op == IR_OP_COPY)) {
         /* acc=reg32 or farith=f32: in float32 (a float64 operand, e.g. an edge's softmax weight, rounded
          * once per edge where the compiler hoists it), without the conversion to float64 of every element */
         char sym = s->op == IR_OP_ADD ? '+' : s->op == IR_OP_SUB ? '-' : '*';
@@ -605,6 +605,7 @@ static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, cons
 static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
 {
     const ir_var *out = V(g, s->out.var);
+    const int f32 = value_is_f32(g, s);
     char val[1400];
     if (s->op == IR_OP_CONCAT) {
         const ir_var *a = V(g, s->in[0].var);
@@ -637,10 +638,8 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         g->vec_dim = out->dim;
         g->nvec = 0;
         rg_str_free(&g->vec_loads);
-        g->f32_arith = value_is_f32(g, s);
-        int rc = elementwise_value(g, s, val, sizeof val, err);
+        int rc = elementwise_value(g, s, f32, val, sizeof val, err);
         g->vec_on = 0;
-        g->f32_arith = 0;
         if (rc) return -1;
     }
     int H, D;
@@ -680,7 +679,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     } else {
         open_elem_loop(g, out);
     }
-    rg_str_printf(&g->body, "            const %s r = %s;\n", value_is_f32(g, s) ? "float" : "double", val);
+    rg_str_printf(&g->body, "            const %s r = %s;\n", f32 ? "float" : "double", val);
     if (emit_store(g, s, "r", err)) return -1;
     if (reg) close_row_loop(g, &g->body, 1);
     else rg_str_puts(&g->body, vec ? "            }\n        }\n" : "        }\n");
@@ -2046,10 +2045,7 @@ static kp_size rows_size(form f)
 static int word_read(const char *text, const char *w)
 {
     size_t n = strlen(w);
-    for (const char *p = strstr(text, w); p; p = strstr(p + 1, w)) {
-        int starts = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        int ends = !(isalnum((unsigned char)p[n]) || p[n] == '_');
-        if (!starts || !ends) continue;
+    for (const char *p = tpl_find_word(text, text, w); p; p = tpl_find_word(text, p + 1, w)) {
         if (p - text >= 6 && !strncmp(p - 6, "(void)", 6)) continue;
         if (p[n] == ' ' && p[n + 1] == '=' && p[n + 2] != '=') continue;
         return 1;

@@ -117,12 +117,20 @@ static const tpl_helper helpers[] = {
 
 static int ident_char(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
+const char *tpl_find_word(const char *text, const char *from, const char *word)
+{
+    size_t len = strlen(word);
+    for (const char *p = strstr(from, word); p; p = strstr(p + 1, word))
+        if ((p == text || !ident_char(p[-1])) && !ident_char(p[len])) return p;
+    return NULL;
+}
+
 /* 1 when the text calls `name`: the whole identifier followed by '('. */
 static int calls(const char *text, const char *name)
 {
     size_t len = strlen(name);
-    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name))
-        if ((p == text || !ident_char(p[-1])) && p[len] == '(') return 1;
+    for (const char *p = tpl_find_word(text, text, name); p; p = tpl_find_word(text, p + 1, name))
+        if (p[len] == '(') return 1;
     return 0;
 }
 

@@ -7,4 +7,8 @@
  * text calls, then the text (caller frees). */
 char *tpl_source(const char *kernel_text);
 
+/* The first whole-identifier occurrence of `word` in generated text at or after `from` (a position
+ * in `text`, which the test of the character before it may look behind), or NULL. */
+const char *tpl_find_word(const char *text, const char *from, const char *word);
+
 #endif
