@@ -1,6 +1,6 @@
 /* `explore ir --model M [--dataset D] [--dims IN,OUT] [--heads H] [--reorder] [--compact]
  * [--single-softmax] [--recompute] [--task infer|train] [--lowered] [--no-fuse]
- * [--msg-trav]`: the IR of a model after its passes. */
+ * [--msg-trav] [--defer-dst-sums]`: the IR of a model after its passes. */
 #include "cli/ircli.h"
 #include "cli/problem.h"
 #include "codegen/lower.h"
@@ -14,19 +14,20 @@
 typedef struct irc_args {
     cp_problem p;
     ir_dims dims;
-    int reorder, compact, softmax_single, recompute, lowered, no_fuse, msg_trav;
+    int reorder, compact, softmax_single, recompute, lowered, no_fuse, msg_trav, defer;
 } irc_args;
 
 static const char USAGE[] =
     "usage: explore ir --model M [--dataset D [--data-dir DIR]] [--dims IN,OUT] [--heads H] [--reorder]\n"
     "                  [--compact] [--single-softmax] [--recompute] [--task infer|train] [--lowered] [--no-fuse]\n"
-    "                  [--msg-trav]\n"
+    "                  [--msg-trav] [--defer-dst-sums]\n"
     "Prints the inter-operator IR of model M (a name from models/ or the path of a .rgnn\n"
     "file) after the chosen passes; --lowered also prints the lowered program (GEMM and\n"
     "traversal instances). Reordering decisions count multiply-adds with the statistics of\n"
     "--dataset (any name `explore datasets` opens, e.g. aifb or synth:fb15k237); without it,\n"
     "nominal aifb counts. --no-fuse lowers every traversal statement on its own; --msg-trav computes\n"
-    "the forward per-edge typed linears in the traversals that read them (msg=trav).\n"
+    "the forward per-edge typed linears in the traversals that read them (msg=trav); --defer-dst-sums\n"
+    "lowers the backward pass's per-edge sums over destinations apart (crsum=defer).\n"
     "Defaults: --dims 64,64 --heads 1 --task infer.\n";
 
 /* -1 to go on; else the exit status. */
@@ -45,6 +46,7 @@ static int parse_args(int argc, char **argv, irc_args *a)
     ro_add(&c, (ro_opt){.name = "lowered", .arg = NULL, .kind = RO_FLAG, .dst = &a->lowered, .help = "also print the lowered program"});
     ro_add(&c, (ro_opt){.name = "no-fuse", .arg = NULL, .kind = RO_FLAG, .dst = &a->no_fuse, .help = "lower every traversal statement on its own"});
     ro_add(&c, (ro_opt){.name = "msg-trav", .arg = NULL, .kind = RO_FLAG, .dst = &a->msg_trav, .help = "compute the forward per-edge typed linears (messages) in the traversals that read them (msg=trav)"});
+    ro_add(&c, (ro_opt){.name = "defer-dst-sums", .arg = NULL, .kind = RO_FLAG, .dst = &a->defer, .help = "training: lower the backward per-edge sums over destinations in an instance of their own (crsum=defer)"});
     int rc = ro_parse(&c, argc, argv);
     free(list);
     free(epilog);
@@ -111,7 +113,7 @@ int irc_main(int argc, char **argv)
     putchar('\n');
     ir_print(p, stdout);
     if (a.lowered) {
-        lw_options lo = {.fuse = !a.no_fuse, .msg_in_trav = a.msg_trav};
+        lw_options lo = {.fuse = !a.no_fuse, .msg_in_trav = a.msg_trav, .defer_dst_sums = a.defer};
         lw_program *lp = lw_lower_opts(p, &lo, &err);
         if (!lp) {
             fprintf(stderr, "explore ir: lowering: %s\n", err.msg);

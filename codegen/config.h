@@ -45,7 +45,9 @@ typedef enum cfg_acc {
 typedef enum cfg_crsum {
     CFG_CRSUM_ATOMIC, /* sums into compact (src, etype) rows: one atomic per edge, in the traversal's own walk */
     CFG_CRSUM_RUN,    /* the traversal walks the (etype, src)-sorted edge order, summing per compact row */
-    CFG_CRSUM_SPLIT   /* ... and its other sums go to a second kernel in the traversal's own walk */
+    CFG_CRSUM_SPLIT,  /* ... and its other sums go to a second kernel in the traversal's own walk */
+    CFG_CRSUM_DEFER   /* run, with the sums over destinations in a second, dst-sorted kernel that reads
+                       * the per-edge values the first stores (lw_options.defer_dst_sums) */
 } cfg_crsum;
 
 typedef enum cfg_scalars {

@@ -67,6 +67,9 @@ typedef struct kgen {
     int lane_size;                /* doubles of ls_ a lane holds */
     int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
     int replicated;               /* scalars=replicated: every lane of the group runs them, in the loop's order */
+    /* pfetch=on (plan_prefetch): per-edge scalar operands each lane loads for its own edge with the ids */
+    int *pf_var;                  /* per var: loaded so, read as pf<var> (pf<var>_l in the lane's own statements) */
+    int *pf_bcast;                /* per var: read as pf<var> by the group's statements (so broadcast per edge) */
     /* epi=on (et_fusion): the next instance's node statements, run when a whole destination is flushed */
     const lw_trav *epi;
     int epi_mode;                 /* emitting them: a node variable at ROW is the flushed destination's */
@@ -357,6 +360,14 @@ static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *
     }
     if (g->scr_off[op->var] >= 0) {
         row_home(g, g->scr_off, op->var, el, out, n);
+        return 0;
+    }
+    if (!lvalue && g->pf_var[op->var]) {   /* pfetch=on: loaded with the edge's ids (plan_prefetch) */
+        /* the lane's own edge's in the prologue of scalars=lane; scalars=replicated runs the lanes'
+         * statements (prologue set) for the group's current edge */
+        int own = g->prologue && !g->replicated;
+        if (!own) g->pf_bcast[op->var] = 1;
+        snprintf(out, n, "pf%d%s", op->var, own ? "_l" : "");
         return 0;
     }
     if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
@@ -778,6 +789,14 @@ static void emit_edge_ids(const kgen *g, rg_str *b, const char *fixed_dn, int al
         rg_str_printf(b, "%sconst int cr = ", indent);
         emit_bcast(g, b, "cr_l");
         rg_str_puts(b, "; (void)cr;\n");
+    }
+    for (int v = 0; v < g->ir->nvars && !all; v++) {   /* all: a prologue's dot products, which read none */
+        if (!g->pf_bcast[v]) continue;
+        char from[32];
+        snprintf(from, sizeof from, "pf%d_l", v);
+        rg_str_printf(b, "%sconst double pf%d = ", indent, v);
+        emit_bcast(g, b, from);
+        rg_str_printf(b, "; (void)pf%d;\n", v);
     }
 }
 
@@ -1367,6 +1386,57 @@ static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
     return placed;
 }
 
+/* Whether a statement of the kernel (any phase, its part) writes var. */
+static int kernel_writes_any(const kgen *g, const lw_trav *tr, int var)
+{
+    for (int j = 0; j < tr->nstmts; j++)
+        if ((!g->keep || g->keep[j]) && g->ir->stmts[tr->stmts[j].stmt].out.var == var) return 1;
+    return 0;
+}
+
+/* pfetch=on: the per-edge scalar operands (one value an edge or compact row, in device memory, read
+ * at the edge's row and written by no statement of the kernel) that each lane loads for its own edge
+ * right after its ids, so that the group's L loads are in flight together; operand_at then reads the
+ * broadcast value. Only those the group's statements read: under scalars=lane, what only the lanes'
+ * own statements read is loaded lane-parallel already. Edge forms only; returns how many. */
+static int plan_prefetch(kgen *g, const lw_trav *tr)
+{
+    if (!g->cfg->pfetch || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
+    int n = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (g->keep && !g->keep[i]) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        if (g->lane_stmt[i] && !g->replicated) continue;
+        for (int k = 0; k < s->nin; k++) {
+            int v = s->in[k].var;
+            if (v < 0 || s->in[k].acc != IR_ACC_ROW || g->pf_var[v]) continue;
+            const ir_var *x = V(g, v);
+            if (x->kind != IR_VAR_EDGE || ir_var_row_width(x) != 1 || !g->mat[v] || g->scr_off[v] >= 0 ||
+                g->lane_off[v] >= 0 || reads_in_order(g, v) || kernel_writes_any(g, tr, v))
+                continue;
+            g->pf_var[v] = 1;
+            g->var_used[v] = 1;
+            if (x->layout == IR_LAYOUT_COMPACT) g->needs_cr = 1;
+            else g->needs_e = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* pfetch=on: each lane's loads of its own edge's scalar operands, inside the ids' guard. */
+static void emit_prefetch_loads(const kgen *g, rg_str *b)
+{
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (!g->pf_var[v]) continue;
+        const ir_var *x = V(g, v);
+        char at[96], val[160];
+        snprintf(at, sizeof at, "v%d[(size_t)(%s)]", v, x->layout == IR_LAYOUT_COMPACT ? "cr_l" : "e_l");
+        vt_load(x, at, val, sizeof val);
+        rg_str_printf(b, "            pf%d_l = %s;\n", v, val);
+    }
+}
+
 /* ---- kernel assembly ---- */
 
 /* ---- epi=on: the next instance's node statements at a whole destination's flush ---- */
@@ -1830,6 +1900,8 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
                   "        int e_l = 0, sn_l = 0, dn_l = 0, t_l = 0, cr_l = 0; (void)dn_l; (void)cr_l;\n",
                   qb_var, qe_var, g->L);
     if (own) rg_str_printf(b, "        double ls_[%d];\n", g->lane_size);
+    for (int v = 0; v < g->ir->nvars; v++)
+        if (g->pf_var[v]) rg_str_printf(b, "        double pf%d_l = 0.0;\n", v);
     rg_str_printf(b, "        if (ql < %s) {\n", qe_var);
     /* the edge arrays of this order and the index they are read at */
     kp_graph_array a_src = KG_SRC, a_etype = KG_ETYPE, a_dst = KG_DST, a_compact = KG_EDGE_COMPACT;
@@ -1851,6 +1923,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
         else
             rg_str_printf(b, "            cr_l = %s[%s];\n", arr(g, a_compact), at);
     }
+    emit_prefetch_loads(g, b);
     rg_str_printf(b, "        }\n        const int cnt = min(%d, %s - qb);\n", g->L, qe_var);
     if (own) emit_lane_prologue(g, qe_var, fixed_dn, lanes);
     if (cfg_unroll_factor(g->cfg)) rg_str_printf(b, "        #pragma unroll %d\n", cfg_unroll_factor(g->cfg));
@@ -2161,6 +2234,8 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->wacc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->lane_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->pf_var = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->pf_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
     g->epi_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->epi_skip = rg_xcalloc((size_t)ir->nvars, sizeof(int));
@@ -2180,6 +2255,8 @@ static void kgen_free(kgen *g)
     free(g->lane_stmt);
     free(g->lane_off);
     free(g->lane_bcast);
+    free(g->pf_var);
+    free(g->pf_bcast);
     free(g->epi_off);
     free(g->epi_skip);
     free(g->epi_recip);
@@ -2213,6 +2290,7 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     }
     plan_rows(&g, tr, phases, phase, nphases);
     plan_lanes(&g, tr, phases, phase);
+    if (plan_prefetch(&g, tr)) rg_str_puts(&g.acc_note, "; pfetch=on: scalar operands loaded with the ids");
     if (g.epi) plan_epilogue(&g);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
@@ -2337,6 +2415,26 @@ int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *material
         g.crrun = walk;
         plan_rows(&g, tr, phases, p, nphases);
         n += plan_lanes(&g, tr, phases, p);
+        kgen_free(&g);
+    }
+    free(phases);
+    return n;
+}
+
+int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
+{
+    int walk = et_compact_walk(ir, tr, cfg);
+    form f = walk ? FORM_EDGE : form_of(tr, cfg);
+    if (!cfg->pfetch || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE)) return 0;
+    int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
+    int nphases = et_phases(ir, tr, phases), n = 0;
+    for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
+        kgen g;
+        kgen_init(&g, ir, tr, cfg, materialized, f);
+        g.crrun = walk;
+        plan_rows(&g, tr, phases, p, nphases);
+        plan_lanes(&g, tr, phases, p);
+        n += plan_prefetch(&g, tr);
         kgen_free(&g);
     }
     free(phases);

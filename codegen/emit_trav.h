@@ -67,6 +67,9 @@ int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
  * forms that walk no edges, and where no statement qualifies. Under crsum=split it counts the
  * statements of the traversal taken as one kernel, which is what decides whether the key applies. */
 int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
+/* pfetch=on: how many per-edge scalar operands the kernels of traversal tr load with their edges' ids
+ * (0: the key changes nothing there). */
+int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
 
 /* Whether the traversal thread mapping (vec with lanes) applies to a problem of these feature
  * sizes: 0 with the reason when a vector width could vectorize no feature row, or when the row

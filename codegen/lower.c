@@ -214,12 +214,21 @@ typedef struct builder {
     int counter;
 } builder;
 
-static int add_unit(builder *b, lw_kind kind, int s0, int s1, const lw_gemm *g)
+int lw_defers_dst_sum(const ir_program *p, int i)
+{
+    const ir_stmt *s = &p->stmts[i];
+    /* a scalar's sum (softmax's d_att_sum) is one atomic an edge: its own kernel would cost more */
+    return i >= p->nforward && s->dom == IR_DOM_EDGE && !ir_stmt_per_unique(p, s) && s->accumulate &&
+           s->out.acc == IR_ACC_DST && ir_var_row_width(&p->vars[s->out.var]) > 1;
+}
+
+static int add_unit(builder *b, lw_kind kind, int s0, int s1, const lw_gemm *g, int segment)
 {
     pf_unit u = {0};
     u.stmts[u.nstmts++] = s0;
     if (s1 >= 0) u.stmts[u.nstmts++] = s1;
     u.fusible = kind == LW_TRAV;
+    u.segment = segment;
     b->units = rg_xrealloc(b->units, (size_t)(b->nunits + 1) * sizeof *b->units);
     b->unit_gemm = rg_xrealloc(b->unit_gemm, (size_t)(b->nunits + 1) * sizeof *b->unit_gemm);
     b->unit_kind = rg_xrealloc(b->unit_kind, (size_t)(b->nunits + 1) * sizeof *b->unit_kind);
@@ -257,6 +266,7 @@ static void build_instances(builder *b, const pf_schedule *sc)
             lw_trav *tr = &in->u.trav;
             tr->dom = b->p->stmts[b->units[u0].stmts[0]].dom;
             tr->compact_rows = g->nest == PF_NEST_UNIQUE;
+            tr->deferred = g->segment == 1;
             tr->stmts = rg_xcalloc((size_t)g->nunits, sizeof *tr->stmts);
             for (int k = 0; k < g->nunits; k++) {
                 int si = b->units[g->units[k]].stmts[0];
@@ -307,7 +317,7 @@ static void decide_materialization(const ir_program *p, lw_program *lp, const in
 lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *err)
 {
     if (ir_verify(p, err) < 0) return NULL;
-    int fuse = opt ? opt->fuse : 1, msg_in_trav = opt ? opt->msg_in_trav : 0;
+    int fuse = opt ? opt->fuse : 1, msg_in_trav = opt ? opt->msg_in_trav : 0, defer = opt ? opt->defer_dst_sums : 0;
     builder b = {0};
     b.p = p;
     b.lp = rg_xcalloc(1, sizeof *b.lp);
@@ -324,19 +334,19 @@ lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *er
             absorbed_temp[p->stmts[i].out.var] = 1;
         }
         taken[i] = 1;
-        add_unit(&b, LW_GEMM, i, m, &g);
+        add_unit(&b, LW_GEMM, i, m, &g, 0);
     }
     /* scan 2: traversal statements (fused by loop nest when scheduling) */
     for (int i = 0; i < p->nstmts; i++)
         if (!taken[i] && traversal_eligible(&p->stmts[i])) {
             taken[i] = 1;
-            add_unit(&b, LW_TRAV, i, -1, NULL);
+            add_unit(&b, LW_TRAV, i, -1, NULL, defer && lw_defers_dst_sum(p, i));
         }
     /* scan 3: the rest as plain loops */
     for (int i = 0; i < p->nstmts; i++)
         if (!taken[i]) {
             taken[i] = 1;
-            add_unit(&b, LW_FALLBACK, i, -1, NULL);
+            add_unit(&b, LW_FALLBACK, i, -1, NULL, 0);
         }
     pf_schedule *sc = pf_schedule_units(p, b.units, b.nunits, fuse);
     build_instances(&b, sc);
@@ -436,9 +446,10 @@ static void print_trav(const lw_program *lp, const lw_instance *in, FILE *f)
     const char *loop = t->dom == IR_DOM_NODE ? "nodes -> head -> feature"
                        : t->compact_rows ? "unique (src, etype) rows -> head -> feature"
                                          : "edges -> head -> feature";
-    fprintf(f, "  %-14s TRAVERSAL, loop nest %s, %d statement(s)%s%s\n", in->name, loop, t->nstmts,
+    fprintf(f, "  %-14s TRAVERSAL, loop nest %s, %d statement(s)%s%s%s\n", in->name, loop, t->nstmts,
             t->has_dst_aggregation ? ", aggregates into e.dst (node-centric form legal)" : "",
-            t->has_src_aggregation ? ", aggregates into e.src" : "");
+            t->has_src_aggregation ? ", aggregates into e.src" : "",
+            t->deferred ? ", deferred from the edge walk (crsum=defer)" : "");
     for (int k = 0; k < t->nstmts; k++) {
         fprintf(f, "      [%-7s] ", level_name(t->stmts[k].level));
         ir_print_stmt(p, t->stmts[k].stmt, f);

@@ -59,6 +59,7 @@ typedef struct lw_trav {
     int compact_rows;   /* iterates unique (src, etype) rows (the outputs are COMPACT) */
     int has_dst_aggregation;  /* writes e.dst[...] += : node-centric form is legal */
     int has_src_aggregation;  /* writes e.src[...] += (backward): edge-centric or out-CSR */
+    int deferred;       /* only backward sums over destinations, split off by lw_options.defer_dst_sums */
     int nstmts;
     lw_trav_stmt *stmts;
 } lw_trav;
@@ -91,11 +92,18 @@ lw_program *lw_lower(const ir_program *p, rg_err *err);
  * traversal statement becomes its own instance; lw_lower uses fuse = 1. msg_in_trav = 1 (config
  * msg=trav) leaves the forward pass's per-edge typed linears (x[src] or x[dst] times W[etype]: the
  * messages) to the traversal that reads them, computed per edge in its kernel, instead of a GEMM
- * that materializes them (lw_message_linear says which statements). */
+ * that materializes them (lw_message_linear says which statements). defer_dst_sums = 1 (config
+ * crsum=defer) keeps the backward pass's per-edge sums over destinations (lw_defers_dst_sum) out of
+ * the traversal of the other per-edge statements: they fuse only with each other, into an instance of
+ * their own that runs after it, and the per-edge values they read are materialized by it. */
 typedef struct lw_options {
     int fuse;
     int msg_in_trav;
+    int defer_dst_sums;
 } lw_options;
+/* Whether statement i is a backward per-edge sum of a row (wider than one value) into e.dst, which
+ * defer_dst_sums lowers apart. */
+int lw_defers_dst_sum(const ir_program *p, int i);
 /* Whether statement i is a forward per-edge typed linear that msg=trav computes in a traversal. */
 int lw_message_linear(const ir_program *p, int i);
 lw_program *lw_lower_opts(const ir_program *p, const lw_options *opt, rg_err *err);

@@ -100,6 +100,7 @@ static void emit_single(sched *s, int u)
 {
     pf_group g = {0};
     g.nest = pf_nest_of(s->p, unit_first(&s->units[u]));
+    g.segment = s->units[u].segment;
     g.backward = unit_backward(s->p, &s->units[u]);
     g.fused = s->units[u].fusible;
     group_add(&g, u);
@@ -125,7 +126,9 @@ static void schedule_region(sched *s, int backward)
                 int u = s->order[k];
                 const pf_unit *un = &s->units[u];
                 if (s->state[u] || unit_backward(s->p, un) != backward || !un->fusible) continue;
-                if (pf_nest_of(s->p, unit_first(un)) != s->open.nest || !ready(s, u, 1)) continue;
+                if (pf_nest_of(s->p, unit_first(un)) != s->open.nest || un->segment != s->open.segment ||
+                    !ready(s, u, 1))
+                    continue;
                 group_add(&s->open, u);
                 s->state[u] = 1;
                 progressed = 1;
@@ -148,6 +151,7 @@ static void schedule_region(sched *s, int backward)
             if (s->state[u] || unit_backward(s->p, &s->units[u]) != backward || !ready(s, u, 0)) continue;
             memset(&s->open, 0, sizeof s->open);
             s->open.nest = pf_nest_of(s->p, unit_first(&s->units[u]));
+            s->open.segment = s->units[u].segment;
             s->open.fused = 1;
             s->open.backward = backward;
             group_add(&s->open, u);

@@ -24,12 +24,15 @@ typedef struct pf_unit {
     int nstmts;
     int stmts[PF_UNIT_MAX];
     int fusible;        /* a traversal statement: may share a loop nest with others */
+    int segment;        /* fusible units share a nest only with units of the same segment (0, or 1 for
+                         * the sums over destinations lw_options.defer_dst_sums moves to their own kernel) */
 } pf_unit;
 
 typedef struct pf_group {
     int nunits;
     int *units;         /* unit ids, in execution order */
     pf_nest nest;
+    int segment;        /* its units' segment */
     int fused;          /* fusible units sharing one loop nest (a traversal instance) */
     int backward;
 } pf_group;
@@ -41,7 +44,7 @@ typedef struct pf_schedule {
 
 /* Orders the units so that every dependence between their statements (read after write,
  * write after read, write after write) is kept, the forward part (statements before
- * p->nforward) comes first, and fusible units of one nest and pass are grouped as long as
+ * p->nforward) comes first, and fusible units of one nest, segment and pass are grouped as long as
  * dependences allow (GEMM and other units are hoisted ahead of an open group when they do
  * not depend on it). Units must cover each statement at most once. fuse == 0 keeps program
  * order with one group per unit. */

@@ -42,7 +42,8 @@ static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         return 0;
     }
     if (cfg->crsum == CFG_CRSUM_ATOMIC) return 1;
-    const char *name = cfg->crsum == CFG_CRSUM_RUN ? "run" : "split";
+    static const char *const names[] = {"atomic", "run", "split", "defer"};
+    const char *name = names[cfg->crsum];
     if (!pl_is_train(p->task))
         rg_errf(err, "crsum=%s changes only the traversals that sum into compact (src, etype) rows, and inference has "
                      "none: it would duplicate crsum=atomic", name);
@@ -97,6 +98,56 @@ static int split_applies(const ir_program *ir, const lw_program *lp, const cg_co
         rg_errf(err, "crsum=split makes two kernels only of a traversal that sums into compact (src, etype) rows and "
                      "has other sums; this problem has none, so it would duplicate crsum=run");
     return found;
+}
+
+/* crsum=defer differs from crsum=run only where a backward traversal sums over destinations (RGCN's
+ * has none) and what remains of it walks the compact rows: the split is paid for by the walk's atomics. */
+static int defer_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    if (cfg->crsum != CFG_CRSUM_DEFER) return 1;
+    int deferred = 0, walks = 0;
+    for (int i = 0; i < lp->ninst; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_TRAV || !in->backward) continue;
+        deferred += in->u.trav.deferred;
+        walks += et_compact_walk(ir, &in->u.trav, cfg);
+    }
+    if (deferred && walks) return 1;
+    rg_errf(err, "crsum=defer moves a backward traversal's sums over destinations out of its walk of the compact (src, "
+                 "etype) rows; this problem has %s, so it would duplicate crsum=run",
+            deferred ? "no such walk" : "no such sums");
+    return 0;
+}
+
+/* pfetch=on changes only kernels with per-edge scalar operands to load (et_prefetches): a plan, or an
+ * instance set to on by name, without any would duplicate off. */
+static int pfetch_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int *mat = NULL, total = 0, bad = -1;
+    for (int i = 0; i < lp->ninst && bad < 0; i++) {
+        const lw_instance *in = &lp->inst[i];
+        cg_config one;
+        if (in->kind != LW_TRAV) continue;
+        cfg_for_instance(cfg, in->name, &one);
+        if (!one.pfetch) continue;
+        if (!mat) {
+            mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
+            cg_materialization(ir, lp, cfg, mat);
+        }
+        int n = et_prefetches(ir, &in->u.trav, mat, &one);
+        total += n;
+        if (!n && !cfg->pfetch) bad = i;   /* named by an override of its own */
+    }
+    free(mat);
+    if (bad >= 0)
+        rg_errf(err, "%s.pfetch=on: %s reads no per-edge scalar operand from device memory, so it would duplicate "
+                     "pfetch=off", lp->inst[bad].name, lp->inst[bad].name);
+    else if (cfg->pfetch && !total)
+        rg_errf(err, "pfetch=on loads per-edge scalar operands with the edges' ids; this plan's traversals read none, so "
+                     "it would duplicate pfetch=off");
+    else
+        return 1;
+    return 0;
 }
 
 static int has_message_linear(const ir_program *ir)
@@ -222,13 +273,14 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         ir_free(ir);
         return PL_INAPPLICABLE;
     }
-    lw_options lo = {.fuse = 1, .msg_in_trav = cfg->msg};
+    lw_options lo = {.fuse = 1, .msg_in_trav = cfg->msg, .defer_dst_sums = cfg->crsum == CFG_CRSUM_DEFER};
     lw_program *lp = lw_lower_opts(ir, &lo, err);
     if (!lp) {
         ir_free(ir);
         return -1;
     }
-    if (!split_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) || !lanes_apply(ir, lp, cfg, err) ||
+    if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) || !lanes_apply(ir, lp, cfg, err) ||
+        !pfetch_applies(ir, lp, cfg, err) ||
         !epi_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);

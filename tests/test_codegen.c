@@ -124,7 +124,7 @@ static void collect(const kp_kernel *k, void *ctx)
 }
 
 /* softmax=single for rgcn, a traversal mapping wider than the rows, or wrun in inference and crsum in inference or without compaction (nothing to
- * change), recompute=on in inference or for RGCN (nothing stored for the backward pass to recompute),
+ * change), crsum=defer without a traversal's row sums over destinations, recompute=on in inference or for RGCN (nothing stored for the backward pass to recompute),
  * nchunk=8 where no node-centric kernel walks a node's edges once (nothing split), epi=on where no
  * aggregation is followed by node statements it can run, cdot=edge for RGCN and HGT (compaction leaves
  * them no dot product): the only points that may not apply. */
@@ -135,6 +135,11 @@ static int inapplicable_ok(const pl_problem *p, const cg_config *c, const rg_err
         return 1;
     if (c->crsum != CFG_CRSUM_ATOMIC && (!pl_is_train(p->task) || c->compact == CFG_COMPACT_OFF) &&
         strstr(why->msg, "changes only the traversals that sum into compact (src, etype) rows"))
+        return 1;
+    /* crsum=defer: RGCN's backward, and RGAT's without reordering (its destination term is a GEMM's),
+     * sum no row over destinations in a traversal */
+    if (c->crsum == CFG_CRSUM_DEFER && (!strcmp(p->model, "rgcn") || (!strcmp(p->model, "rgat") && !c->reorder)) &&
+        strstr(why->msg, "no such sums, so it would duplicate crsum=run"))
         return 1;
     if (c->recompute && (!pl_is_train(p->task) || !strcmp(p->model, "rgcn")) &&
         strstr(why->msg, "recompute=on does not apply"))
@@ -795,6 +800,170 @@ static void test_compact_row_sums(void **state)
     assert_refused("hgt", "train", "compact=off,crsum=split", PL_INAPPLICABLE, "and compact=off has none");
 }
 
+/* The lowered instance of the statements lw_defers_dst_sum picks under crsum=defer, and the first walk
+ * of compact rows' sums. */
+static int deferred_instance(const ir_program *ir, const lw_program *lp, const cg_config *cfg, int *walk)
+{
+    int deferred = -1;
+    *walk = -1;
+    for (int i = 0; i < lp->ninst; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_TRAV || !in->backward) continue;
+        for (int k = 0; k < in->u.trav.nstmts; k++)
+            assert_int_equal(lw_defers_dst_sum(ir, in->u.trav.stmts[k].stmt), in->u.trav.deferred);
+        if (in->u.trav.deferred) {
+            assert_int_equal(deferred, -1);
+            deferred = i;
+        }
+        if (*walk < 0 && et_compact_walk(ir, &in->u.trav, cfg)) *walk = i;
+    }
+    return deferred;
+}
+
+/* crsum=defer: the backward sums over destinations (RGAT's d_feature, HGT's d_q) leave the walk of the
+ * compact rows for an instance of their own after it, which runs in a destination order without
+ * atomics per edge; the per-edge values it reads are materialized; every form compiles; RGCN (no such
+ * sums) and inference are refused. */
+static void test_deferred_dst_sums(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"rgat", "hgt"};
+    static const char *const forms[] = {"", "trav=node,", "pagg=off,", "softmax=single,recompute=on,",
+                                        "softmax=single,lanes=16,acc=reg32,scalars=replicated,", "store=bf16,vec=4,lanes=16,"};
+    kp_plan plan = {0};
+    rg_err err;
+    int variants = 0;
+    for (int m = 0; m < 2; m++)
+        for (int f = 0; f < 6; f++) {
+            char kv[160];
+            snprintf(kv, sizeof kv, "%scrsum=defer", forms[f]);
+            cg_config cfg;
+            cfg_default(&cfg);
+            assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
+            pl_problem p = {.model = models[m], .task = "train", .dims = dims};
+            ir_program *ir;
+            lw_program *lp;
+            if (pl_build(&p, &cfg, NULL, NULL, &ir, &lp, &err)) fail_msg("%s %s: %s", models[m], kv, err.msg);
+            int walk, d = deferred_instance(ir, lp, &cfg, &walk);
+            assert_true(d >= 0 && walk >= 0 && walk < d);
+            const lw_trav *tr = &lp->inst[d].u.trav;
+            for (int k = 0; k < tr->nstmts; k++) {   /* what the deferred sums read per edge is in memory */
+                const ir_stmt *s = &ir->stmts[tr->stmts[k].stmt];
+                for (int q = 0; q < s->nin; q++)
+                    if (s->in[q].var >= 0 && ir->vars[s->in[q].var].kind == IR_VAR_EDGE)
+                        assert_true(lp->materialized[s->in[q].var]);
+            }
+            cg_variant v;
+            if (cg_build(ir, lp, &cfg, &v, &err)) fail_msg("%s %s: %s", models[m], kv, err.msg);
+            for (int k = 0; k < v.plan.nkernels; k++) {
+                const kp_kernel *kk = &v.plan.kernels[k];
+                if (!strcmp(kk->name, lp->inst[walk].name))   /* the walk no longer adds rows at destinations */
+                    assert_null(strstr(kk->source, "[(size_t)(dn) * 64 + (d)], r)"));
+                if (!strcmp(kk->name, lp->inst[d].name)) assert_null(strstr(kk->source, "(etype, src) order"));
+                if (kk->category == KC_TRAVERSAL) queue90(&plan, kk);
+            }
+            variants++;
+            cg_variant_free(&v);
+            lw_free(lp);
+            ir_free(ir);
+        }
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    printf("crsum=defer: %d variants, %d traversal kernels new to this run compiled for sm_90\n", variants, plan.nkernels);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+    assert_refused("rgcn", "train", "crsum=defer", PL_INAPPLICABLE, "this problem has no such sums, so it would duplicate crsum=run");
+    assert_refused("rgat", "infer", "crsum=defer", PL_INAPPLICABLE, "inference has none");
+    assert_refused("hgt", "train", "compact=off,crsum=defer", PL_INAPPLICABLE, "and compact=off has none");
+}
+
+/* pfetch=on: a kernel reading a per-edge scalar it does not write loads it with the edge ids, one lane
+ * an edge, and reads the broadcast value; the kernel that writes it does not; plans reading none are
+ * refused; the kernels compile. */
+static void test_prefetched_scalar_operands(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "crsum=defer,softmax=single,recompute=on,lanes=8,pfetch=on", &err), 0);
+    if (build_variant("rgat", "train", &cfg, &v, &err)) fail_msg("%s", err.msg);
+    int loads = 0;
+    kp_plan plan = {0};
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const kp_kernel *kk = &v.plan.kernels[k];
+        const char *at = strstr(kk->source, "_l = v");
+        for (; at; at = strstr(at + 1, "_l = v")) {
+            /* "pfN_l = vN[(size_t)(e_l)]" and the value read as pfN, never vN[...] of the edge */
+            const char *pf = at;
+            while (pf > kk->source && pf[-1] != ' ') pf--;
+            if (strncmp(pf, "pf", 2)) continue;
+            int var = atoi(pf + 2);
+            char direct[48], bcast[48];
+            snprintf(direct, sizeof direct, "v%d[(size_t)(e) * 1", var);
+            snprintf(bcast, sizeof bcast, "const double pf%d = __shfl_sync", var);
+            assert_null(strstr(kk->source, direct));
+            assert_non_null(strstr(kk->source, bcast));
+            char written[48];
+            snprintf(written, sizeof written, "v%d[(size_t)(e) * 1 + 0] +=", var);
+            assert_null(strstr(kk->source, written));
+            loads++;
+        }
+        if (kk->category == KC_TRAVERSAL) queue90(&plan, kk);
+    }
+    assert_true(loads >= 1);
+    cg_variant_free(&v);
+    /* scalars=replicated runs the lanes' statements for the group's current edge: they read the
+     * broadcast value, never the lane's own (pfN_l only where it is declared, loaded and broadcast) */
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "crsum=defer,pfetch=on,lanes=8,softmax=single,recompute=on,scalars=replicated", &err), 0);
+    if (build_variant("rgat", "train", &cfg, &v, &err)) fail_msg("%s", err.msg);
+    int replicated = 0;
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const char *src = v.plan.kernels[k].source;
+        if (!strstr(src, "scalars=replicated") || !strstr(src, "double pf")) continue;
+        int uses = 0, decls = 0;
+        for (const char *at = strstr(src, "pf"); at; at = strstr(at + 2, "pf")) {
+            const char *u = at + 2;
+            while (*u >= '0' && *u <= '9') u++;
+            uses += u > at + 2 && !strncmp(u, "_l", 2);
+        }
+        for (const char *at = strstr(src, "double pf"); at; at = strstr(at + 9, "double pf")) {
+            const char *u = at + 9;
+            while (*u >= '0' && *u <= '9') u++;
+            decls += !strncmp(u, "_l = 0.0;", 9);
+        }
+        assert_true(decls >= 1);
+        assert_int_equal(uses, 3 * decls);
+        replicated++;
+    }
+    assert_true(replicated >= 1);
+    cg_variant_free(&v);
+    static const char *const more[][3] = {{"hgt", "train", "crsum=defer,pfetch=on,trav=node"},
+                                          {"rgcn", "infer", "pagg=off,pfetch=on"},
+                                          {"rgat", "infer", "pfetch=on,scalars=replicated,softmax=single"}};
+    for (int i = 0; i < 3; i++) {
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, more[i][2], &err), 0);
+        if (build_variant(more[i][0], more[i][1], &cfg, &v, &err)) fail_msg("%s: %s", more[i][2], err.msg);
+        for (int k = 0; k < v.plan.nkernels; k++)
+            if (v.plan.kernels[k].category == KC_TRAVERSAL) queue90(&plan, &v.plan.kernels[k]);
+        cg_variant_free(&v);
+    }
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+    /* under scalars=lane the lanes' own statements load what only they read lane-parallel already */
+    assert_refused("rgat", "infer", "pfetch=on,scalars=lane,softmax=single,trav=node", PL_INAPPLICABLE,
+                   "it would duplicate pfetch=off");
+    /* RGCN's dst-sorted aggregation reads its per-edge norm in that order already */
+    assert_refused("rgcn", "infer", "pfetch=on", PL_INAPPLICABLE, "it would duplicate pfetch=off");
+    assert_refused("rgat", "train", "crsum=defer,trav_3.pfetch=on", PL_INAPPLICABLE,
+                   "trav_3.pfetch=on: trav_3 reads no per-edge scalar operand");
+}
+
 /* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries
  * they read, the first everything else that reaches device memory, and no compact sum. */
 static void test_split_parts(void **state)
@@ -1443,6 +1612,8 @@ int main(void)
         cmocka_unit_test(test_weight_gradient_runs),
         cmocka_unit_test(test_compact_row_sums),
         cmocka_unit_test(test_split_parts),
+        cmocka_unit_test(test_deferred_dst_sums),
+        cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_float32_feature_arithmetic),
         cmocka_unit_test(test_lane_scalars_in_sources),

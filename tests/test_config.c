@@ -403,7 +403,7 @@ static void test_builtin_spaces(void **state)
     static const char *const want[2] = {
         "# design space default\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 4\nlanes: 8 16 32\n"
-        "relabel: orig degree bfs\nacc: smem reg32\nwrun: 32 128\ncrsum: atomic run\nrecompute: off on\nnchunk: 64 8\nepi: off on\ncdot: table edge\n",
+        "relabel: orig degree bfs\nacc: smem reg32\nwrun: 32 128\ncrsum: atomic run defer\nrecompute: off on\nnchunk: 64 8\nepi: off on\ncdot: table edge\n",
         "# design space full\ncompact: off bsearch direct\nreorder: off on\ntile: 8 16 32 64 128\ncoarsen: 1 2 4 8\n"
         "lb: off on\nw: shmem\ntrav: node edge\npagg: on off\nsoftmax: twopass single\nmma: off tf32 bf16\nvec: 1 2 4\n"
         "lanes: 8 16 32\ntblock: 128 256\nrelabel: orig degree bfs\nstore: f32 bf16\nacc: smem reg32\nscalars: group lane replicated\nepi: off on\n"
@@ -481,8 +481,8 @@ static void test_feature_encoding(void **state)
     static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile8", "tile16", "tile64",
                                         "tile128", "coarsen1", "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off",
                                         "acc_reg", "acc_reg32", "wrun128", "wrun512", "crsum_run", "crsum_split",
-                                        "recompute", "nchunk8"};
-    assert_int_equal(CFG_NFEATURES, 21);
+                                        "crsum_defer", "recompute", "nchunk8"};
+    assert_int_equal(CFG_NFEATURES, 22);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -490,7 +490,7 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
-    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);

@@ -18,10 +18,11 @@ static int cfg_rule_probe(const cg_config *c, rg_err *err)
 #include "tests/testutil.h"
 
 /* The library's built-in spaces (tests/test_config.c prints them) */
-#define DEFAULT_POINTS (960 * 2 * 3 * 3 * 3 * 2 * 2 * 2 * 2 * 2 * 2 * 2)   /* 720 with coarsen 8, x vec 1 4, lanes 8 16
+#define DEFAULT_POINTS (960 * 2 * 3 * 3 * 3 * 2 * 2 * 3 * 2 * 2 * 2 * 2)   /* 720 with coarsen 8, x vec 1 4, lanes 8 16
                                                                          * 32, relabel orig degree bfs, mma 3, acc smem
-                                                                         * reg32, wrun 32 128, crsum atomic run, recompute
-                                                                         * off on, nchunk 64 8, epi off on, cdot table edge */
+                                                                         * reg32, wrun 32 128, crsum atomic run defer,
+                                                                         * recompute off on, nchunk 64 8, epi off on, cdot
+                                                                         * table edge */
 #define FULL_POINTS (3840 * 3 * 3 * 2 * 3 * 3 * 2 * 3 * 2 * 2)   /* 2880 with coarsen 8, x vec 1 2 4, lanes 8 16 32, tblock
                                                                  * 128 256, relabel orig degree bfs, mma 3, store f32 bf16,
                                                                  * acc smem reg32, scalars group lane replicated, epi off on,
@@ -70,7 +71,7 @@ static void test_rejected_when_invalid(void **state)
     assert_string_equal(err.msg, "config: key 'probe' given twice");
     assert_int_equal(cfg_parse(&c, "prove=2", &err), -1);
     assert_non_null(strstr(err.msg, "did you mean 'probe'?"));
-    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, gtiles, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, acc, wrun, crsum, recompute, msg, scalars, nchunk, epi, cdot, unroll, farith, probe)"));
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, gtiles, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, acc, wrun, crsum, recompute, msg, scalars, nchunk, epi, cdot, unroll, farith, pfetch, probe)"));
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "probe=4,tile=16", &err), 0);
     assert_int_equal(cfg_validate(&c, &err), -1);
@@ -92,7 +93,7 @@ static void test_enumerated_by_space(void **state)
     assert_int_equal(sp_load("default", &sp, &err), 0);
     assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
     assert_int_equal(n, DEFAULT_POINTS);
-    for (int i = 0; i < n; i += 997) {   /* a sample: rebuilding all 6.6M configs takes seconds */
+    for (int i = 0; i < n; i += 997) {   /* a sample: rebuilding all 10M configs takes seconds */
         cg_config c;
         sp_config_at(&sp, i, &c);
         assert_int_equal(c.probe, 1);
@@ -134,20 +135,20 @@ static void test_enumerated_by_space(void **state)
 static void test_features_and_simulation(void **state)
 {
     (void)state;
-    assert_int_equal(CFG_NFEATURES, 22);
-    assert_string_equal(cfg_feature_name(21), "probe4");
+    assert_int_equal(CFG_NFEATURES, 23);
+    assert_string_equal(cfg_feature_name(22), "probe4");
     assert_string_equal(cfg_feature_name(13), "acc_reg");
     cg_config c;
     rg_err err;
     double x[CFG_NFEATURES], g, t;
     cfg_default(&c);
     cfg_features(&c, x);
-    assert_true(x[21] == 0);
+    assert_true(x[22] == 0);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 1);
     assert_int_equal(cfg_parse(&c, "probe=4", &err), 0);
     cfg_features(&c, x);
-    assert_true(x[21] == 1);
+    assert_true(x[22] == 1);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 0.5);
 }

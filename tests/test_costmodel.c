@@ -1005,7 +1005,7 @@ static void test_counts_depend_on_structure_only(void **state)
     rg_err err;
     assert_int_equal(sp_load("default", &sp, &err), 0);
     long *idx;
-    int n = kc_pairwise(&sp, 128, 5, &idx), compared = 0;
+    int n = kc_pairwise(&sp, 256, 5, &idx), compared = 0;
     static const char *const problems[][2] = {{"rgat", "train"}, {"hgt", "infer"}};
     for (int q = 0; q < 2; q++)
         for (int i = 0; i < n; i++) {
