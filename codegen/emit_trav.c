@@ -1386,7 +1386,7 @@ static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
     return placed;
 }
 
-/* Whether a statement of the kernel (any phase, its part) writes var. */
+/* Whether a statement of the traversal's part (any phase: one kernel may run several) writes var. */
 static int kernel_writes_any(const kgen *g, const lw_trav *tr, int var)
 {
     for (int j = 0; j < tr->nstmts; j++)
@@ -1399,14 +1399,13 @@ static int kernel_writes_any(const kgen *g, const lw_trav *tr, int var)
  * right after its ids, so that the group's L loads are in flight together; operand_at then reads the
  * broadcast value. Only those the group's statements read: under scalars=lane, what only the lanes'
  * own statements read is loaded lane-parallel already. Edge forms only; returns how many. */
-static int plan_prefetch(kgen *g, const lw_trav *tr)
+static int plan_prefetch(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->pfetch || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
     int n = 0;
     for (int i = 0; i < tr->nstmts; i++) {
-        if (g->keep && !g->keep[i]) continue;
+        if (!in_kernel(g, phases, phase, i) || (g->lane_stmt[i] && !g->replicated)) continue;
         const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
-        if (g->lane_stmt[i] && !g->replicated) continue;
         for (int k = 0; k < s->nin; k++) {
             int v = s->in[k].var;
             if (v < 0 || s->in[k].acc != IR_ACC_ROW || g->pf_var[v]) continue;
@@ -2290,7 +2289,7 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     }
     plan_rows(&g, tr, phases, phase, nphases);
     plan_lanes(&g, tr, phases, phase);
-    if (plan_prefetch(&g, tr)) rg_str_puts(&g.acc_note, "; pfetch=on: scalar operands loaded with the ids");
+    if (plan_prefetch(&g, tr, phases, phase)) rg_str_puts(&g.acc_note, "; pfetch=on: scalar operands loaded with the ids");
     if (g.epi) plan_epilogue(&g);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
@@ -2402,11 +2401,15 @@ int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
     return once;
 }
 
-int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
+/* What the kernels of traversal tr would hold, planned as emit_one_kernel plans them: their lanes' own
+ * statements (scalars=lane|replicated), or with `prefetch` their operands loaded with the ids (pfetch). */
+static int planned_count(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
+                         int prefetch)
 {
     int walk = et_compact_walk(ir, tr, cfg);
     form f = walk ? FORM_EDGE : form_of(tr, cfg);
-    if (!cfg->lane_scalars || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE)) return 0;
+    if (!(prefetch ? cfg->pfetch : (int)cfg->lane_scalars) || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE))
+        return 0;
     int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
     int nphases = et_phases(ir, tr, phases), n = 0;
     for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
@@ -2414,31 +2417,22 @@ int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *material
         kgen_init(&g, ir, tr, cfg, materialized, f);
         g.crrun = walk;
         plan_rows(&g, tr, phases, p, nphases);
-        n += plan_lanes(&g, tr, phases, p);
+        int lanes = plan_lanes(&g, tr, phases, p);
+        n += prefetch ? plan_prefetch(&g, tr, phases, p) : lanes;
         kgen_free(&g);
     }
     free(phases);
     return n;
 }
 
+int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
+{
+    return planned_count(ir, tr, materialized, cfg, 0);
+}
+
 int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
 {
-    int walk = et_compact_walk(ir, tr, cfg);
-    form f = walk ? FORM_EDGE : form_of(tr, cfg);
-    if (!cfg->pfetch || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE)) return 0;
-    int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
-    int nphases = et_phases(ir, tr, phases), n = 0;
-    for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
-        kgen g;
-        kgen_init(&g, ir, tr, cfg, materialized, f);
-        g.crrun = walk;
-        plan_rows(&g, tr, phases, p, nphases);
-        plan_lanes(&g, tr, phases, p);
-        n += plan_prefetch(&g, tr);
-        kgen_free(&g);
-    }
-    free(phases);
-    return n;
+    return planned_count(ir, tr, materialized, cfg, 1);
 }
 
 int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)

@@ -100,8 +100,8 @@ static int split_applies(const ir_program *ir, const lw_program *lp, const cg_co
     return found;
 }
 
-/* crsum=defer differs from crsum=run only where a backward traversal sums over destinations (RGCN's
- * has none) and what remains of it walks the compact rows: the split is paid for by the walk's atomics. */
+/* crsum=defer differs from crsum=run only where a backward traversal sums rows over destinations (RGCN's
+ * has none; RGAT's without reordering leaves it to a GEMM) and what remains of it walks the compact rows. */
 static int defer_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
     if (cfg->crsum != CFG_CRSUM_DEFER) return 1;
@@ -116,37 +116,6 @@ static int defer_applies(const ir_program *ir, const lw_program *lp, const cg_co
     rg_errf(err, "crsum=defer moves a backward traversal's sums over destinations out of its walk of the compact (src, "
                  "etype) rows; this problem has %s, so it would duplicate crsum=run",
             deferred ? "no such walk" : "no such sums");
-    return 0;
-}
-
-/* pfetch=on changes only kernels with per-edge scalar operands to load (et_prefetches): a plan, or an
- * instance set to on by name, without any would duplicate off. */
-static int pfetch_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
-{
-    int *mat = NULL, total = 0, bad = -1;
-    for (int i = 0; i < lp->ninst && bad < 0; i++) {
-        const lw_instance *in = &lp->inst[i];
-        cg_config one;
-        if (in->kind != LW_TRAV) continue;
-        cfg_for_instance(cfg, in->name, &one);
-        if (!one.pfetch) continue;
-        if (!mat) {
-            mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
-            cg_materialization(ir, lp, cfg, mat);
-        }
-        int n = et_prefetches(ir, &in->u.trav, mat, &one);
-        total += n;
-        if (!n && !cfg->pfetch) bad = i;   /* named by an override of its own */
-    }
-    free(mat);
-    if (bad >= 0)
-        rg_errf(err, "%s.pfetch=on: %s reads no per-edge scalar operand from device memory, so it would duplicate "
-                     "pfetch=off", lp->inst[bad].name, lp->inst[bad].name);
-    else if (cfg->pfetch && !total)
-        rg_errf(err, "pfetch=on loads per-edge scalar operands with the edges' ids; this plan's traversals read none, so "
-                     "it would duplicate pfetch=off");
-    else
-        return 1;
     return 0;
 }
 
@@ -171,36 +140,69 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
 
 static const char *scalars_name(cfg_scalars v) { return v == CFG_SCALARS_REPLICATED ? "replicated" : "lane"; }
 
+typedef int (*kernel_count_fn)(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg);
+
+/* What `count` finds (et_lane_scalars, et_prefetches) over the traversals whose effective config sets the key
+ * (`is_set`); *bad: the first instance that sets it by an override of its own and has none, or -1, where the
+ * count stops (so that the reason names it). */
+static int count_in_kernels(const ir_program *ir, const lw_program *lp, const cg_config *cfg,
+                            int (*is_set)(const cg_config *), kernel_count_fn count, int *bad)
+{
+    int *mat = NULL;   /* found only for a plan that sets the key: every other build passes here too */
+    int total = 0;
+    *bad = -1;
+    for (int i = 0; i < lp->ninst && *bad < 0; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_TRAV) continue;
+        cg_config one;
+        cfg_for_instance(cfg, in->name, &one);
+        if (!is_set(&one)) continue;
+        if (!mat) {
+            mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
+            cg_materialization(ir, lp, cfg, mat);
+        }
+        int n = count(ir, &in->u.trav, mat, &one);
+        total += n;
+        if (!n && !is_set(cfg)) *bad = i;
+    }
+    free(mat);
+    return total;
+}
+
+static int sets_lanes(const cg_config *c) { return c->lane_scalars != CFG_SCALARS_GROUP; }
+static int sets_pfetch(const cg_config *c) { return c->pfetch; }
+
 /* scalars=lane and scalars=replicated change only traversals with per-edge scalars a lane can evaluate
  * alone (et_lane_scalars): a plan, or an instance set to one by name, without any would duplicate
  * scalars=group. */
 static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
-    int *mat = NULL;   /* found only for a plan with lanes: every other build passes here too */
-    int total = 0, bad = -1;
-    const char *value = NULL;
-    for (int i = 0; i < lp->ninst && bad < 0; i++) {
-        const lw_instance *in = &lp->inst[i];
-        if (in->kind != LW_TRAV) continue;
+    int bad, total = count_in_kernels(ir, lp, cfg, sets_lanes, et_lane_scalars, &bad);
+    if (bad >= 0) {
         cg_config one;
-        cfg_for_instance(cfg, in->name, &one);
-        if (!one.lane_scalars) continue;
-        if (!mat) {
-            mat = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof *mat);
-            cg_materialization(ir, lp, cfg, mat);
-        }
-        int n = et_lane_scalars(ir, &in->u.trav, mat, &one);
-        total += n;
-        value = scalars_name(one.lane_scalars);
-        if (!n && !cfg->lane_scalars) bad = i;   /* named by an override of its own */
-    }
-    free(mat);
-    if (bad >= 0)
+        cfg_for_instance(cfg, lp->inst[bad].name, &one);
         rg_errf(err, "%s.scalars=%s: %s has no per-edge scalars a lane could evaluate alone, so it would duplicate "
-                     "scalars=group", lp->inst[bad].name, value, lp->inst[bad].name);
-    else if (cfg->lane_scalars && !total)
+                     "scalars=group", lp->inst[bad].name, scalars_name(one.lane_scalars), lp->inst[bad].name);
+    } else if (cfg->lane_scalars && !total) {
         rg_errf(err, "scalars=%s evaluates per-edge scalars (attention scores) in a lane's registers; this plan's "
                      "traversals have none, so it would duplicate scalars=group", scalars_name(cfg->lane_scalars));
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+/* pfetch=on changes only kernels with per-edge scalar operands to load (et_prefetches): a plan, or an
+ * instance set to on by name, without any would duplicate off. */
+static int pfetch_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int bad, total = count_in_kernels(ir, lp, cfg, sets_pfetch, et_prefetches, &bad);
+    if (bad >= 0)
+        rg_errf(err, "%s.pfetch=on: %s reads no per-edge scalar operand from device memory, so it would duplicate "
+                     "pfetch=off", lp->inst[bad].name, lp->inst[bad].name);
+    else if (cfg->pfetch && !total)
+        rg_errf(err, "pfetch=on loads per-edge scalar operands with the edges' ids; this plan's traversals read none, so "
+                     "it would duplicate pfetch=off");
     else
         return 1;
     return 0;
@@ -279,8 +281,8 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         ir_free(ir);
         return -1;
     }
-    if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) || !lanes_apply(ir, lp, cfg, err) ||
-        !pfetch_applies(ir, lp, cfg, err) ||
+    if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) ||
+        !lanes_apply(ir, lp, cfg, err) || !pfetch_applies(ir, lp, cfg, err) ||
         !epi_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);

@@ -79,7 +79,7 @@ static int parse_text(sp_space *sp, const char *text, const char *where, rg_err 
  * relabelling, the run of the traversals that sum weight gradients (wrun) and how training traversals
  * sum into compact rows (crsum) and whether they recompute per-edge forward values (recompute),
  * which node-centric kernels split heavy nodes (nchunk), whether the aggregation runs the node
- * statements after it (epi) and where compaction's dot products are evaluated (cdot), 6,635,520
+ * statements after it (epi) and where compaction's dot products are evaluated (cdot), 9,953,280
  * points; "full" adds traversals without partial aggregation, more mapping values, bfloat16 storage
  * and who evaluates the per-edge scalars (scalars), and leaves the W operand in shared memory and
  * wrun, crsum, recompute and nchunk at their defaults (14,929,920 points; with them it would pass
@@ -133,7 +133,7 @@ void sp_config_at(const sp_space *s, long k, cg_config *cfg)
     int coded = 1;
     for (int i = 0; i < s->ndims; i++) coded &= s->dims[i].k != NULL;
     cfg_default(cfg);
-    if (coded) {   /* every key global: its code set directly (the default space's 6.6M points in seconds) */
+    if (coded) {   /* every key global: its code set directly (the default space's 10M points in seconds) */
         for (int i = 0; i < s->ndims; i++) s->dims[i].k->set(cfg, s->dims[i].code[idx[i]]);
         return;
     }
