@@ -41,17 +41,15 @@ static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         rg_errf(err, "recompute=on does not apply to %s infer: " PRC_INFERENCE_WHY, p->model);
         return 0;
     }
-    if (cfg->crsum == CFG_CRSUM_ATOMIC) return 1;
-    static const char *const names[] = {"atomic", "run", "split", "defer"};
-    const char *name = names[cfg->crsum];
+    if (cfg->crsum == CFG_CRSUM_ATOMIC || (pl_is_train(p->task) && cfg->compact != CFG_COMPACT_OFF)) return 1;
+    char name[CFG_VALUE_MAX];
+    cfg_value(cfg_find_key("crsum"), cfg, name);
     if (!pl_is_train(p->task))
         rg_errf(err, "crsum=%s changes only the traversals that sum into compact (src, etype) rows, and inference has "
                      "none: it would duplicate crsum=atomic", name);
-    else if (cfg->compact == CFG_COMPACT_OFF)
+    else
         rg_errf(err, "crsum=%s changes only the traversals that sum into compact (src, etype) rows, and compact=off "
                      "has none: it would duplicate crsum=atomic", name);
-    else
-        return 1;
     return 0;
 }
 
@@ -138,8 +136,6 @@ static int nchunk_applies(const ir_program *ir, const lw_program *lp, const cg_c
     return 0;
 }
 
-static const char *scalars_name(cfg_scalars v) { return v == CFG_SCALARS_REPLICATED ? "replicated" : "lane"; }
-
 typedef int (*kernel_count_fn)(const ir_program *ir, const lw_trav *tr, const int *mat, const cg_config *cfg);
 
 /* What `count` finds (et_lane_scalars, et_prefetches) over the traversals whose effective config sets the key
@@ -178,16 +174,18 @@ static int sets_pfetch(const cg_config *c) { return c->pfetch; }
 static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
     int bad, total = count_in_kernels(ir, lp, cfg, sets_lanes, et_lane_scalars, &bad);
+    if (bad < 0 && (!cfg->lane_scalars || total)) return 1;
+    char value[CFG_VALUE_MAX];
     if (bad >= 0) {
         cg_config one;
         cfg_for_instance(cfg, lp->inst[bad].name, &one);
         rg_errf(err, "%s.scalars=%s: %s has no per-edge scalars a lane could evaluate alone, so it would duplicate "
-                     "scalars=group", lp->inst[bad].name, scalars_name(one.lane_scalars), lp->inst[bad].name);
-    } else if (cfg->lane_scalars && !total) {
-        rg_errf(err, "scalars=%s evaluates per-edge scalars (attention scores) in a lane's registers; this plan's "
-                     "traversals have none, so it would duplicate scalars=group", scalars_name(cfg->lane_scalars));
+                     "scalars=group", lp->inst[bad].name, cfg_value(cfg_find_key("scalars"), &one, value),
+                lp->inst[bad].name);
     } else {
-        return 1;
+        rg_errf(err, "scalars=%s evaluates per-edge scalars (attention scores) in a lane's registers; this plan's "
+                     "traversals have none, so it would duplicate scalars=group",
+                cfg_value(cfg_find_key("scalars"), cfg, value));
     }
     return 0;
 }

@@ -327,23 +327,27 @@ int kc_cover_pairwise(void)
 
 /* ---- covering walks ---- */
 
-/* Whether point v may apply to p: its schedule (pl_schedule_applies) and its structure (the point
- * with every schedule key at its default) must. A structure that pl_build refuses (crsum=run or
- * recompute=on in inference, softmax=single for RGCN) is refused at every schedule, and most of the
- * default space's inference points are such: deciding them by structure, once each (verdicts kept in
- * ok and bad), spares a lowering per point. kc_space_kernels checks the claim on a sample. */
-static int may_apply(const kc_space *s, const pl_problem *p, int v, kc_set *ok, kc_set *bad)
+int kc_structure_applies(const kc_space *s, const pl_problem *p, const hg_graph *g, int v, kc_set *ok, kc_set *bad)
 {
     uint64_t h = s->structure[v];
     if (kc_set_has(bad, h)) return 0;
-    if (!kc_set_has(ok, h)) {
-        cg_config base, c = kc_config(s, v);
-        cfg_structure(&c, &base);
-        rg_err err;
-        int rc = pl_build_verdict(p, &base, NULL, &err);
-        kc_set_add(rc == PL_INAPPLICABLE ? bad : ok, h);
-        if (rc == PL_INAPPLICABLE) return 0;
-    }
+    if (kc_set_has(ok, h)) return 1;
+    cg_config base, c = kc_config(s, v);
+    cfg_structure(&c, &base);
+    rg_err err;
+    int rc = pl_build_verdict(p, &base, g, &err);
+    kc_set_add(rc == PL_INAPPLICABLE ? bad : ok, h);
+    return rc != PL_INAPPLICABLE;
+}
+
+/* Whether point v may apply to p: its schedule (pl_schedule_applies) and its structure (the point
+ * with every schedule key at its default) must. A structure that pl_build refuses (crsum=run or
+ * recompute=on in inference, softmax=single for RGCN) is refused at every schedule, and most of the
+ * default space's inference points are such: deciding them by structure, once each
+ * (kc_structure_applies), spares a lowering per point. kc_space_kernels checks the claim on a sample. */
+static int may_apply(const kc_space *s, const pl_problem *p, int v, kc_set *ok, kc_set *bad)
+{
+    if (!kc_structure_applies(s, p, NULL, v, ok, bad)) return 0;
     cg_config c = kc_config(s, v);
     return pl_schedule_applies(p, &c, NULL);
 }

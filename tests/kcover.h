@@ -61,6 +61,11 @@ const kc_space *kc_space_get(const char *space);
 /* Valid point v's config (points keep no config: the default space's would be 1.5 GB). */
 cg_config kc_config(const kc_space *s, int v);
 
+/* Whether pl_build takes valid point v's structure (the point with every schedule key at its default)
+ * for p on graph g (NULL: nominal sizes), decided once per structure: verdicts kept in ok and bad. A
+ * structure it refuses is refused at every schedule (kc_space_kernels checks it on a sample). */
+int kc_structure_applies(const kc_space *s, const pl_problem *p, const hg_graph *g, int v, kc_set *ok, kc_set *bad);
+
 /* 1 when RGNN_TEST_COVER=pairwise (`make asan`): the covering walks take the pairwise points. */
 int kc_cover_pairwise(void);
 
