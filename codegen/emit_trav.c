@@ -68,8 +68,13 @@ typedef struct kgen {
     int prologue;                 /* emitting the lanes' own statements (loops over whole rows, no barriers) */
     int replicated;               /* scalars=replicated: every lane of the group runs them, in the loop's order */
     /* pfetch=on (plan_prefetch): per-edge scalar operands each lane loads for its own edge with the ids */
-    int *pf_var;                  /* per var: loaded so, read as pf<var> (pf<var>_l in the lane's own statements) */
+    int *pf_var;                  /* per var: loaded so (1 + the access), read as pf<var> (pf<var>_l in the lane's own statements) */
     int *pf_bcast;                /* per var: read as pf<var> by the group's statements (so broadcast per edge) */
+    /* plan_stores: per var, 1 where the kernel's statement is the program's only writer of a zero-filled
+     * per-edge row the kernel visits once (stored with =, not +=), 2 where the kernel's later statements
+     * also read it, from register fw<var> */
+    int *once;
+    int *fw_live;                 /* per var: fw<var> holds the current edge's value (its writer is emitted) */
     /* epi=on (et_fusion): the next instance's node statements, run when a whole destination is flushed */
     const lw_trav *epi;
     int epi_mode;                 /* emitting them: a node variable at ROW is the flushed destination's */
@@ -362,12 +367,16 @@ static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *
         row_home(g, g->scr_off, op->var, el, out, n);
         return 0;
     }
-    if (!lvalue && g->pf_var[op->var]) {   /* pfetch=on: loaded with the edge's ids (plan_prefetch) */
+    if (!lvalue && g->pf_var[op->var] == 1 + (int)op->acc) {   /* pfetch=on: loaded with the edge's ids (plan_prefetch) */
         /* the lane's own edge's in the prologue of scalars=lane; scalars=replicated runs the lanes'
          * statements (prologue set) for the group's current edge */
         int own = g->prologue && !g->replicated;
         if (!own) g->pf_bcast[op->var] = 1;
         snprintf(out, n, "pf%d%s", op->var, own ? "_l" : "");
+        return 0;
+    }
+    if (!lvalue && !g->prologue && g->fw_live[op->var] && op->acc == IR_ACC_ROW) {
+        snprintf(out, n, "fw%d", op->var);   /* the value this edge's writer stored (plan_stores) */
         return 0;
     }
     if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
@@ -449,7 +458,10 @@ static int emit_store(kgen *g, const ir_stmt *s, const char *value, rg_err *err)
     RG_ASSERT(bf16 || !vt_is_bf16(V(g, s->out.var)) || dk == DEST_SCRATCH);
     RG_ASSERT(!bf16 || !s->accumulate);
     char rounded[600];
+    int v = s->out.var;
     if (dk == DEST_ATOMIC) rg_str_printf(&g->body, "            atomicAdd(&%s, %s);\n", ref, value);
+    else if (g->once[v] == 2) rg_str_printf(&g->body, "            fw%d = %s;\n            %s = fw%d;\n", v, value, ref, v);
+    else if (g->once[v]) rg_str_printf(&g->body, "            %s = %s;\n", ref, value);   /* 0 + value */
     else if (s->accumulate || dk == DEST_ACC) rg_str_printf(&g->body, "            %s += %s;\n", ref, value);
     else rg_str_printf(&g->body, "            %s = %s;\n", ref, vt_store(V(g, s->out.var), value, rounded, sizeof rounded));
     return 0;
@@ -995,7 +1007,8 @@ static int reads_shared(const kgen *g, const ir_stmt *s)
 
 static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
 {
-    int rc;
+    int rc, fw = !g->prologue && g->once[s->out.var] == 2;
+    if (fw) rg_str_printf(&g->body, "        %s fw%d = 0;\n", vt_ctype(V(g, s->out.var)), s->out.var);
     switch (s->op) {
     case IR_OP_DOT: rc = g->prologue && !g->replicated ? emit_lane_dot(g, s, err) : emit_dot(g, s, err); break;
     case IR_OP_LINEAR: rc = emit_rowwise_linear(g, s, err); break;
@@ -1010,6 +1023,12 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
      * another lane reads, nor a shared value a later write could overtake: no barrier */
     if (stores_to_regs(g, s) && !reads_shared(g, s)) return 0;
     rg_str_printf(&g->body, "        %s;\n", gsync(g));
+    if (fw) {   /* lane 0 stored the row's one element (a width-1 row's loop, a dot product's sum) */
+        rg_str_printf(&g->body, "        fw%d = ", s->out.var);
+        if (g->L == 32) rg_str_printf(&g->body, "__shfl_sync(0xffffffffu, fw%d, 0);\n", s->out.var);
+        else rg_str_printf(&g->body, "__shfl_sync(gmask, fw%d, 0, %d);\n", s->out.var, g->L);
+        g->fw_live[s->out.var] = 1;
+    }
     return 0;
 }
 
@@ -1394,11 +1413,13 @@ static int kernel_writes_any(const kgen *g, const lw_trav *tr, int var)
     return 0;
 }
 
-/* pfetch=on: the per-edge scalar operands (one value an edge or compact row, in device memory, read
- * at the edge's row and written by no statement of the kernel) that each lane loads for its own edge
- * right after its ids, so that the group's L loads are in flight together; operand_at then reads the
- * broadcast value. Only those the group's statements read: under scalars=lane, what only the lanes'
- * own statements read is loaded lane-parallel already. Edge forms only; returns how many. */
+/* pfetch=on: the scalar operands (one value an edge or compact row, read at the edge's row, or a
+ * destination's, read at its destination: a softmax sum or its gradient; in device memory and written
+ * by no statement of the kernel) that each lane loads for its own edge right after its ids, so that
+ * the group's L loads are in flight together; operand_at then reads the broadcast value. Only those
+ * the group's statements read: under scalars=lane, what only the lanes' own statements read is
+ * loaded lane-parallel already. Edge forms only (the node form's edges share their destination);
+ * returns how many. pf_var records the access (1 + ir_access) a variable is loaded for. */
 static int plan_prefetch(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->pfetch || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
@@ -1408,15 +1429,17 @@ static int plan_prefetch(kgen *g, const lw_trav *tr, const int *phases, int phas
         const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
         for (int k = 0; k < s->nin; k++) {
             int v = s->in[k].var;
-            if (v < 0 || s->in[k].acc != IR_ACC_ROW || g->pf_var[v]) continue;
+            if (v < 0 || g->pf_var[v]) continue;
             const ir_var *x = V(g, v);
-            if (x->kind != IR_VAR_EDGE || ir_var_row_width(x) != 1 || !g->mat[v] || g->scr_off[v] >= 0 ||
-                g->lane_off[v] >= 0 || reads_in_order(g, v) || kernel_writes_any(g, tr, v))
+            int edge_row = s->in[k].acc == IR_ACC_ROW && x->kind == IR_VAR_EDGE;
+            int dst_row = s->in[k].acc == IR_ACC_DST && x->kind == IR_VAR_NODE && g->f != FORM_NODE;
+            if ((!edge_row && !dst_row) || ir_var_row_width(x) != 1 || !g->mat[v] || g->scr_off[v] >= 0 ||
+                g->acc_off[v] >= 0 || g->lane_off[v] >= 0 || reads_in_order(g, v) || kernel_writes_any(g, tr, v))
                 continue;
-            g->pf_var[v] = 1;
+            g->pf_var[v] = 1 + (int)s->in[k].acc;
             g->var_used[v] = 1;
-            if (x->layout == IR_LAYOUT_COMPACT) g->needs_cr = 1;
-            else g->needs_e = 1;
+            if (edge_row && x->layout == IR_LAYOUT_COMPACT) g->needs_cr = 1;
+            else if (edge_row) g->needs_e = 1;   /* dst_row: dn_l, which every edge form but the node one loads */
             n++;
         }
     }
@@ -1429,10 +1452,40 @@ static void emit_prefetch_loads(const kgen *g, rg_str *b)
     for (int v = 0; v < g->ir->nvars; v++) {
         if (!g->pf_var[v]) continue;
         const ir_var *x = V(g, v);
+        const char *row = g->pf_var[v] == 1 + IR_ACC_DST ? "dn_l" : x->layout == IR_LAYOUT_COMPACT ? "cr_l" : "e_l";
         char at[96], val[160];
-        snprintf(at, sizeof at, "v%d[(size_t)(%s)]", v, x->layout == IR_LAYOUT_COMPACT ? "cr_l" : "e_l");
+        snprintf(at, sizeof at, "v%d[(size_t)(%s)]", v, row);
         vt_load(x, at, val, sizeof val);
         rg_str_printf(b, "            pf%d_l = %s;\n", v, val);
+    }
+}
+
+/* ---- stores the kernel makes alone ---- */
+
+/* Marks g->once: a statement of the kernel summing into a zero-filled per-edge row (a gradient
+ * of an edge scalar) that no other statement of the program writes, in a form that visits each
+ * edge once, stores its value (0 + value) instead of reading the row back first; where a later
+ * statement of its phase reads the row at the same edge (RGAT's d_attt, HGT's d__t1: the weight
+ * gradient after the walk's store), a width-1 row's value also stays in a register, so that the
+ * edge's work no longer waits on a load of what it has just stored. */
+static void plan_stores(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    if (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE) return;
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i) || g->lane_stmt[i]) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        int v = s->out.var;
+        const ir_var *x = V(g, v);
+        if (!s->accumulate || s->out.acc != IR_ACC_ROW || x->kind != IR_VAR_EDGE || x->layout != IR_LAYOUT_VANILLA ||
+            !x->zero_init || !g->mat[v] || g->scr_off[v] >= 0 || g->acc_off[v] >= 0 || g->lane_off[v] >= 0 ||
+            g->wacc_off[v] >= 0 || ir_sole_stmt(g->ir, v, ir_stmt_writes) != tr->stmts[i].stmt)
+            continue;
+        g->once[v] = 1;
+        if (ir_var_row_width(x) != 1 || !lane_op(s->op)) continue;
+        for (int j = i + 1; j < tr->nstmts && g->once[v] == 1; j++)
+            if (in_kernel(g, phases, phase, j) && phases[j] == phases[i] && !g->lane_stmt[j] &&
+                reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
+                g->once[v] = 2;
     }
 }
 
@@ -1815,6 +1868,7 @@ static int emit_phase_stmts(kgen *g, const lw_trav *tr, const int *phases, int p
 {
     int rc = 0;
     g->body = (rg_str){0};
+    memset(g->fw_live, 0, (size_t)g->ir->nvars * sizeof *g->fw_live);   /* fw<var> lives in one phase's edge loop */
     for (int i = 0; i < tr->nstmts && !rc; i++) {
         if (phases[i] != phase || (g->keep && !g->keep[i]) || (lanes >= 0 && g->lane_stmt[i] != lanes)) continue;
         g->prologue = g->lane_stmt[i];
@@ -2235,6 +2289,8 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->pf_var = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->pf_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->once = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->fw_live = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
     g->epi_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->epi_skip = rg_xcalloc((size_t)ir->nvars, sizeof(int));
@@ -2256,6 +2312,8 @@ static void kgen_free(kgen *g)
     free(g->lane_bcast);
     free(g->pf_var);
     free(g->pf_bcast);
+    free(g->once);
+    free(g->fw_live);
     free(g->epi_off);
     free(g->epi_skip);
     free(g->epi_recip);
@@ -2289,6 +2347,7 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     }
     plan_rows(&g, tr, phases, phase, nphases);
     plan_lanes(&g, tr, phases, phase);
+    plan_stores(&g, tr, phases, phase);
     if (plan_prefetch(&g, tr, phases, phase)) rg_str_puts(&g.acc_note, "; pfetch=on: scalar operands loaded with the ids");
     if (g.epi) plan_epilogue(&g);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */

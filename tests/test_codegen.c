@@ -964,6 +964,67 @@ static void test_prefetched_scalar_operands(void **state)
                    "trav_3.pfetch=on: trav_3 reads no per-edge scalar operand");
 }
 
+/* The walk's store of a per-edge gradient that no other statement writes (RGAT's d_attt, HGT's d__t1):
+ * a plain store, and the weight gradient after it reads the value from a register, broadcast from
+ * the lane that stored it, not from memory; a row with two writers (compact=off's d_hs) keeps +=.
+ * pfetch=on also loads a destination's softmax-sum gradient with the edge's ids. */
+static void test_single_stores(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    kp_plan plan = {0};
+    static const char *const cases[][3] = {{"rgat", "train", "crsum=defer,softmax=single,recompute=on,pfetch=on,lanes=16"},
+                                           {"hgt", "train", "crsum=defer,softmax=single,recompute=on,lanes=32"},
+                                           {"rgat", "train", "compact=off,softmax=single,recompute=on,pfetch=on,scalars=replicated"}};
+    int forwarded = 0, dst_loads = 0;
+    for (int c = 0; c < 3; c++) {
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, cases[c][2], &err), 0);
+        if (build_variant(cases[c][0], cases[c][1], &cfg, &v, &err)) fail_msg("%s: %s", cases[c][2], err.msg);
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            for (const char *at = strstr(kk->source, " fw"); at; at = strstr(at + 1, " fw")) {
+                int var = atoi(at + 3);
+                char decl[48], store[64], bcast[48], plus[48], reread[48];
+                snprintf(decl, sizeof decl, "double fw%d = 0;", var);
+                if (strncmp(at - 6, "double", 6)) continue;
+                snprintf(store, sizeof store, "v%d[(size_t)(e) * 1 + 0] = fw%d;", var, var);
+                snprintf(bcast, sizeof bcast, "fw%d = __shfl_sync(", var);
+                snprintf(plus, sizeof plus, "v%d[(size_t)(e) * 1 + 0] +=", var);
+                snprintf(reread, sizeof reread, "(v%d[(size_t)(e) * 1 + 0])", var);
+                assert_non_null(strstr(kk->source, decl));
+                assert_non_null(strstr(kk->source, store));
+                assert_non_null(strstr(kk->source, bcast));
+                assert_null(strstr(kk->source, plus));
+                assert_null(strstr(kk->source, reread));
+                forwarded++;
+            }
+            for (const char *at = strstr(kk->source, "_l = v"); at; at = strstr(at + 1, "_l = v")) {
+                int var = atoi(at + 6);
+                char direct[48];
+                if (!strstr(at, "[(size_t)(dn_l)]") || strstr(at, "[(size_t)(dn_l)]") > strchr(at, '\n')) continue;
+                snprintf(direct, sizeof direct, "v%d[(size_t)(dn) * 1 + 0]", var);
+                assert_null(strstr(kk->source, direct));
+                dst_loads++;
+            }
+            if (c == 2 && strstr(kk->source, "v23[(size_t)(e) * 64 + (d)]")) {
+                assert_non_null(strstr(kk->source, "v23[(size_t)(e) * 64 + (d)] += r;"));   /* d_hs: two writers */
+                assert_null(strstr(kk->source, "v23[(size_t)(e) * 64 + (d)] = r;"));
+            }
+            if (kk->category == KC_TRAVERSAL) queue90(&plan, kk);
+        }
+        cg_variant_free(&v);
+    }
+    assert_int_equal(forwarded, 2);   /* the two walks of crsum=defer */
+    assert_true(dst_loads >= 2);
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
 /* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries
  * they read, the first everything else that reaches device memory, and no compact sum. */
 static void test_split_parts(void **state)
@@ -1614,6 +1675,7 @@ int main(void)
         cmocka_unit_test(test_split_parts),
         cmocka_unit_test(test_deferred_dst_sums),
         cmocka_unit_test(test_prefetched_scalar_operands),
+        cmocka_unit_test(test_single_stores),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_float32_feature_arithmetic),
         cmocka_unit_test(test_lane_scalars_in_sources),
