@@ -1025,6 +1025,42 @@ static void test_single_stores(void **state)
     kp_plan_free(&plan);
 }
 
+/* The loss and its gradient in float32 (expf, not a double exp): float4 loads where a lane's classes
+ * are a whole 16-byte slice of the row (64 classes: 8 lanes of 8), one float a class otherwise (10
+ * classes: 2 lanes of 5, the second lane's last guarded); both forms compile. */
+static void test_loss_kernels_float32(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    kp_plan plan = {0};
+    static const struct { int out, vec4; } cases[] = {{64, 1}, {10, 0}};
+    for (int c = 0; c < 2; c++) {
+        ir_dims d = dims;
+        d.out_dim = cases[c].out;
+        cfg_default(&cfg);
+        if (build_variant_dims("rgcn", "train", &d, &cfg, &v, &err)) fail_msg("out %d: %s", cases[c].out, err.msg);
+        int losses = 0;
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            if (!strstr(kk->source, "NLL loss")) continue;
+            assert_non_null(strstr(kk->source, "expf(xv[j] - m)"));
+            assert_null(strstr(kk->source, "exp((double)"));
+            assert_int_equal(strstr(kk->source, "*(const float4*)(x + j)") != NULL, cases[c].vec4);
+            assert_int_equal(strstr(kk->source, "(valid && sub * V + j < C)") != NULL, !cases[c].vec4);
+            queue90(&plan, kk);
+            losses++;
+        }
+        assert_int_equal(losses, 2);   /* the loss and its gradient */
+        cg_variant_free(&v);
+    }
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
 /* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries
  * they read, the first everything else that reaches device memory, and no compact sum. */
 static void test_split_parts(void **state)
@@ -1676,6 +1712,7 @@ int main(void)
         cmocka_unit_test(test_deferred_dst_sums),
         cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_single_stores),
+        cmocka_unit_test(test_loss_kernels_float32),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_float32_feature_arithmetic),
         cmocka_unit_test(test_lane_scalars_in_sources),
