@@ -1405,17 +1405,9 @@ static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
     return placed;
 }
 
-/* Whether a statement of the traversal's part (any phase: one kernel may run several) writes var. */
-static int kernel_writes_any(const kgen *g, const lw_trav *tr, int var)
-{
-    for (int j = 0; j < tr->nstmts; j++)
-        if ((!g->keep || g->keep[j]) && g->ir->stmts[tr->stmts[j].stmt].out.var == var) return 1;
-    return 0;
-}
-
 /* pfetch=on: the scalar operands (one value an edge or compact row, read at the edge's row, or a
  * destination's, read at its destination: a softmax sum or its gradient; in device memory and written
- * by no statement of the kernel) that each lane loads for its own edge right after its ids, so that
+ * by no statement of the kernel: an earlier phase's kernel has finished writing it) that each lane loads for its own edge right after its ids, so that
  * the group's L loads are in flight together; operand_at then reads the broadcast value. Only those
  * the group's statements read: under scalars=lane, what only the lanes' own statements read is
  * loaded lane-parallel already. Edge forms only (the node form's edges share their destination);
@@ -1434,7 +1426,8 @@ static int plan_prefetch(kgen *g, const lw_trav *tr, const int *phases, int phas
             int edge_row = s->in[k].acc == IR_ACC_ROW && x->kind == IR_VAR_EDGE;
             int dst_row = s->in[k].acc == IR_ACC_DST && x->kind == IR_VAR_NODE && g->f != FORM_NODE;
             if ((!edge_row && !dst_row) || ir_var_row_width(x) != 1 || !g->mat[v] || g->scr_off[v] >= 0 ||
-                g->acc_off[v] >= 0 || g->lane_off[v] >= 0 || reads_in_order(g, v) || kernel_writes_any(g, tr, v))
+                g->acc_off[v] >= 0 || g->lane_off[v] >= 0 || reads_in_order(g, v) ||
+                kernel_writes(g, tr, phases, phase, v, -1))
                 continue;
             g->pf_var[v] = 1 + (int)s->in[k].acc;
             g->var_used[v] = 1;

@@ -942,15 +942,22 @@ static void test_prefetched_scalar_operands(void **state)
     cg_variant_free(&v);
     static const char *const more[][3] = {{"hgt", "train", "crsum=defer,pfetch=on,trav=node"},
                                           {"rgcn", "infer", "pagg=off,pfetch=on"},
-                                          {"rgat", "infer", "pfetch=on,scalars=replicated,softmax=single"}};
-    for (int i = 0; i < 3; i++) {
+                                          {"rgat", "infer", "pfetch=on,scalars=replicated,softmax=single"},
+                                          {"rgat", "infer", "pfetch=on,softmax=twopass"}};
+    int sums_loaded = 0;
+    for (int i = 0; i < 4; i++) {
         cfg_default(&cfg);
         assert_int_equal(cfg_parse(&cfg, more[i][2], &err), 0);
         if (build_variant(more[i][0], more[i][1], &cfg, &v, &err)) fail_msg("%s: %s", more[i][2], err.msg);
-        for (int k = 0; k < v.plan.nkernels; k++)
-            if (v.plan.kernels[k].category == KC_TRAVERSAL) queue90(&plan, &v.plan.kernels[k]);
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            if (v.plan.kernels[k].category != KC_TRAVERSAL) continue;
+            queue90(&plan, &v.plan.kernels[k]);
+            /* twopass: the second pass loads the softmax sums the first pass's kernel finished */
+            sums_loaded += i == 3 && strstr(v.plan.kernels[k].source, "[(size_t)(dn_l)];") != NULL;
+        }
         cg_variant_free(&v);
     }
+    assert_int_equal(sums_loaded, 1);
     kx_compiled c;
     if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
     kx_compiled_free(&c);
