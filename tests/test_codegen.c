@@ -1068,6 +1068,46 @@ static void test_loss_kernels_float32(void **state)
     kp_plan_free(&plan);
 }
 
+/* vec=V reads a one-head dot product's rows V elements a lane at a time: HGT's q . k in its
+ * aggregation (edge rows, bfloat16), RGAT's hs . w_s over compact rows (u names the row there, and
+ * the loads stay outside the element loop that reuses the name), the training walk's gradient dots. */
+static void test_vector_dot_products(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    kp_plan plan = {0};
+    static const struct { const char *model, *task, *kv, *kernel, *want; } cases[] = {
+        {"hgt", "infer", "softmax=single,vec=4,lanes=8,scalars=replicated,store=bf16", "trav_6",
+         "for (int i0 = lane * 4; i0 < 64; i0 += 32) {"},
+        {"rgat", "train", "softmax=single,store=bf16,trav_3.lanes=8,trav_3.vec=8", "trav_3",
+         "ld_bf16x8(&v4[(size_t)(u) * 64 + i0], vl0);"},
+        {"rgat", "train", "crsum=defer,softmax=single,recompute=on,lanes=16,vec=4,scalars=replicated", "trav_10_bwd",
+         "for (int i0 = lane * 4; i0 < 64; i0 += 64) {"}};
+    for (int c = 0; c < 3; c++) {
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, cases[c].kv, &err), 0);
+        if (build_variant(cases[c].model, cases[c].task, &cfg, &v, &err)) fail_msg("%s: %s", cases[c].kv, err.msg);
+        int found = 0;
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            if (kk->category != KC_TRAVERSAL) continue;
+            queue90(&plan, kk);
+            if (strcmp(kk->name, cases[c].kernel)) continue;
+            found = 1;
+            if (!strstr(kk->source, cases[c].want)) fail_msg("%s %s: no '%s'", cases[c].kv, kk->name, cases[c].want);
+            assert_non_null(strstr(kk->source, "for (int u = 0; u < "));
+        }
+        assert_true(found);
+        cg_variant_free(&v);
+    }
+    kx_compiled c;
+    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    kx_compiled_free(&c);
+    kp_plan_free(&plan);
+}
+
 /* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries
  * they read, the first everything else that reaches device memory, and no compact sum. */
 static void test_split_parts(void **state)
@@ -1720,6 +1760,7 @@ int main(void)
         cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_single_stores),
         cmocka_unit_test(test_loss_kernels_float32),
+        cmocka_unit_test(test_vector_dot_products),
         cmocka_unit_test(test_acc_reg_compiles),
         cmocka_unit_test(test_float32_feature_arithmetic),
         cmocka_unit_test(test_lane_scalars_in_sources),
