@@ -137,8 +137,8 @@ static const char *lane_first(const kgen *g) { return g->prologue ? "0" : "lane"
 static int lane_step(const kgen *g) { return g->prologue ? 1 : g->L; }
 
 /* A lane's loop over the elements of a w-wide row: i = lane, lane + L, ... or, when `reg` (the row
- * is an accumulator in registers), in register order: element i = (c_ * L + lane) * Vr + u is
- * register k_ = c_ * Vr + u (Vr = reg_vec), both loops unrolled so that k_ is a constant and the
+ * is an accumulator in registers), in register order: element i = (c_ * L + lane) * Vr + vu is
+ * register k_ = c_ * Vr + vu (Vr = reg_vec), both loops unrolled so that k_ is a constant and the
  * array stays in registers; `loads` (vector loads at i0, or NULL) open each step. */
 static void open_row_loop(kgen *g, rg_str *b, int w, int reg, const char *loads)
 {
@@ -153,8 +153,8 @@ static void open_row_loop(kgen *g, rg_str *b, int w, int reg, const char *loads)
                   "            const int i0 = (c_ * %d + lane) * %d;\n"
                   "            if (i0 < %d) {\n%s"
                   "            #pragma unroll\n"
-                  "            for (int u = 0; u < %d; u++) {\n"
-                  "            const int i = i0 + u, k_ = c_ * %d + u; (void)k_;\n",
+                  "            for (int vu = 0; vu < %d; vu++) {\n"
+                  "            const int i = i0 + vu, k_ = c_ * %d + vu; (void)k_;\n",
                   reg_count(g, w) / vr, g->L, vr, w, loads ? loads : "", vr, vr);
     g->owned = 1;
 }
@@ -382,10 +382,10 @@ static int operand_at(kgen *g, const ir_operand *op, const char *h, const char *
     if (row_expr(g, op->var, op->acc, row, sizeof row, err)) return -1;
     g->var_used[op->var] = 1;
     if (!lvalue && g->vec_on && vec_operand(g, v)) {
-        /* V consecutive elements at i0 in one access; the element loop picks element u */
+        /* V consecutive elements at i0 in one access; the element loop picks element vu */
         int id = g->nvec++;
         emit_vec_load(g, id, op->var, v, row);
-        snprintf(out, n, "vl%d[u]", id);
+        snprintf(out, n, "vl%d[vu]", id);
         return 0;
     }
     char at[320];
@@ -541,8 +541,8 @@ static void open_vec_elem_loop(kgen *g, const ir_var *out)
 {
     open_vec_steps(g, out);
     rg_str_printf(&g->body, "            #pragma unroll\n"
-                            "            for (int u = 0; u < %d; u++) {\n"
-                            "            const int i = i0 + u;\n"
+                            "            for (int vu = 0; vu < %d; vu++) {\n"
+                            "            const int i = i0 + vu;\n"
                             "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n",
                   g->V, out->dim, out->dim);
 }
@@ -576,7 +576,7 @@ static void emit_av_atomic(rg_str *b, const char *ref, int V)
         rg_str_printf(b, "            atomicAdd((float2*)&%s, make_float2(av_[0], av_[1]));\n", ref);
     rg_str_printf(b,
                   "#else\n"
-                  "            for (int u = 0; u < %d; u++) atomicAdd(&%s + u, av_[u]);\n"
+                  "            for (int vu = 0; vu < %d; vu++) atomicAdd(&%s + vu, av_[vu]);\n"
                   "#endif\n",
                   V, ref);
 }
@@ -613,10 +613,10 @@ static int emit_vector_atomic(kgen *g, const ir_stmt *s, const ir_var *out, cons
     rg_str_printf(&g->body,
                   "            float av_[%d];\n"
                   "            #pragma unroll\n"
-                  "            for (int u = 0; u < %d; u++) {\n"
-                  "                const int i = i0 + u;\n"
+                  "            for (int vu = 0; vu < %d; vu++) {\n"
+                  "                const int i = i0 + vu;\n"
                   "                const int h = i / %d, d = i %% %d; (void)h; (void)d;\n"
-                  "                av_[u] = (float)(%s);\n"
+                  "                av_[vu] = (float)(%s);\n"
                   "            }\n"
                   "            const int h = i0 / %d, d = i0 %% %d; (void)h; (void)d;\n",
                   g->V, g->V, out->dim, out->dim, val, out->dim, out->dim);
@@ -754,7 +754,7 @@ static int emit_dot_vec(kgen *g, const ir_stmt *s, int D, rg_err *err)
     if (rc) return -1;
     int operands = 0;
     for (int k = 0; k < 2; k++) operands += s->in[k].acc != IR_ACC_CONST && s->in[k].var >= 0;
-    if (g->nvec < operands) {   /* an operand read element by element: the scalar loop (u names a row in some forms) */
+    if (g->nvec < operands) {   /* an operand read element by element: emit_dot's loop */
         rg_str_free(&g->vec_loads);
         return 1;
     }
@@ -765,7 +765,7 @@ static int emit_dot_vec(kgen *g, const ir_stmt *s, int D, rg_err *err)
                   "            %s p = 0.0;\n"
                   "            for (int i0 = lane * %d; i0 < %d; i0 += %d) {\n%s"
                   "                #pragma unroll\n"
-                  "                for (int u = 0; u < %d; u++) p = fma((%s)%s, (%s)%s, p);\n"
+                  "                for (int vu = 0; vu < %d; vu++) p = fma((%s)%s, (%s)%s, p);\n"
                   "            }\n"
                   "            p = %s;\n"
                   "            const int h = 0, d = 0; (void)h; (void)d;\n"
@@ -1699,7 +1699,7 @@ static void emit_flush_vec(kgen *g, rg_str *b, int v, int w, const char *node, i
                   "            if (i0 < %d) {\n"
                   "            float av_[%d];\n"
                   "            #pragma unroll\n"
-                  "            for (int u = 0; u < %d; u++) av_[u] = (float)ra%d[c_ * %d + u];\n",
+                  "            for (int vu = 0; vu < %d; vu++) av_[vu] = (float)ra%d[c_ * %d + vu];\n",
                   reg_count(g, w) / vr, g->L, vr, w, vr, vr, v, vr);
     if (!atomic_cond) {
         emit_av_add(b, ref, vr);
@@ -1712,7 +1712,7 @@ static void emit_flush_vec(kgen *g, rg_str *b, int v, int w, const char *node, i
         emit_av_add(b, ref, vr);
     }
     if (reset)
-        rg_str_printf(b, "            #pragma unroll\n            for (int u = 0; u < %d; u++) ra%d[c_ * %d + u] = 0.0;\n", vr, v,
+        rg_str_printf(b, "            #pragma unroll\n            for (int vu = 0; vu < %d; vu++) ra%d[c_ * %d + vu] = 0.0;\n", vr, v,
                       vr);
     rg_str_puts(b, "            }\n        }\n");
 }

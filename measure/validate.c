@@ -548,14 +548,17 @@ static int compare_sgd(const xv_reference *r, const ir_program *ir, const cg_var
     return 0;
 }
 
-/* The largest error against reference a (NaN propagates). */
+/* The largest error against reference a; NaN where any is NaN (a NaN output). Taking the larger of
+ * each pair with `!(e <= worst)` let a later finite error replace a NaN: a variant whose d_feature was
+ * NaN passed on its last, clean, variable (session 26). */
 static double worst_error(const val_errors *ve, int nrefs, int a)
 {
     double worst = 0;
-    for (int i = 0; i < ve->nvars; i++)
-        if (!(ve->var_err[i * nrefs + a] <= worst)) worst = ve->var_err[i * nrefs + a];
-    for (int i = 0; i < ve->nsgd; i++)
-        if (!(ve->sgd_err[i] <= worst)) worst = ve->sgd_err[i];
+    for (int i = 0; i < ve->nvars + ve->nsgd; i++) {
+        double e = i < ve->nvars ? ve->var_err[i * nrefs + a] : ve->sgd_err[i - ve->nvars];
+        if (isnan(e)) return NAN;
+        if (e > worst) worst = e;
+    }
     return worst;
 }
 

@@ -1069,8 +1069,8 @@ static void test_loss_kernels_float32(void **state)
 }
 
 /* vec=V reads a one-head dot product's rows V elements a lane at a time: HGT's q . k in its
- * aggregation (edge rows, bfloat16), RGAT's hs . w_s over compact rows (u names the row there, and
- * the loads stay outside the element loop that reuses the name), the training walk's gradient dots. */
+ * aggregation (edge rows, bfloat16), RGAT's hs . w_s over compact rows (u names the row there; the
+ * vector element loops name their element vu), the training walk's gradient dots. */
 static void test_vector_dot_products(void **state)
 {
     (void)state;
@@ -1084,8 +1084,12 @@ static void test_vector_dot_products(void **state)
         {"rgat", "train", "softmax=single,store=bf16,trav_3.lanes=8,trav_3.vec=8", "trav_3",
          "ld_bf16x8(&v4[(size_t)(u) * 64 + i0], vl0);"},
         {"rgat", "train", "crsum=defer,softmax=single,recompute=on,lanes=16,vec=4,scalars=replicated", "trav_10_bwd",
-         "for (int i0 = lane * 4; i0 < 64; i0 += 64) {"}};
-    for (int c = 0; c < 3; c++) {
+         "for (int i0 = lane * 4; i0 < 64; i0 += 64) {"},
+        /* compact rows' elementwise statements at vec 4: row u's scalar and output inside the element
+         * loop (the loop once named its element u, and read and wrote rows 0-3: NaN in d_feature) */
+        {"rgat", "train", "crsum=defer,softmax=single,recompute=on,lanes=16,scalars=replicated,trav_13_bwd.vec=4",
+         "trav_13_bwd", "v26[(size_t)(u) * 1 + 0] * vl0[vu];"}};
+    for (int c = 0; c < 4; c++) {
         cfg_default(&cfg);
         assert_int_equal(cfg_parse(&cfg, cases[c].kv, &err), 0);
         if (build_variant(cases[c].model, cases[c].task, &cfg, &v, &err)) fail_msg("%s: %s", cases[c].kv, err.msg);
@@ -1094,10 +1098,11 @@ static void test_vector_dot_products(void **state)
             const kp_kernel *kk = &v.plan.kernels[k];
             if (kk->category != KC_TRAVERSAL) continue;
             queue90(&plan, kk);
+            assert_null(strstr(kk->source, "for (int u = 0; u <"));   /* u names a compact row */
             if (strcmp(kk->name, cases[c].kernel)) continue;
             found = 1;
             if (!strstr(kk->source, cases[c].want)) fail_msg("%s %s: no '%s'", cases[c].kv, kk->name, cases[c].want);
-            assert_non_null(strstr(kk->source, "for (int u = 0; u < "));
+            assert_non_null(strstr(kk->source, "for (int vu = 0; vu < "));
         }
         assert_true(found);
         cg_variant_free(&v);

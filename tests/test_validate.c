@@ -373,6 +373,26 @@ static void test_agreeing_training_run_validates(void **state)
     host_run_close(&h);
 }
 
+/* A NaN output fails however clean the variables compared after it are: d_feature is compared
+ * before d_W, d_W0 and the SGD steps (the largest error once took a later finite one over a NaN). */
+static void test_nan_output_fails(void **state)
+{
+    (void)state;
+    host_run h;
+    host_run_open(&h, "rgcn", "train", NULL);
+    xv_verdict *vd = rg_xmalloc(sizeof *vd);
+    int v = var_id(&h, "d_feature");
+    if (vt_bytes(&h.ir->vars[v]) == 8) ((double *)h.vals[v])[3] = NAN;
+    else ((float *)h.vals[v])[3] = NAN;
+    validate(&h, vd);
+    assert_false(vd->ok);
+    assert_true(isnan(vd->error));
+    assert_non_null(strstr(vd->evidence, "d_feature=nan"));
+    assert_non_null(strstr(vd->evidence, "d_W="));
+    free(vd);
+    host_run_close(&h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -384,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_first_wrong_kernel_is_named),
         cmocka_unit_test(test_earliest_wrong_output_is_named),
         cmocka_unit_test(test_agreeing_training_run_validates),
+        cmocka_unit_test(test_nan_output_fails),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
