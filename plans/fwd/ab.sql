@@ -5,9 +5,10 @@
 with loss(model, fwd, bwd) as (values ('rgcn', 'other_4', 'other_6_bwd'), ('rgat', 'other_6', 'other_8_bwd'),
                                       ('hgt', 'other_8', 'other_10_bwd'))
 select v.model, v.task, d.name as dataset, m.git_commit as tree,
-       case when v.model = 'rgat' then coalesce(json_extract(v.config, '$."trav_10_bwd.pfetch"'),
-                                                json_extract(v.config, '$.pfetch'), 0)
-            when v.model = 'hgt' then coalesce(json_extract(v.config, '$."trav_12_bwd.pfetch"'), 0) end as "walk pfetch",
+       (select group_concat(key || '=' || case value when 1 then 'on' when 0 then 'off' else value end, ',')
+        from json_each(v.config) where key in ('softmax', 'pfetch', 'vec', 'trav_10_bwd.pfetch', 'trav_10_bwd.vec',
+                                               'trav_12_bwd.pfetch', 'trav_12_bwd.lanes', 'trav_12_bwd.vec',
+                                               'trav_3.lanes', 'trav_3.vec')) as "varied keys",
        m.status, case when m.status = 'ok' then printf('%.4f', m.median_ms) end as ms,
        (select printf('%.4f', k.median_ns / 1e6) from kernel_times k where k.measurement_id = m.id
         and k.kernel = case v.model when 'rgat' then 'trav_10_bwd' when 'hgt' then 'trav_12_bwd' end) as "walk ms",
