@@ -42,6 +42,16 @@ static int queue90(kp_plan *p, const kp_kernel *k)
     return 1;
 }
 
+/* Compiles the queued kernels for sm_90 (failing the test on an error) and frees the plan. */
+static void compile90_and_free(kp_plan *plan)
+{
+    kx_compiled c;
+    rg_err err;
+    if (kx_compile(plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
+    kx_compiled_free(&c);
+    kp_plan_free(plan);
+}
+
 /* Text of k that no kernel queued for sm_90 in this run had (items of kc_text_items). */
 static int new_text90(const kp_kernel *k)
 {
@@ -488,7 +498,7 @@ static void test_acc_reg_compiles(void **state)
                     }
                     capped += strstr(kk->source, "more than 16 doubles") != NULL;
                     /* vec > 1: a lane's consecutive sums leave in one vector access, never float by float */
-                    if (cfg.vec > 1 && strstr(kk->source, " = 0.0;\n") && strstr(kk->source, "av_[u] = (float)ra")) {
+                    if (cfg.vec > 1 && strstr(kk->source, " = 0.0;\n") && strstr(kk->source, "av_[vu] = (float)ra")) {
                         vflush++;
                         /* split nodes: vector atomics, or a vector += where the node is the warp's alone */
                         vflush_cond += strstr(kk->source, ") {\n#if __CUDA_ARCH__ >= 900\n            atomicAdd((float") &&
@@ -958,10 +968,7 @@ static void test_prefetched_scalar_operands(void **state)
         cg_variant_free(&v);
     }
     assert_int_equal(sums_loaded, 1);
-    kx_compiled c;
-    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    kx_compiled_free(&c);
-    kp_plan_free(&plan);
+    compile90_and_free(&plan);
     /* under scalars=lane the lanes' own statements load what only they read lane-parallel already */
     assert_refused("rgat", "infer", "pfetch=on,scalars=lane,softmax=single,trav=node", PL_INAPPLICABLE,
                    "it would duplicate pfetch=off");
@@ -1026,10 +1033,7 @@ static void test_single_stores(void **state)
     }
     assert_int_equal(forwarded, 2);   /* the two walks of crsum=defer */
     assert_true(dst_loads >= 2);
-    kx_compiled c;
-    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    kx_compiled_free(&c);
-    kp_plan_free(&plan);
+    compile90_and_free(&plan);
 }
 
 /* The loss and its gradient in float32 (expf, not a double exp): float4 loads where a lane's classes
@@ -1062,10 +1066,7 @@ static void test_loss_kernels_float32(void **state)
         assert_int_equal(losses, 2);   /* the loss and its gradient */
         cg_variant_free(&v);
     }
-    kx_compiled c;
-    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    kx_compiled_free(&c);
-    kp_plan_free(&plan);
+    compile90_and_free(&plan);
 }
 
 /* vec=V reads a one-head dot product's rows V elements a lane at a time: HGT's q . k in its
@@ -1107,10 +1108,7 @@ static void test_vector_dot_products(void **state)
         assert_true(found);
         cg_variant_free(&v);
     }
-    kx_compiled c;
-    if (kx_compile(&plan, 90, 2, &c, &err)) fail_msg("sm_90: %s", err.msg);
-    kx_compiled_free(&c);
-    kp_plan_free(&plan);
+    compile90_and_free(&plan);
 }
 
 /* crsum=split's two parts: the second runs the compact rows' and weights' sums and the temporaries

@@ -1,18 +1,12 @@
 -- Session 24 (issue 18): the kernels of the reg and reg32 bests with CUPTI counters (plans/reg32/metrics.txt). Usage:
 --   sqlite3 -header -column results/h200/session24-metrics.db < plans/reg32/metrics.sql
+.read plans/kernel-metrics.sql
 select v.model, d.name as dataset, coalesce(json_extract(v.config, '$.acc'), 'smem') as acc,
        printf('%.4f', m.median_ms) as "layer ms", k.kernel, printf('%.4f', k.median_ns / 1e6) as "kernel ms",
-       printf('%.3f', (select value from metrics x where x.measurement_id = m.id and x.kernel = k.kernel
-                       and x.name = 'dram__bytes_read.sum') / 1e9) as "GB read",
-       printf('%.3f', (select value from metrics x where x.measurement_id = m.id and x.kernel = k.kernel
-                       and x.name = 'dram__bytes_write.sum') / 1e9) as "GB written",
-       printf('%.1f', (select value from metrics x where x.measurement_id = m.id and x.kernel = k.kernel
-                       and x.name = 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed')) as "DRAM %",
-       printf('%.1f', (select value from metrics x where x.measurement_id = m.id and x.kernel = k.kernel
-                       and x.name = 'lts__t_sector_hit_rate.pct')) as "L2 hit %",
-       printf('%.1f', (select value from metrics x where x.measurement_id = m.id and x.kernel = k.kernel
-                       and x.name = 'sm__throughput.avg.pct_of_peak_sustained_elapsed')) as "SM %"
+       printf('%.3f', k.dram_read / 1e9) as "GB read", printf('%.3f', k.dram_write / 1e9) as "GB written",
+       printf('%.1f', k.dram_pct) as "DRAM %", printf('%.1f', k.l2_hit_pct) as "L2 hit %",
+       printf('%.1f', k.sm_pct) as "SM %"
 from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id
-     join kernel_times k on k.measurement_id = m.id
+     join kernel_metrics k on k.measurement_id = m.id
 where m.status = 'ok'
 order by v.model, d.name, acc, k.kernel;
