@@ -107,7 +107,7 @@ static int grad_overwrites(const ir_program *ir, const ir_stmt *s)
     return ir->vars[s->out.var].zero_init && ir_sole_stmt(ir, s->out.var, ir_stmt_writes) >= 0;
 }
 
-static void emit_grad_body(rg_str *src, int per_block, int overwrite, int vec4)
+static void emit_grad_body(rg_str *src, int per_block, int overwrite, int vec4, const char *out_type)
 {
     rg_str_printf(src, "    const int n = blockIdx.x * %d + warp * (32 / G) + lane / G;\n", per_block);
     emit_row_softmax(src, "    ", vec4);
@@ -117,8 +117,9 @@ static void emit_grad_body(rg_str *src, int per_block, int overwrite, int vec4)
                   "    float g[V];\n"
                   "    #pragma unroll\n"
                   "    for (int j = 0; j < V; j++) g[j] = (e[j] * inv_z - (sub * V + j == label ? 1.0f : 0.0f)) * scale;\n"
-                  "    float* o = O + (size_t)n * C + sub * V;\n");
-    if (vec4 && overwrite)
+                  "    %s* o = O + (size_t)n * C + sub * V;\n",
+                  out_type);
+    if (vec4 && overwrite && !strcmp(out_type, "float"))
         rg_str_puts(src, "    #pragma unroll\n"
                          "    for (int j = 0; j < V; j += 4) *(float4*)(o + j) = make_float4(g[j], g[j + 1], g[j + 2], g[j + 3]);\n"
                          "}\n");
@@ -133,9 +134,11 @@ static void emit_grad_body(rg_str *src, int per_block, int overwrite, int vec4)
 int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, rg_err *err)
 {
     const ir_var *x = &ir->vars[s->in[0].var];
-    /* X is the layer output, float32 under every store= (vt_bf16_exclusion) */
-    RG_ASSERT(!vt_is_f64(x) && !vt_is_bf16(x));
     int C = (int)ir_var_row_width(x);
+    /* one class: the output is a per-row scalar, float64 (vt_is_f64), and its loss is always 0 */
+    if (vt_is_f64(x)) return rg_errf(err, "loss over %d class: training needs an output of at least 2 classes", C);
+    /* X is the layer output, float32 under every store= (vt_bf16_exclusion) */
+    RG_ASSERT(!vt_is_bf16(x));
     if (C > 1024) return rg_errf(err, "loss over %d classes: more than one block row", C);
     int G = nll_group(C), V = (C + G - 1) / G, per_block = NLL_WARPS * (32 / G);
     int vec4 = V % 4 == 0 && G * V == C;   /* float4 loads of whole, 16-byte-aligned slices */
@@ -164,7 +167,7 @@ int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *sr
                   grad ? (vt_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss"
                                                                  : ", const float* __restrict__ dloss")
                        : "");
-    if (grad) emit_grad_body(src, per_block, grad_overwrites(ir, s), vec4);
+    if (grad) emit_grad_body(src, per_block, grad_overwrites(ir, s), vec4, vt_ctype(ov));
     else emit_loss_body(src, per_block, vec4);
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");

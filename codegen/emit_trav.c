@@ -1452,12 +1452,13 @@ static int plan_lanes(kgen *g, const lw_trav *tr, const int *phases, int phase)
 }
 
 /* pfetch=on: the scalar operands (one value an edge or compact row, read at the edge's row, or a
- * destination's, read at its destination: a softmax sum or its gradient; in device memory and written
- * by no statement of the kernel: an earlier phase's kernel has finished writing it) that each lane loads for its own edge right after its ids, so that
- * the group's L loads are in flight together; operand_at then reads the broadcast value. Only those
- * the group's statements read: under scalars=lane, what only the lanes' own statements read is
- * loaded lane-parallel already. Edge forms only (the node form's edges share their destination);
- * returns how many. pf_var records the access (1 + ir_access) a variable is loaded for. */
+ * destination's, read at its destination: a softmax sum or its gradient) in device memory that no
+ * statement of the kernel writes (an earlier phase's kernel has finished writing them), which each
+ * lane loads for its own edge right after its ids, so that the group's L loads are in flight
+ * together; operand_at then reads the broadcast value. Only those the group's statements read: under
+ * scalars=lane, what only the lanes' own statements read is loaded lane-parallel already. Edge forms
+ * only (the node form's edges share their destination); returns how many. pf_var records the access
+ * (1 + ir_access) a variable is loaded for. */
 static int plan_prefetch(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
     if (!g->cfg->pfetch || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;

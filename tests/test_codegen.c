@@ -1038,7 +1038,7 @@ static void test_single_stores(void **state)
 
 /* The loss and its gradient in float32 (expf, not a double exp): float4 loads where a lane's classes
  * are a whole 16-byte slice of the row (64 classes: 8 lanes of 8), one float a class otherwise (10
- * classes: 2 lanes of 5, the second lane's last guarded); both forms compile. */
+ * classes: 2 lanes of 5, the second lane's last guarded); both forms compile; one class is refused. */
 static void test_loss_kernels_float32(void **state)
 {
     (void)state;
@@ -1067,6 +1067,12 @@ static void test_loss_kernels_float32(void **state)
         cg_variant_free(&v);
     }
     compile90_and_free(&plan);
+    /* one class: a float64 per-row output whose loss is always 0, refused with the reason (it aborted) */
+    ir_dims one = dims;
+    one.out_dim = 1;
+    cfg_default(&cfg);
+    assert_int_not_equal(build_variant_dims("rgcn", "train", &one, &cfg, &v, &err), 0);
+    assert_non_null(strstr(err.msg, "at least 2 classes"));
 }
 
 /* vec=V reads a one-head dot product's rows V elements a lane at a time: HGT's q . k in its
