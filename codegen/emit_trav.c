@@ -317,6 +317,17 @@ static int vec_operand(const kgen *g, const ir_var *v)
            ir_var_row_width(v) % g->V == 0;
 }
 
+/* Opens a statement's operand references: operand_at may (`on`) turn operands of rows `total` elements
+ * wide, `dim` a head, into vector loads, registered afresh in vec_loads; the caller clears vec_on after. */
+static void vec_begin(kgen *g, int on, int total, int dim)
+{
+    g->vec_on = on;
+    g->vec_total = total;
+    g->vec_dim = dim;
+    g->nvec = 0;
+    rg_str_free(&g->vec_loads);
+}
+
 /* The declaration of vector load `id`: V consecutive elements of v's row at i0, as floats. Eight
  * are one 16-byte access of bfloat16 or two of float32 (ld_bf16x8, ld_f32x8 in templates.c). */
 static void emit_vec_load(kgen *g, int id, int var, const ir_var *v, const char *row)
@@ -656,11 +667,8 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
         iter_shape(g, s, &H, &D);
         /* operands of the output's shape may be loaded V elements at a time */
         int total = vt_heads(out) * out->dim;
-        g->vec_on = !g->prologue && g->V > 1 && vt_heads(out) >= H && out->dim >= D && total % g->V == 0;
-        g->vec_total = total;
-        g->vec_dim = out->dim;
-        g->nvec = 0;
-        rg_str_free(&g->vec_loads);
+        vec_begin(g, !g->prologue && g->V > 1 && vt_heads(out) >= H && out->dim >= D && total % g->V == 0, total,
+                  out->dim);
         int rc = elementwise_value(g, s, f32, val, sizeof val, err);
         g->vec_on = 0;
         if (rc) return -1;
@@ -744,10 +752,7 @@ static const char *dot_guard(const kgen *g) { return g->prologue ? "" : "if (lan
 static int emit_dot_vec(kgen *g, const ir_stmt *s, int D, rg_err *err)
 {
     char ra[512], rb[512];
-    g->vec_on = 1;
-    g->vec_total = g->vec_dim = D;
-    g->nvec = 0;
-    rg_str_free(&g->vec_loads);
+    vec_begin(g, 1, D, D);
     int rc = operand_ref(g, &s->in[0], "h", "dd", ra, sizeof ra, err) ||
              operand_ref(g, &s->in[1], "h", "dd", rb, sizeof rb, err);
     g->vec_on = 0;
@@ -817,12 +822,15 @@ static int emit_dot(kgen *g, const ir_stmt *s, rg_err *err)
     return 0;
 }
 
-/* Broadcast of `var` from lane j of the row group into `out`. */
-static void emit_bcast(const kgen *g, rg_str *b, const char *var)
+/* `var` of lane `from` of the row group (an index within the group), taken by a shuffle. */
+static void emit_shfl(const kgen *g, rg_str *b, const char *var, const char *from)
 {
-    if (g->L == 32) rg_str_printf(b, "__shfl_sync(0xffffffffu, %s, j)", var);
-    else rg_str_printf(b, "__shfl_sync(gmask, %s, j, %d)", var, g->L);
+    if (g->L == 32) rg_str_printf(b, "__shfl_sync(0xffffffffu, %s, %s)", var, from);
+    else rg_str_printf(b, "__shfl_sync(gmask, %s, %s, %d)", var, from, g->L);
 }
+
+/* Broadcast of `var` from lane j of the row group into `out`. */
+static void emit_bcast(const kgen *g, rg_str *b, const char *var) { emit_shfl(g, b, var, "j"); }
 
 /* The ids of edge j of the row group's L (fixed_dn: the destination all share, or NULL), each lane's
  * fetched ones broadcast; `all`: every id, else those the statements read. */
@@ -1070,9 +1078,11 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
     if (stores_to_regs(g, s) && !reads_shared(g, s)) return 0;
     rg_str_printf(&g->body, "        %s;\n", gsync(g));
     if (fw) {   /* lane 0 stored the row's one element (a width-1 row's loop, a dot product's sum) */
-        rg_str_printf(&g->body, "        fw%d = ", s->out.var);
-        if (g->L == 32) rg_str_printf(&g->body, "__shfl_sync(0xffffffffu, fw%d, 0);\n", s->out.var);
-        else rg_str_printf(&g->body, "__shfl_sync(gmask, fw%d, 0, %d);\n", s->out.var, g->L);
+        char name[24];
+        snprintf(name, sizeof name, "fw%d", s->out.var);
+        rg_str_printf(&g->body, "        %s = ", name);
+        emit_shfl(g, &g->body, name, "0");
+        rg_str_puts(&g->body, ";\n");
         g->fw_live[s->out.var] = 1;
     }
     return 0;
