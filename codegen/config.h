@@ -56,6 +56,9 @@ typedef enum cfg_scalars {
     CFG_SCALARS_REPLICATED  /* by every lane of the group for the current edge, in registers */
 } cfg_scalars;
 
+/* rowpf: where each lane prefetches its own edge's gathered rows (codegen/emit_trav.c, plan_rowpf). */
+enum { CFG_ROWPF_OFF, CFG_ROWPF_L2, CFG_ROWPF_L1 };
+
 /* The kernel categories a per-kernel-capable key changes (CFG_SCHEDULE in config_keys.def). */
 enum { CFG_ON_GEMM = 1, CFG_ON_TRAV = 2 };
 

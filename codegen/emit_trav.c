@@ -70,6 +70,9 @@ typedef struct kgen {
     /* pfetch=on (plan_prefetch): per-edge scalar operands each lane loads for its own edge with the ids */
     int *pf_var;                  /* per var: loaded so (1 + the access), read as pf<var> (pf<var>_l in the lane's own statements) */
     int *pf_bcast;                /* per var: read as pf<var> by the group's statements (so broadcast per edge) */
+    /* rowpf=l2|l1 (plan_rowpf): per var, bit 1 << ir_access for each access at which each lane
+     * prefetches its own edge's row right after its ids */
+    int *rp_acc;
     /* plan_stores: per var, 1 where the kernel's statement is the program's only writer of a zero-filled
      * per-edge row the kernel visits once (stored with =, not +=), 2 where the kernel's later statements
      * also read it, from register fw<var> */
@@ -1510,6 +1513,64 @@ static void emit_prefetch_loads(const kgen *g, rg_str *b)
     }
 }
 
+/* rowpf=l2|l1: the feature rows (two or more elements) that the kernel's statements gather at a row
+ * id that is random in its walk, from device memory it does not write. In the stored (etype, src) order
+ * (FORM_EDGE) sources, compact rows and edges come in order and only destinations jump; in the
+ * dst-sorted orders it is the other way round (an edge variable's dst-ordered copy is read in order:
+ * reads_in_order). Each lane prefetches its own edge's rows after its ids (emit_row_prefetches), so
+ * that the group's L gathers are in flight together instead of one after another in its loop. Returns
+ * how many (variable, access) rows. */
+static int plan_rowpf(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    if (!g->cfg->rowpf || (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE)) return 0;
+    int dst_order = g->f != FORM_EDGE, n = 0;
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i) || (g->lane_stmt[i] && !g->replicated)) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        for (int k = 0; k < s->nin; k++) {
+            int v = s->in[k].var;
+            if (v < 0) continue;
+            const ir_var *x = V(g, v);
+            ir_access a = s->in[k].acc;
+            int node = x->kind == IR_VAR_NODE, edge = x->kind == IR_VAR_EDGE && a == IR_ACC_ROW;
+            int random = dst_order ? (node && a == IR_ACC_SRC) || (edge && !reads_in_order(g, v))
+                                   : node && a == IR_ACC_DST;
+            if (!random || ir_var_row_width(x) < 2 || !g->mat[v] || g->scr_off[v] >= 0 || g->acc_off[v] >= 0 ||
+                g->lane_off[v] >= 0 || (g->rp_acc[v] >> a & 1) || kernel_writes(g, tr, phases, phase, v, -1))
+                continue;
+            g->rp_acc[v] |= 1 << a;
+            g->var_used[v] = 1;
+            if (edge && x->layout == IR_LAYOUT_COMPACT) g->needs_cr = 1;
+            else if (edge) g->needs_e = 1;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* rowpf=l2|l1: each lane's prefetches of its own edge's gathered rows, inside the ids' guard: one
+ * prefetch instruction a 128-byte line of the row (a hint: nothing waits on it). */
+static void emit_row_prefetches(const kgen *g, rg_str *b)
+{
+    const char *level = g->cfg->rowpf == CFG_ROWPF_L1 ? "L1" : "L2";
+    for (int v = 0; v < g->ir->nvars; v++) {
+        for (int a = 0; a < 31; a++) {
+            if (!(g->rp_acc[v] >> a & 1)) continue;
+            const ir_var *x = V(g, v);
+            const char *row = a == IR_ACC_SRC ? "sn_l" : a == IR_ACC_DST ? "dn_l"
+                              : x->layout == IR_LAYOUT_COMPACT ? "cr_l" : "e_l";
+            long long w = (long long)ir_var_row_width(x);
+            rg_str_printf(b,
+                          "            {   /* rowpf: %s's row */\n"
+                          "                const size_t p_ = (size_t)(v%d + (size_t)(%s) * %lld);\n"
+                          "                for (size_t a_ = p_ & ~(size_t)127; a_ < p_ + %lld * sizeof(*v%d); a_ += 128)\n"
+                          "                    asm volatile(\"prefetch.global.%s [%%0];\" :: \"l\"(a_));\n"
+                          "            }\n",
+                          x->name, v, row, w, w, v, level);
+        }
+    }
+}
+
 /* ---- stores the kernel makes alone ---- */
 
 /* Marks g->once: a statement of the kernel summing into a zero-filled per-edge row (a gradient
@@ -2027,6 +2088,7 @@ static void emit_edge_loop(kgen *g, const char *qb_var, const char *qe_var, int 
             rg_str_printf(b, "            cr_l = %s[%s];\n", arr(g, a_compact), at);
     }
     emit_prefetch_loads(g, b);
+    emit_row_prefetches(g, b);
     rg_str_printf(b, "        }\n        const int cnt = min(%d, %s - qb);\n", g->L, qe_var);
     if (own) emit_lane_prologue(g, qe_var, fixed_dn, lanes);
     if (cfg_unroll_factor(g->cfg)) rg_str_printf(b, "        #pragma unroll %d\n", cfg_unroll_factor(g->cfg));
@@ -2339,6 +2401,7 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->pf_var = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->pf_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->rp_acc = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->once = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->fw_live = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
@@ -2362,6 +2425,7 @@ static void kgen_free(kgen *g)
     free(g->lane_bcast);
     free(g->pf_var);
     free(g->pf_bcast);
+    free(g->rp_acc);
     free(g->once);
     free(g->fw_live);
     free(g->epi_off);
@@ -2399,6 +2463,8 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     plan_lanes(&g, tr, phases, phase);
     plan_stores(&g, tr, phases, phase);
     if (plan_prefetch(&g, tr, phases, phase)) rg_str_puts(&g.acc_note, "; pfetch=on: scalar operands loaded with the ids");
+    if (plan_rowpf(&g, tr, phases, phase))
+        rg_str_printf(&g.acc_note, "; rowpf=%s: gathered rows prefetched with the ids", cfg->rowpf == CFG_ROWPF_L1 ? "l1" : "l2");
     if (g.epi) plan_epilogue(&g);
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
@@ -2511,14 +2577,17 @@ int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
 }
 
 /* What the kernels of traversal tr would hold, planned as emit_one_kernel plans them: their lanes' own
- * statements (scalars=lane|replicated), or with `prefetch` their operands loaded with the ids (pfetch). */
+ * statements (scalars=lane|replicated), their operands loaded with the ids (pfetch), or their gathered
+ * rows prefetched (rowpf). */
+typedef enum planned { PLANNED_LANES, PLANNED_PFETCH, PLANNED_ROWPF } planned;
+
 static int planned_count(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
-                         int prefetch)
+                         planned what)
 {
     int walk = et_compact_walk(ir, tr, cfg);
     form f = walk ? FORM_EDGE : form_of(tr, cfg);
-    if (!(prefetch ? cfg->pfetch : (int)cfg->lane_scalars) || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE))
-        return 0;
+    int set = what == PLANNED_LANES ? (int)cfg->lane_scalars : what == PLANNED_PFETCH ? cfg->pfetch : cfg->rowpf;
+    if (!set || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE)) return 0;
     int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
     int nphases = et_phases(ir, tr, phases), n = 0;
     for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
@@ -2527,7 +2596,8 @@ static int planned_count(const ir_program *ir, const lw_trav *tr, const int *mat
         g.crrun = walk;
         plan_rows(&g, tr, phases, p, nphases);
         int lanes = plan_lanes(&g, tr, phases, p);
-        n += prefetch ? plan_prefetch(&g, tr, phases, p) : lanes;
+        n += what == PLANNED_LANES ? lanes : what == PLANNED_PFETCH ? plan_prefetch(&g, tr, phases, p)
+                                                                    : plan_rowpf(&g, tr, phases, p);
         kgen_free(&g);
     }
     free(phases);
@@ -2536,12 +2606,17 @@ static int planned_count(const ir_program *ir, const lw_trav *tr, const int *mat
 
 int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
 {
-    return planned_count(ir, tr, materialized, cfg, 0);
+    return planned_count(ir, tr, materialized, cfg, PLANNED_LANES);
 }
 
 int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
 {
-    return planned_count(ir, tr, materialized, cfg, 1);
+    return planned_count(ir, tr, materialized, cfg, PLANNED_PFETCH);
+}
+
+int et_row_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
+{
+    return planned_count(ir, tr, materialized, cfg, PLANNED_ROWPF);
 }
 
 int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)

@@ -70,6 +70,9 @@ int et_lane_scalars(const ir_program *ir, const lw_trav *tr, const int *material
 /* pfetch=on: how many per-edge scalar operands the kernels of traversal tr load with their edges' ids
  * (0: the key changes nothing there). */
 int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
+/* rowpf=l2|l1: how many gathered rows (variable and access) the kernels of traversal tr prefetch with
+ * their edges' ids (0: the key changes nothing there). */
+int et_row_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
 
 /* Whether the traversal thread mapping (vec with lanes) applies to a problem of these feature
  * sizes: 0 with the reason when a vector width could vectorize no feature row, or when the row

@@ -167,6 +167,7 @@ static int count_in_kernels(const ir_program *ir, const lw_program *lp, const cg
 
 static int sets_lanes(const cg_config *c) { return c->lane_scalars != CFG_SCALARS_GROUP; }
 static int sets_pfetch(const cg_config *c) { return c->pfetch; }
+static int sets_rowpf(const cg_config *c) { return c->rowpf != CFG_ROWPF_OFF; }
 
 /* scalars=lane and scalars=replicated change only traversals with per-edge scalars a lane can evaluate
  * alone (et_lane_scalars): a plan, or an instance set to one by name, without any would duplicate
@@ -201,6 +202,22 @@ static int pfetch_applies(const ir_program *ir, const lw_program *lp, const cg_c
     else if (cfg->pfetch && !total)
         rg_errf(err, "pfetch=on loads per-edge scalar operands with the edges' ids; this plan's traversals read none, so "
                      "it would duplicate pfetch=off");
+    else
+        return 1;
+    return 0;
+}
+
+/* rowpf=l2|l1 changes only kernels that gather rows at ids random in their walk (et_row_prefetches): a
+ * plan, or an instance set to one by name, without any would duplicate off. */
+static int rowpf_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int bad, total = count_in_kernels(ir, lp, cfg, sets_rowpf, et_row_prefetches, &bad);
+    if (bad >= 0)
+        rg_errf(err, "%s.rowpf: %s gathers no feature row at an id its walk visits out of order, so it would "
+                     "duplicate rowpf=off", lp->inst[bad].name, lp->inst[bad].name);
+    else if (cfg->rowpf && !total)
+        rg_errf(err, "rowpf prefetches the feature rows edges gather out of their walk's order; this plan's traversals "
+                     "gather none, so it would duplicate rowpf=off");
     else
         return 1;
     return 0;
@@ -280,7 +297,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         return -1;
     }
     if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) ||
-        !lanes_apply(ir, lp, cfg, err) || !pfetch_applies(ir, lp, cfg, err) ||
+        !lanes_apply(ir, lp, cfg, err) || !pfetch_applies(ir, lp, cfg, err) || !rowpf_applies(ir, lp, cfg, err) ||
         !epi_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);

@@ -1036,6 +1036,85 @@ static void test_single_stores(void **state)
     compile90_and_free(&plan);
 }
 
+/* `src` without what rowpf adds: its prefetch blocks and its note in the kernel's comment. */
+static char *without_row_prefetches(const char *src)
+{
+    char *out = rg_xstrdup(src);
+    char *note = strstr(out, "; rowpf=");
+    if (note) {
+        char *end = strstr(note, " with the ids");
+        assert_non_null(end);
+        memmove(note, end + strlen(" with the ids"), strlen(end + strlen(" with the ids")) + 1);
+    }
+    for (char *at = strstr(out, "            {   /* rowpf: "); at; at = strstr(at, "            {   /* rowpf: ")) {
+        char *close = strstr(at, "\n            }\n");
+        assert_non_null(close);
+        close += strlen("\n            }\n");
+        memmove(at, close, strlen(close) + 1);
+    }
+    return out;
+}
+
+/* rowpf=l2|l1: the walk in (etype, src) order prefetches its edges' destination rows, the dst-sorted
+ * aggregation its compact source rows, each lane its own edge's inside the ids' guard, at the level
+ * asked; rows the kernel writes are never prefetched; nothing else of the kernels changes; an instance
+ * (or a plan) that gathers no such row is refused; the kernels compile. */
+static void test_row_prefetches(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg, off;
+    cg_variant v, w;
+    kp_plan plan = {0};
+    static const char *const cases[][4] = {
+        {"rgat", "train", "crsum=defer,softmax=single,recompute=on,pfetch=on,lanes=16", "L2"},
+        {"hgt", "train", "crsum=defer,softmax=single,recompute=on,lanes=8", "L1"},
+        {"rgat", "infer", "softmax=single,trav=node,compact=off", "L2"}};
+    int dst_rows = 0, src_rows = 0;
+    for (int c = 0; c < 3; c++) {
+        cfg_default(&off);
+        assert_int_equal(cfg_parse(&off, cases[c][2], &err), 0);
+        cfg = off;
+        assert_int_equal(cfg_parse(&cfg, !strcmp(cases[c][3], "L1") ? "rowpf=l1" : "rowpf=l2", &err), 0);
+        if (build_variant(cases[c][0], cases[c][1], &cfg, &v, &err)) fail_msg("%s: %s", cases[c][2], err.msg);
+        if (build_variant(cases[c][0], cases[c][1], &off, &w, &err)) fail_msg("%s: %s", cases[c][2], err.msg);
+        assert_int_equal(v.plan.nkernels, w.plan.nkernels);
+        int prefetching = 0;
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const char *src = v.plan.kernels[k].source;
+            char *plain = without_row_prefetches(src);
+            assert_string_equal(plain, w.plan.kernels[k].source);
+            free(plain);
+            if (!strstr(src, "/* rowpf: ")) continue;
+            prefetching++;
+            char level[48];
+            snprintf(level, sizeof level, "prefetch.global.%s [%%0];", cases[c][3]);
+            assert_non_null(strstr(src, level));
+            for (const char *at = strstr(src, "const size_t p_ = (size_t)(v"); at; at = strstr(at + 1, "const size_t p_ = (size_t)(v")) {
+                int var = atoi(at + strlen("const size_t p_ = (size_t)(v"));
+                char param[48], line[160];
+                snprintf(param, sizeof param, "__restrict__ v%d /*", var);
+                assert_non_null(strstr(src, param));   /* read-only in the kernel */
+                /* inside the ids' guard: after "if (ql < ", before the edge loop */
+                assert_true(strstr(src, "if (ql < ") < at && at < strstr(src, "for (int j = 0; j < cnt; j++)"));
+                snprintf(line, sizeof line, "%.*s", (int)(strchr(at, '\n') - at), at);
+                dst_rows += strstr(line, "(size_t)(dn_l) *") != NULL;
+                src_rows += strstr(line, "(size_t)(cr_l) *") || strstr(line, "(size_t)(sn_l) *");
+            }
+            queue90(&plan, &v.plan.kernels[k]);
+        }
+        assert_true(prefetching >= 1);
+        cg_variant_free(&v);
+        cg_variant_free(&w);
+    }
+    assert_true(dst_rows >= 2);   /* the walks' d_h_un and feature rows */
+    assert_true(src_rows >= 2);   /* the aggregations' messages */
+    compile90_and_free(&plan);
+    assert_refused("rgat", "train", "crsum=defer,softmax=single,recompute=on,trav_12_bwd.rowpf=l2", PL_INAPPLICABLE,
+                   "trav_12_bwd.rowpf: trav_12_bwd gathers no feature row");
+    assert_refused("rgcn", "infer", "pagg=off,rowpf=l2", PL_INAPPLICABLE, "it would duplicate rowpf=off");
+}
+
 /* The loss and its gradient in float32 (expf, not a double exp): float4 loads where a lane's classes
  * are a whole 16-byte slice of the row (64 classes: 8 lanes of 8), one float a class otherwise (10
  * classes: 2 lanes of 5, the second lane's last guarded); both forms compile; one class is refused. */
@@ -1768,6 +1847,7 @@ int main(void)
         cmocka_unit_test(test_deferred_dst_sums),
         cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_single_stores),
+        cmocka_unit_test(test_row_prefetches),
         cmocka_unit_test(test_loss_kernels_float32),
         cmocka_unit_test(test_vector_dot_products),
         cmocka_unit_test(test_acc_reg_compiles),
