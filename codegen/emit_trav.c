@@ -48,6 +48,7 @@ typedef struct kgen {
     rg_str acc_note;              /* acc=reg: which accumulators live where, and why (the kernel's comment) */
     int *wacc_off;                /* per weight: partial sums of its slice, wslots edge types of them, or -1 */
     int wslots;                   /* edge-type slots of each such accumulator (wsl names the current one) */
+    int *wreg;                    /* per weight: wacc=reg: registers per lane of its sums (rw<var>), 0: in scratch */
     int run;                      /* rows a row group walks (edge forms: positions; unique rows) */
     int scr_size;
     int needs_cr;
@@ -119,6 +120,11 @@ static void row_home(const kgen *g, const int *off, int v, const char *el, char 
     if (off == g->acc_off && g->reg_slots[v]) {
         RG_ASSERT(g->owned);
         snprintf(out, n, "ra%d[k_]", v);
+        return;
+    }
+    if (off == g->wacc_off && g->wreg[v]) {
+        RG_ASSERT(g->owned);
+        snprintf(out, n, "rw%d[k_]", v);
         return;
     }
     if (off == g->scr_off && g->lane_off[v] >= 0) {
@@ -198,6 +204,12 @@ static int epi_reads_regs(const kgen *g, const ir_stmt *s)
 static int stores_to_regs(const kgen *g, const ir_stmt *s)
 {
     return acc_access(g, s->out.var, s->out.acc) && g->reg_slots[s->out.var];
+}
+
+/* Whether statement s adds into weight-gradient sums in registers (wacc=reg; the same loop order). */
+static int stores_to_wregs(const kgen *g, const ir_stmt *s)
+{
+    return s->out.acc == IR_ACC_ETYPE && g->wacc_off[s->out.var] >= 0 && g->wreg[s->out.var];
 }
 
 /* acc=reg32: whether var v's register accumulators (if any) are float32: those of float32
@@ -680,7 +692,7 @@ static int emit_elementwise(kgen *g, const ir_stmt *s, rg_err *err)
     iter_shape(g, s, &H, &D);
     int Ho = vt_heads(out), Do = out->dim;
     int concat_like = s->op == IR_OP_CONCAT || s->op == IR_OP_SLICE;
-    int reg = stores_to_regs(g, s) || epi_reads_regs(g, s);
+    int reg = stores_to_regs(g, s) || stores_to_wregs(g, s) || epi_reads_regs(g, s);
     if (!concat_like && (Ho < H || Do < D)) {
         /* a narrower output receives the sum over the broadcast axis */
         open_row_loop(g, &g->body, Ho * Do, reg, NULL);
@@ -996,7 +1008,18 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
             operand_ref(g, &s->in[1], "h", "d", dr, sizeof dr, err))
             return -1;
         char home[200];
-        if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE) {
+        if (stores_to_wregs(g, s)) {
+            /* wacc=reg: each lane adds into the registers of its own elements (plan_wacc_registers:
+             * the loop's elements are w's own), in open_row_loop's order */
+            char term[1200];
+            if (g->cfg->farith) snprintf(term, sizeof term, "(double)((float)(%s) * (float)(%s))", dr, xr);
+            else snprintf(term, sizeof term, "(double)(%s) * (double)(%s)", dr, xr);
+            open_row_loop(g, &g->body, BH * BD, 1, NULL);
+            row_home(g, g->wacc_off, s->out.var, wel, home, sizeof home);
+            rg_str_printf(&g->body, "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n"
+                                    "            %s += %s;\n", BD, BD, home, term);
+            close_row_loop(g, &g->body, 1);
+        } else if (g->wacc_off[s->out.var] >= 0 && s->out.acc == IR_ACC_ETYPE) {
             row_home(g, g->wacc_off, s->out.var, wel, home, sizeof home);
             /* Where each element of the loop is its own element of w, no two lanes share one and a
              * plain sum does: a shared-memory double atomic is a compare-and-swap loop on sm_90. */
@@ -1078,7 +1101,7 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
     if (g->prologue) return 0;   /* a lane's own statement: nothing another lane reads */
     /* a statement that adds into its lane's own registers and reads nothing shared leaves nothing
      * another lane reads, nor a shared value a later write could overtake: no barrier */
-    if (stores_to_regs(g, s) && !reads_shared(g, s)) return 0;
+    if ((stores_to_regs(g, s) || stores_to_wregs(g, s)) && !reads_shared(g, s)) return 0;
     rg_str_printf(&g->body, "        %s;\n", gsync(g));
     if (fw) {   /* lane 0 stored the row's one element (a width-1 row's loop, a dot product's sum) */
         char name[24];
@@ -1134,7 +1157,7 @@ static void add_scratch(kgen *g, int *off, int var)
     if (off[var] >= 0) return;
     off[var] = g->scr_size;
     /* an accumulator in registers has no shared home: the offset only marks it as an accumulator */
-    if (off == g->acc_off && g->reg_slots[var]) return;
+    if ((off == g->acc_off && g->reg_slots[var]) || (off == g->wacc_off && g->wreg[var])) return;
     g->scr_size += (int)ir_var_row_width(V(g, var)) * (off == g->wacc_off ? g->wslots : 1);
 }
 
@@ -1290,11 +1313,12 @@ static const char *reg_obstacle(const kgen *g, const lw_trav *tr, const int *pha
 
 /* acc=reg: puts the accumulators that allow it in registers (reg_slots), at most REG_SLOTS doubles
  * a lane, and notes where each one lives; returns how many it placed. */
+static int plan_wacc_registers(kgen *g, const lw_trav *tr, const int *phases, int phase, int used);
+
 static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
-    if (g->cfg->acc == CFG_ACC_SMEM) return 0;
     int used = 0, placed = 0;
-    for (int v = 0; v < g->ir->nvars; v++) {
+    for (int v = 0; v < g->ir->nvars && g->cfg->acc != CFG_ACC_SMEM; v++) {
         if (g->acc_off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
         const char *why = reg_obstacle(g, tr, phases, phase, v);
@@ -1307,6 +1331,53 @@ static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int pha
         used += g->reg_slots[v];
         placed++;
         rg_str_printf(&g->acc_note, "; acc=reg: %s in %d register(s) a lane", V(g, v)->name, g->reg_slots[v]);
+    }
+    return placed + plan_wacc_registers(g, tr, phases, phase, used);
+}
+
+/* wacc=reg: why weight v's partial sums cannot live in registers, or NULL. As for an accumulator
+ * (reg_obstacle), a lane holds only its own elements: every statement of the kernel writing v does so
+ * at the loop's own element of v's row (an elementwise statement, or a vector weight's gradient over
+ * v's whole [heads][dim] shape), and none reads v. */
+static const char *wacc_obstacle(kgen *g, const lw_trav *tr, const int *phases, int phase, int v)
+{
+    const ir_var *x = V(g, v);
+    if (g->wslots != 1) return "a dst-sorted run keeps several edge types' sums (slots)";
+    if (ir_var_row_width(x) != (int64_t)vt_heads(x) * x->dim) return "its row is not heads x dim elements";
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i)) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        if (reads_operand(s, v)) return "a statement reads it back";
+        if (s->out.var != v) continue;
+        if (s->op == IR_OP_DOT || s->op == IR_OP_LINEAR) return "a statement sums into it across lanes";
+        if (s->op == IR_OP_WGRAD) {
+            int BH, BD;
+            iter_shape(g, s, &BH, &BD);
+            if (x->rows_dim != 0 || BH != vt_heads(x) || BD != x->dim) return "lanes share its elements";
+        }
+    }
+    return NULL;
+}
+
+/* wacc=reg: puts the weight-gradient partial sums that allow it in registers (wreg), within the
+ * REG_SLOTS doubles a lane that the accumulators placed so far (`used`) leave; returns how many. */
+static int plan_wacc_registers(kgen *g, const lw_trav *tr, const int *phases, int phase, int used)
+{
+    if (!g->cfg->wacc) return 0;
+    int placed = 0;
+    for (int v = 0; v < g->ir->nvars; v++) {
+        if (g->wacc_off[v] < 0) continue;
+        int w = (int)ir_var_row_width(V(g, v));
+        const char *why = wacc_obstacle(g, tr, phases, phase, v);
+        if (!why && used + reg_count(g, w) > REG_SLOTS) why = "a lane would hold more than 16 doubles of registers";
+        if (why) {
+            rg_str_printf(&g->acc_note, "; wacc=reg: %s stays in shared memory: %s", V(g, v)->name, why);
+            continue;
+        }
+        g->wreg[v] = reg_count(g, w);
+        used += g->wreg[v];
+        placed++;
+        rg_str_printf(&g->acc_note, "; wacc=reg: %s in %d register(s) a lane", V(g, v)->name, g->wreg[v]);
     }
     return placed;
 }
@@ -1884,6 +1955,14 @@ static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
         int w = (int)ir_var_row_width(V(g, v));
         g->var_used[v] = g->var_written[v] = 1;
         char home[64];
+        if (g->wreg[v]) {   /* wacc=reg: each lane its own elements, in register order */
+            open_row_loop(g, b, w, 1, NULL);
+            row_home(g, g->wacc_off, v, "i", home, sizeof home);
+            rg_str_printf(b, "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s);\n            %s = 0.0;\n", v, tvar, w,
+                          home, home);
+            close_row_loop(g, b, 1);
+            continue;
+        }
         row_home(g, g->wacc_off, v, "i", home, sizeof home);
         rg_str_printf(b,
                       "        for (int i = lane; i < %d; i += %d) {\n"
@@ -1951,7 +2030,12 @@ static void emit_zero_acc(kgen *g)
 {
     int shared = 0, regs = 0;
     for (int v = 0; v < g->ir->nvars; v++)
-        if (g->wacc_off[v] >= 0) {
+        if (g->wreg[v]) {
+            rg_str_printf(&g->body, "    double rw%d[%d];   /* %s: this lane's elements of the type's sums, in open_row_loop's order */\n"
+                                    "    #pragma unroll\n    for (int k_ = 0; k_ < %d; k_++) rw%d[k_] = 0.0;\n",
+                          v, g->wreg[v], V(g, v)->name, g->wreg[v], v);
+            regs = 1;
+        } else if (g->wacc_off[v] >= 0) {
             rg_str_printf(&g->body, "    for (int i = lane; i < %lld; i += %d) scr[%d + i] = 0.0;\n",
                           (long long)ir_var_row_width(V(g, v)) * g->wslots, g->L, g->wacc_off[v]);
             shared = 1;
@@ -2397,6 +2481,7 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->acc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->reg_slots = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->wacc_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
+    g->wreg = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->lane_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
     g->lane_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->pf_var = rg_xcalloc((size_t)ir->nvars, sizeof(int));
@@ -2420,6 +2505,7 @@ static void kgen_free(kgen *g)
     free(g->reg_slots);
     rg_str_free(&g->acc_note);
     free(g->wacc_off);
+    free(g->wreg);
     free(g->lane_stmt);
     free(g->lane_off);
     free(g->lane_bcast);
@@ -2577,17 +2663,26 @@ int et_node_split(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
 }
 
 /* What the kernels of traversal tr would hold, planned as emit_one_kernel plans them: their lanes' own
- * statements (scalars=lane|replicated), their operands loaded with the ids (pfetch), or their gathered
- * rows prefetched (rowpf). */
-typedef enum planned { PLANNED_LANES, PLANNED_PFETCH, PLANNED_ROWPF } planned;
+ * statements (scalars=lane|replicated), their operands loaded with the ids (pfetch), their gathered
+ * rows prefetched (rowpf), or their weight-gradient sums in registers (wacc). */
+typedef enum planned { PLANNED_LANES, PLANNED_PFETCH, PLANNED_ROWPF, PLANNED_WACC } planned;
+
+static int count_wregs(const kgen *g)
+{
+    int n = 0;
+    for (int v = 0; v < g->ir->nvars; v++) n += g->wreg[v] > 0;
+    return n;
+}
 
 static int planned_count(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg,
                          planned what)
 {
     int walk = et_compact_walk(ir, tr, cfg);
     form f = walk ? FORM_EDGE : form_of(tr, cfg);
-    int set = what == PLANNED_LANES ? (int)cfg->lane_scalars : what == PLANNED_PFETCH ? cfg->pfetch : cfg->rowpf;
-    if (!set || (f != FORM_EDGE && f != FORM_EDGE_DSTRUN && f != FORM_NODE)) return 0;
+    int set = what == PLANNED_LANES ? (int)cfg->lane_scalars : what == PLANNED_PFETCH ? cfg->pfetch
+              : what == PLANNED_ROWPF ? cfg->rowpf : cfg->wacc;
+    int edges = f == FORM_EDGE || f == FORM_EDGE_DSTRUN || f == FORM_NODE;
+    if (!set || !(edges || (what == PLANNED_WACC && f == FORM_UNIQUE))) return 0;
     int *phases = rg_xmalloc((size_t)(tr->nstmts ? tr->nstmts : 1) * sizeof *phases);
     int nphases = et_phases(ir, tr, phases), n = 0;
     for (int p = 0; p < (f == FORM_NODE ? 1 : nphases); p++) {
@@ -2597,7 +2692,7 @@ static int planned_count(const ir_program *ir, const lw_trav *tr, const int *mat
         plan_rows(&g, tr, phases, p, nphases);
         int lanes = plan_lanes(&g, tr, phases, p);
         n += what == PLANNED_LANES ? lanes : what == PLANNED_PFETCH ? plan_prefetch(&g, tr, phases, p)
-                                                                    : plan_rowpf(&g, tr, phases, p);
+             : what == PLANNED_ROWPF ? plan_rowpf(&g, tr, phases, p) : count_wregs(&g);
         kgen_free(&g);
     }
     free(phases);
@@ -2617,6 +2712,11 @@ int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materializ
 int et_row_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
 {
     return planned_count(ir, tr, materialized, cfg, PLANNED_ROWPF);
+}
+
+int et_wacc_registers(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg)
+{
+    return planned_count(ir, tr, materialized, cfg, PLANNED_WACC);
 }
 
 int et_mapping_applies(const cg_config *cfg, const ir_dims *dims, rg_err *err)

@@ -73,6 +73,9 @@ int et_prefetches(const ir_program *ir, const lw_trav *tr, const int *materializ
 /* rowpf=l2|l1: how many gathered rows (variable and access) the kernels of traversal tr prefetch with
  * their edges' ids (0: the key changes nothing there). */
 int et_row_prefetches(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
+/* wacc=reg: how many weight-gradient sums the kernels of traversal tr keep in registers (0: the key
+ * changes nothing there). */
+int et_wacc_registers(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
 
 /* Whether the traversal thread mapping (vec with lanes) applies to a problem of these feature
  * sizes: 0 with the reason when a vector width could vectorize no feature row, or when the row

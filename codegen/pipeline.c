@@ -168,6 +168,7 @@ static int count_in_kernels(const ir_program *ir, const lw_program *lp, const cg
 static int sets_lanes(const cg_config *c) { return c->lane_scalars != CFG_SCALARS_GROUP; }
 static int sets_pfetch(const cg_config *c) { return c->pfetch; }
 static int sets_rowpf(const cg_config *c) { return c->rowpf != CFG_ROWPF_OFF; }
+static int sets_wacc(const cg_config *c) { return c->wacc; }
 
 /* scalars=lane and scalars=replicated change only traversals with per-edge scalars a lane can evaluate
  * alone (et_lane_scalars): a plan, or an instance set to one by name, without any would duplicate
@@ -218,6 +219,23 @@ static int rowpf_applies(const ir_program *ir, const lw_program *lp, const cg_co
     else if (cfg->rowpf && !total)
         rg_errf(err, "rowpf prefetches the feature rows edges gather out of their walk's order; this plan's traversals "
                      "gather none, so it would duplicate rowpf=off");
+    else
+        return 1;
+    return 0;
+}
+
+/* wacc=reg changes only kernels whose weight-gradient sums can live in registers (et_wacc_registers):
+ * a plan, or an instance set to it by name, without any would duplicate smem. */
+static int wacc_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int bad, total = count_in_kernels(ir, lp, cfg, sets_wacc, et_wacc_registers, &bad);
+    if (bad >= 0)
+        rg_errf(err, "%s.wacc=reg: %s has no weight-gradient sums that registers could hold (they need one edge-type "
+                     "slot, every statement adding at its own element, and room beside acc=reg's accumulators in 16 "
+                     "doubles a lane), so it would duplicate wacc=smem", lp->inst[bad].name, lp->inst[bad].name);
+    else if (cfg->wacc && !total)
+        rg_errf(err, "wacc=reg keeps a traversal's weight-gradient sums in registers; this plan has none that registers "
+                     "could hold, so it would duplicate wacc=smem");
     else
         return 1;
     return 0;
@@ -297,7 +315,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         return -1;
     }
     if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) ||
-        !lanes_apply(ir, lp, cfg, err) || !pfetch_applies(ir, lp, cfg, err) || !rowpf_applies(ir, lp, cfg, err) ||
+        !lanes_apply(ir, lp, cfg, err) || !pfetch_applies(ir, lp, cfg, err) || !rowpf_applies(ir, lp, cfg, err) || !wacc_applies(ir, lp, cfg, err) ||
         !epi_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);

@@ -1115,6 +1115,70 @@ static void test_row_prefetches(void **state)
     assert_refused("rgcn", "infer", "pagg=off,rowpf=l2", PL_INAPPLICABLE, "it would duplicate rowpf=off");
 }
 
+/* wacc=reg: the walk's and the compact rows' partial sums of a vector weight's gradient live in
+ * registers (rwN, each lane its own elements), added to without a shared-memory row and flushed per
+ * edge type in the same register order; the shared scratch shrinks by the row; where the registers
+ * would pass 16 doubles a lane the sums stay shared, saying why; kernels without such sums refuse it by
+ * name, and so does a plan without any; the kernels compile. */
+static void test_wacc_registers(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v, w;
+    kp_plan plan = {0};
+    static const char *base = "crsum=defer,softmax=single,recompute=on,lanes=16,scalars=replicated";
+    char kv[256];
+    snprintf(kv, sizeof kv, "%s,wacc=reg", base);
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, kv, &err), 0);
+    if (build_variant("rgat", "train", &cfg, &v, &err)) fail_msg("%s: %s", kv, err.msg);
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, base, &err), 0);
+    if (build_variant("rgat", "train", &cfg, &w, &err)) fail_msg("%s: %s", base, err.msg);
+    assert_int_equal(v.plan.nkernels, w.plan.nkernels);
+    int in_regs = 0;
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const char *src = v.plan.kernels[k].source;
+        const char *decl = strstr(src, "    double rw");
+        if (!decl) continue;
+        int var = atoi(decl + strlen("    double rw")), n = atoi(strchr(decl, '[') + 1);
+        char add[48], flush[80], shared[48];
+        snprintf(add, sizeof add, "rw%d[k_] += (double)", var);
+        snprintf(flush, sizeof flush, "atomicAdd(&v%d[(size_t)(tcur) * 64 + i], rw%d[k_]);", var, var);
+        assert_non_null(strstr(src, add));
+        assert_non_null(strstr(src, flush));
+        assert_non_null(strstr(src, "wacc=reg: "));
+        /* the smem variant's row of the same sums: 64 doubles more of scratch a row group (an empty
+         * scratch is printed as 1) */
+        int with = atoi(strstr(src, "smem + warp * ") + strlen("smem + warp * "));
+        const char *old = w.plan.kernels[k].source;
+        int without = atoi(strstr(old, "smem + warp * ") + strlen("smem + warp * "));
+        assert_int_equal(without - (with == 1 && without == 64 ? 0 : with), 64);
+        snprintf(shared, sizeof shared, "atomicAdd(&v%d[(size_t)(tcur) * 64 + i], scr[", var);
+        assert_non_null(strstr(old, shared));
+        assert_int_equal(n, 4);   /* 64 elements over 16 lanes */
+        in_regs++;
+        queue90(&plan, &v.plan.kernels[k]);
+    }
+    assert_int_equal(in_regs, 2);   /* the walk's d_W_w_t and the compact rows' d_w_s */
+    cg_variant_free(&v);
+    cg_variant_free(&w);
+    /* at 8 lanes the walk's d_hs (8 registers under acc=reg32), d_atts and d_W_w_t (8) pass 16 doubles */
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "crsum=defer,softmax=single,recompute=on,lanes=8,acc=reg32,wacc=reg", &err), 0);
+    if (build_variant("rgat", "train", &cfg, &v, &err)) fail_msg("lanes 8: %s", err.msg);
+    int stays = 0;
+    for (int k = 0; k < v.plan.nkernels; k++)
+        stays += strstr(v.plan.kernels[k].source, "wacc=reg: d_W_w_t stays in shared memory: a lane would hold more") != NULL;
+    assert_int_equal(stays, 1);
+    cg_variant_free(&v);
+    compile90_and_free(&plan);
+    assert_refused("rgat", "train", "crsum=defer,softmax=single,recompute=on,trav_12_bwd.wacc=reg", PL_INAPPLICABLE,
+                   "trav_12_bwd.wacc=reg: trav_12_bwd has no weight-gradient sums");
+    assert_refused("rgat", "infer", "wacc=reg", PL_INAPPLICABLE, "it would duplicate wacc=smem");
+}
+
 /* The loss and its gradient in float32 (expf, not a double exp): float4 loads where a lane's classes
  * are a whole 16-byte slice of the row (64 classes: 8 lanes of 8), one float a class otherwise (10
  * classes: 2 lanes of 5, the second lane's last guarded); both forms compile; one class is refused. */
@@ -1848,6 +1912,7 @@ int main(void)
         cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_single_stores),
         cmocka_unit_test(test_row_prefetches),
+        cmocka_unit_test(test_wacc_registers),
         cmocka_unit_test(test_loss_kernels_float32),
         cmocka_unit_test(test_vector_dot_products),
         cmocka_unit_test(test_acc_reg_compiles),
