@@ -74,6 +74,15 @@ static int cfg_rule_gtiles(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_occ(const cg_config *c, rg_err *err)
+{
+    int threads = c->occ * 32;
+    if (c->occ && (threads % c->tblock || threads / c->tblock > 32))
+        return rg_errf(err, "invalid: occ=%d asks for %d threads an SM, which is not a whole number of tblock=%d blocks "
+                            "(of at most 32 an SM)", c->occ, threads, c->tblock);
+    return 0;
+}
+
 static int cfg_rule_w_regs(const cg_config *c, rg_err *err)
 {
     if (c->w_regs && c->tile > 32)

@@ -2412,7 +2412,9 @@ static void drop_unread_ids(kgen *g)
 static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, int split)
 {
     rg_str_printf(src, "\n/* %s */\nextern \"C\" __global__ void ", comment);
-    if (g->cfg->launch_bounds)   /* resident blocks asked for: an SM holds 2048 threads at most */
+    if (g->cfg->occ)   /* occ=N: N warps an SM, so registers for that many blocks (cfg_rule_occ) */
+        rg_str_printf(src, "__launch_bounds__(%d, %d) ", g->cfg->tblock, g->cfg->occ * 32 / g->cfg->tblock);
+    else if (g->cfg->launch_bounds)   /* resident blocks asked for: an SM holds 2048 threads at most */
         rg_str_printf(src, "__launch_bounds__(%d, %d) ", g->cfg->tblock, g->cfg->tblock >= 1024 ? 2 : 4);
     rg_str_printf(src, "%s(int num_rows", k->name);
     if (split) {

@@ -1179,6 +1179,47 @@ static void test_wacc_registers(void **state)
     assert_refused("rgat", "infer", "wacc=reg", PL_INAPPLICABLE, "it would duplicate wacc=smem");
 }
 
+/* occ=N: every traversal kernel asks the compiler for N warps an SM (__launch_bounds__(tblock,
+ * N x 32 / tblock)), a per-kernel override only its instance's, no GEMM; blocks that do not divide
+ * are refused; the kernels compile. */
+static void test_occupancy_bounds(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    kp_plan plan = {0};
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "tblock=128,occ=48,trav_10_bwd.occ=64,crsum=defer,softmax=single,recompute=on", &err), 0);
+    if (build_variant("rgat", "train", &cfg, &v, &err)) fail_msg("%s", err.msg);
+    int bounded = 0;
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        const kp_kernel *kk = &v.plan.kernels[k];
+        if (kk->category != KC_TRAVERSAL) {
+            assert_null(strstr(kk->source, "__launch_bounds__(128, 12)"));
+            continue;
+        }
+        const char *want = !strcmp(kk->name, "trav_10_bwd") ? "__launch_bounds__(128, 16) trav_10_bwd("
+                                                              : "__launch_bounds__(128, 12) ";
+        assert_non_null(strstr(kk->source, want));
+        bounded++;
+        queue90(&plan, kk);
+    }
+    assert_true(bounded >= 5);
+    cg_variant_free(&v);
+    compile90_and_free(&plan);
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "tblock=512,occ=40", &err), 0);
+    assert_int_not_equal(cfg_validate(&cfg, &err), 0);
+    assert_non_null(strstr(err.msg, "occ=40 asks for 1280 threads an SM, which is not a whole number of tblock=512 blocks"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "tblock=32,occ=64", &err), 0);   /* 64 blocks an SM */
+    assert_int_not_equal(cfg_validate(&cfg, &err), 0);
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "tblock=128,occ=40", &err), 0);
+    assert_int_equal(cfg_validate(&cfg, &err), 0);
+}
+
 /* The loss and its gradient in float32 (expf, not a double exp): float4 loads where a lane's classes
  * are a whole 16-byte slice of the row (64 classes: 8 lanes of 8), one float a class otherwise (10
  * classes: 2 lanes of 5, the second lane's last guarded); both forms compile; one class is refused. */
@@ -1913,6 +1954,7 @@ int main(void)
         cmocka_unit_test(test_single_stores),
         cmocka_unit_test(test_row_prefetches),
         cmocka_unit_test(test_wacc_registers),
+        cmocka_unit_test(test_occupancy_bounds),
         cmocka_unit_test(test_loss_kernels_float32),
         cmocka_unit_test(test_vector_dot_products),
         cmocka_unit_test(test_acc_reg_compiles),
