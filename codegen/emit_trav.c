@@ -1007,13 +1007,13 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
         if (operand_ref(g, &s->in[0], "h", "d", xr, sizeof xr, err) ||
             operand_ref(g, &s->in[1], "h", "d", dr, sizeof dr, err))
             return -1;
-        char home[200];
+        char home[200], term[1200];
+        /* farith=f32: the product in float32, one conversion; the sum keeps float64 */
+        if (g->cfg->farith) snprintf(term, sizeof term, "(double)((float)(%s) * (float)(%s))", dr, xr);
+        else snprintf(term, sizeof term, "(double)(%s) * (double)(%s)", dr, xr);
         if (stores_to_wregs(g, s)) {
-            /* wacc=reg: each lane adds into the registers of its own elements (plan_wacc_registers:
+            /* wacc=reg: each lane adds into the registers of its own elements (plan_registers, wacc_obstacle:
              * the loop's elements are w's own), in open_row_loop's order */
-            char term[1200];
-            if (g->cfg->farith) snprintf(term, sizeof term, "(double)((float)(%s) * (float)(%s))", dr, xr);
-            else snprintf(term, sizeof term, "(double)(%s) * (double)(%s)", dr, xr);
             open_row_loop(g, &g->body, BH * BD, 1, NULL);
             row_home(g, g->wacc_off, s->out.var, wel, home, sizeof home);
             rg_str_printf(&g->body, "            const int h = i / %d, d = i %% %d; (void)h; (void)d;\n"
@@ -1025,10 +1025,6 @@ static int emit_rowwise_wgrad(kgen *g, const ir_stmt *s, rg_err *err)
              * plain sum does: a shared-memory double atomic is a compare-and-swap loop on sm_90. */
             int own = H == BH && w->dim == BD;
             char sum[1400];
-            /* farith=f32: the product in float32, one conversion; the sum keeps float64 */
-            char term[1200];
-            if (g->cfg->farith) snprintf(term, sizeof term, "(double)((float)(%s) * (float)(%s))", dr, xr);
-            else snprintf(term, sizeof term, "(double)(%s) * (double)(%s)", dr, xr);
             snprintf(sum, sizeof sum, own ? "%s += %s" : "atomicAdd(&%s, %s)", home, term);
             rg_str_printf(&g->body,
                           "        for (int i = lane; i < %d; i += %d) {\n"
@@ -1311,35 +1307,11 @@ static const char *reg_obstacle(const kgen *g, const lw_trav *tr, const int *pha
     return NULL;
 }
 
-/* acc=reg: puts the accumulators that allow it in registers (reg_slots), at most REG_SLOTS doubles
- * a lane, and notes where each one lives; returns how many it placed. */
-static int plan_wacc_registers(kgen *g, const lw_trav *tr, const int *phases, int phase, int used);
-
-static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int phase)
-{
-    int used = 0, placed = 0;
-    for (int v = 0; v < g->ir->nvars && g->cfg->acc != CFG_ACC_SMEM; v++) {
-        if (g->acc_off[v] < 0) continue;
-        int w = (int)ir_var_row_width(V(g, v));
-        const char *why = reg_obstacle(g, tr, phases, phase, v);
-        if (!why && used + reg_count(g, w) > REG_SLOTS) why = "a lane would hold more than 16 doubles of registers";
-        if (why) {
-            rg_str_printf(&g->acc_note, "; acc=reg: %s stays in shared memory: %s", V(g, v)->name, why);
-            continue;
-        }
-        g->reg_slots[v] = reg_count(g, w);
-        used += g->reg_slots[v];
-        placed++;
-        rg_str_printf(&g->acc_note, "; acc=reg: %s in %d register(s) a lane", V(g, v)->name, g->reg_slots[v]);
-    }
-    return placed + plan_wacc_registers(g, tr, phases, phase, used);
-}
-
 /* wacc=reg: why weight v's partial sums cannot live in registers, or NULL. As for an accumulator
  * (reg_obstacle), a lane holds only its own elements: every statement of the kernel writing v does so
  * at the loop's own element of v's row (an elementwise statement, or a vector weight's gradient over
  * v's whole [heads][dim] shape), and none reads v. */
-static const char *wacc_obstacle(kgen *g, const lw_trav *tr, const int *phases, int phase, int v)
+static const char *wacc_obstacle(const kgen *g, const lw_trav *tr, const int *phases, int phase, int v)
 {
     const ir_var *x = V(g, v);
     if (g->wslots != 1) return "a dst-sorted run keeps several edge types' sums (slots)";
@@ -1359,26 +1331,41 @@ static const char *wacc_obstacle(kgen *g, const lw_trav *tr, const int *phases, 
     return NULL;
 }
 
-/* wacc=reg: puts the weight-gradient partial sums that allow it in registers (wreg), within the
- * REG_SLOTS doubles a lane that the accumulators placed so far (`used`) leave; returns how many. */
-static int plan_wacc_registers(kgen *g, const lw_trav *tr, const int *phases, int phase, int used)
+typedef const char *(*reg_obstacle_fn)(const kgen *g, const lw_trav *tr, const int *phases, int phase, int v);
+
+/* Puts the sums with a scratch home in `off` (accumulators: acc_off; weight-gradient sums: wacc_off)
+ * that `obstacle` allows in registers (their counts a lane in `slots`), within the REG_SLOTS doubles a
+ * lane that *used leaves, and notes under `key` where each one lives; returns how many it placed. */
+static int place_registers(kgen *g, const lw_trav *tr, const int *phases, int phase, const int *off, int *slots,
+                           const char *key, reg_obstacle_fn obstacle, int *used)
 {
-    if (!g->cfg->wacc) return 0;
     int placed = 0;
     for (int v = 0; v < g->ir->nvars; v++) {
-        if (g->wacc_off[v] < 0) continue;
+        if (off[v] < 0) continue;
         int w = (int)ir_var_row_width(V(g, v));
-        const char *why = wacc_obstacle(g, tr, phases, phase, v);
-        if (!why && used + reg_count(g, w) > REG_SLOTS) why = "a lane would hold more than 16 doubles of registers";
+        const char *why = obstacle(g, tr, phases, phase, v);
+        if (!why && *used + reg_count(g, w) > REG_SLOTS) why = "a lane would hold more than 16 doubles of registers";
         if (why) {
-            rg_str_printf(&g->acc_note, "; wacc=reg: %s stays in shared memory: %s", V(g, v)->name, why);
+            rg_str_printf(&g->acc_note, "; %s: %s stays in shared memory: %s", key, V(g, v)->name, why);
             continue;
         }
-        g->wreg[v] = reg_count(g, w);
-        used += g->wreg[v];
+        slots[v] = reg_count(g, w);
+        *used += slots[v];
         placed++;
-        rg_str_printf(&g->acc_note, "; wacc=reg: %s in %d register(s) a lane", V(g, v)->name, g->wreg[v]);
+        rg_str_printf(&g->acc_note, "; %s: %s in %d register(s) a lane", key, V(g, v)->name, slots[v]);
     }
+    return placed;
+}
+
+/* acc=reg: the accumulators that allow it in registers (reg_slots); then wacc=reg: the weight-gradient
+ * sums (wreg) in what room is left; returns how many were placed. */
+static int plan_registers(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    int used = 0, placed = 0;
+    if (g->cfg->acc != CFG_ACC_SMEM)
+        placed += place_registers(g, tr, phases, phase, g->acc_off, g->reg_slots, "acc=reg", reg_obstacle, &used);
+    if (g->cfg->wacc)
+        placed += place_registers(g, tr, phases, phase, g->wacc_off, g->wreg, "wacc=reg", wacc_obstacle, &used);
     return placed;
 }
 

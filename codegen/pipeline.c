@@ -192,53 +192,50 @@ static int lanes_apply(const ir_program *ir, const lw_program *lp, const cg_conf
     return 0;
 }
 
-/* pfetch=on changes only kernels with per-edge scalar operands to load (et_prefetches): a plan, or an
- * instance set to on by name, without any would duplicate off. */
-static int pfetch_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
-{
-    int bad, total = count_in_kernels(ir, lp, cfg, sets_pfetch, et_prefetches, &bad);
-    if (bad >= 0)
-        rg_errf(err, "%s.pfetch=on: %s reads no per-edge scalar operand from device memory, so it would duplicate "
-                     "pfetch=off", lp->inst[bad].name, lp->inst[bad].name);
-    else if (cfg->pfetch && !total)
-        rg_errf(err, "pfetch=on loads per-edge scalar operands with the edges' ids; this plan's traversals read none, so "
-                     "it would duplicate pfetch=off");
-    else
-        return 1;
-    return 0;
-}
+/* A traversal key that changes only kernels holding what it acts on (`count`: how many such things the
+ * kernels of a traversal hold under a config): a plan, or an instance set to it by name, without any would
+ * duplicate the key's default. */
+typedef struct trav_key {
+    int (*sets)(const cg_config *c);
+    int (*count)(const ir_program *ir, const lw_trav *tr, const int *materialized, const cg_config *cfg);
+    const char *setting;    /* as the message names it after the instance */
+    const char *lacks;      /* what an instance without any lacks */
+    const char *plan_why;   /* what the key does, and that the plan has none */
+    const char *dflt;       /* the value it would duplicate */
+} trav_key;
 
-/* rowpf=l2|l1 changes only kernels that gather rows at ids random in their walk (et_row_prefetches): a
- * plan, or an instance set to one by name, without any would duplicate off. */
-static int rowpf_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
-{
-    int bad, total = count_in_kernels(ir, lp, cfg, sets_rowpf, et_row_prefetches, &bad);
-    if (bad >= 0)
-        rg_errf(err, "%s.rowpf: %s gathers no feature row at an id its walk visits out of order, so it would "
-                     "duplicate rowpf=off", lp->inst[bad].name, lp->inst[bad].name);
-    else if (cfg->rowpf && !total)
-        rg_errf(err, "rowpf prefetches the feature rows edges gather out of their walk's order; this plan's traversals "
-                     "gather none, so it would duplicate rowpf=off");
-    else
-        return 1;
-    return 0;
-}
+static const trav_key trav_keys[] = {
+    /* per-edge scalar operands to load with the ids (et_prefetches) */
+    {sets_pfetch, et_prefetches, "pfetch=on", "reads no per-edge scalar operand from device memory",
+     "pfetch=on loads per-edge scalar operands with the edges' ids; this plan's traversals read none", "pfetch=off"},
+    /* rows gathered at ids random in the walk (et_row_prefetches) */
+    {sets_rowpf, et_row_prefetches, "rowpf", "gathers no feature row at an id its walk visits out of order",
+     "rowpf prefetches the feature rows edges gather out of their walk's order; this plan's traversals gather none",
+     "rowpf=off"},
+    /* weight-gradient sums registers can hold (et_wacc_registers) */
+    {sets_wacc, et_wacc_registers, "wacc=reg",
+     "has no weight-gradient sums that registers could hold (they need one edge-type slot, every statement adding "
+     "at its own element, and room beside acc=reg's accumulators in 16 doubles a lane)",
+     "wacc=reg keeps a traversal's weight-gradient sums in registers; this plan has none that registers could hold",
+     "wacc=smem"},
+};
 
-/* wacc=reg changes only kernels whose weight-gradient sums can live in registers (et_wacc_registers):
- * a plan, or an instance set to it by name, without any would duplicate smem. */
-static int wacc_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+static int trav_keys_apply(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
-    int bad, total = count_in_kernels(ir, lp, cfg, sets_wacc, et_wacc_registers, &bad);
-    if (bad >= 0)
-        rg_errf(err, "%s.wacc=reg: %s has no weight-gradient sums that registers could hold (they need one edge-type "
-                     "slot, every statement adding at its own element, and room beside acc=reg's accumulators in 16 "
-                     "doubles a lane), so it would duplicate wacc=smem", lp->inst[bad].name, lp->inst[bad].name);
-    else if (cfg->wacc && !total)
-        rg_errf(err, "wacc=reg keeps a traversal's weight-gradient sums in registers; this plan has none that registers "
-                     "could hold, so it would duplicate wacc=smem");
-    else
-        return 1;
-    return 0;
+    for (size_t k = 0; k < sizeof trav_keys / sizeof *trav_keys; k++) {
+        const trav_key *t = &trav_keys[k];
+        int bad, total = count_in_kernels(ir, lp, cfg, t->sets, t->count, &bad);
+        if (bad >= 0) {
+            rg_errf(err, "%s.%s: %s %s, so it would duplicate %s", lp->inst[bad].name, t->setting, lp->inst[bad].name,
+                    t->lacks, t->dflt);
+            return 0;
+        }
+        if (t->sets(cfg) && !total) {
+            rg_errf(err, "%s, so it would duplicate %s", t->plan_why, t->dflt);
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* epi=on changes only a plan with an aggregation whose node statements it can run (cg_fusions). */
@@ -315,7 +312,7 @@ int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE 
         return -1;
     }
     if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) ||
-        !lanes_apply(ir, lp, cfg, err) || !pfetch_applies(ir, lp, cfg, err) || !rowpf_applies(ir, lp, cfg, err) || !wacc_applies(ir, lp, cfg, err) ||
+        !lanes_apply(ir, lp, cfg, err) || !trav_keys_apply(ir, lp, cfg, err) ||
         !epi_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);
