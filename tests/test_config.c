@@ -481,8 +481,9 @@ static void test_feature_encoding(void **state)
     static const char *const names[] = {"compact_bsearch", "compact_direct", "reorder", "tile8", "tile16", "tile64",
                                         "tile128", "coarsen1", "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off",
                                         "acc_reg", "acc_reg32", "wrun128", "wrun512", "crsum_run", "crsum_split",
-                                        "crsum_defer", "recompute", "nchunk8"};
-    assert_int_equal(CFG_NFEATURES, 22);
+                                        "crsum_defer", "recompute", "nchunk8", "softmax_single", "mma_tf32",
+                                        "mma_bf16", "vec2", "vec4", "vec8", "lanes8", "lanes16"};
+    assert_int_equal(CFG_NFEATURES, 30);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -490,7 +491,8 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "compact=bsearch,reorder=off,tile=64,coarsen=1,lb=on,w=reg,trav=node,pagg=off", &err), 0);
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
-    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                  0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);
@@ -504,6 +506,11 @@ static void test_feature_encoding(void **state)
     assert_int_equal(cfg_parse(&c, "acc=reg32", &err), 0);
     cfg_features(&c, x);
     assert_true(x[13] == 0 && x[14] == 1);
+    /* the features appended in session 27: softmax, mma, vec and lanes */
+    assert_int_equal(cfg_parse(&c, "softmax=single,mma=bf16,vec=4,lanes=16", &err), 0);
+    cfg_features(&c, x);
+    assert_true(x[22] == 1 && x[23] == 0 && x[24] == 1 && x[25] == 0 && x[26] == 1 && x[27] == 0 && x[28] == 0 &&
+                x[29] == 1);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 0.855);
 }
