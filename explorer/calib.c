@@ -16,8 +16,8 @@ void cal_features(const cg_config *c, double x[CAL_NFEAT])
     int k = 0;
     x[k++] = 1;
     for (int i = 0; i < CFG_NFEATURES; i++) x[k++] = bits[i];
-    for (int i = 0; i < CFG_NFEATURES; i++)
-        for (int j = i + 1; j < CFG_NFEATURES; j++) x[k++] = bits[i] * bits[j];
+    for (int i = 0; i < CM_NPAIRED; i++)
+        for (int j = i + 1; j < CM_NPAIRED; j++) x[k++] = bits[i] * bits[j];
 }
 
 static int usable(const cm_sample *x, double pred)

@@ -396,8 +396,10 @@ enum { A_FLOPS, A_BYTES, A_ATOMICS, A_LAUNCHES, A_PRED, NA };
 static const char *const A_NAMES[NA] = {"log_flops", "log_bytes", "log_atomics", "log_launches", "log_pred_a"};
 
 /* Pairs of config bits: an option's effect can change sign with another's (compaction helps
- * node-centric RGAT training and hurts its edge-centric kernels on the same graph). */
-#define NPAIR (NC * (NC - 1) / 2)
+ * node-centric RGAT training and hurts its edge-centric kernels on the same graph). Of the first
+ * CM_NPAIRED bits only (costmodel.h says why). */
+enum { NCP = CM_NPAIRED };
+#define NPAIR (NCP * (NCP - 1) / 2)
 /* Problem size against the GEMM tile: a block computes tile x tile outputs, so a product
  * narrower than the tile leaves lanes idle, in proportion to log2(tile / width). Linear terms
  * in log dims cannot express that kink (at dims 16 tile 16 wins, with 4 heads at dims 128
@@ -412,7 +414,7 @@ static const char *const S_NAMES[NS] = {"tile_idle_dim_out", "tile_idle_head_dim
 static void pair_of(int k, int *i, int *j)
 {
     RG_ASSERT(k >= 0 && k < NPAIR);
-    for (*i = 0; k >= NC - 1 - *i; (*i)++) k -= NC - 1 - *i;
+    for (*i = 0; k >= NCP - 1 - *i; (*i)++) k -= NCP - 1 - *i;
     *j = *i + 1 + k;
 }
 
@@ -474,8 +476,8 @@ void cm_features(const cm_problem *p, const cg_config *c, const cm_counts *k, do
     for (int i = 0; i < NC; i++)
         for (int j = 0; j < NZ; j++) inter[i * NZ + j] = x[i] * z[j];
     double *pairs = inter + NC * NZ;
-    for (int k = 0, i = 0; i < NC; i++)
-        for (int j = i + 1; j < NC; j++) pairs[k++] = x[i] * x[j];
+    for (int k = 0, i = 0; i < NCP; i++)
+        for (int j = i + 1; j < NCP; j++) pairs[k++] = x[i] * x[j];
     double *size = pairs + NPAIR, head_dim = p->heads > 0 ? (double)p->dim_out / p->heads : p->dim_out;
     size[S_TILE_OUT] = p->dim_out > 0 && c->tile > p->dim_out ? log2((double)c->tile / p->dim_out) : 0;
     size[S_TILE_HEAD] = head_dim > 0 && c->tile > head_dim ? log2(c->tile / head_dim) : 0;

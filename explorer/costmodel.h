@@ -123,9 +123,14 @@ typedef struct cm_fit_options {
 #define CM_WEIGHT_TAU 0.5
 void cm_fit_options_default(cm_fit_options *o);
 
+/* The config bits that enter the models in pairs too: the first 22. Those appended in session 27
+ * (softmax, mma, vec, lanes) enter alone (and, in the ranking model, times the problem features): their
+ * pairs would add 260 columns, and the fits' decompositions grow as the cube of the columns (make
+ * perf-tables took 4x as long with them; docs/perf-notes.md, session 27). */
+#define CM_NPAIRED (CFG_NFEATURES < 22 ? CFG_NFEATURES : 22)
 /* Bayesian optimisation's config encoding (explorer/calib.h): an intercept, the key table's one-hot
- * bits, their pairs. */
-#define CM_BO_NFEAT (1 + CFG_NFEATURES + CFG_NFEATURES * (CFG_NFEATURES - 1) / 2)
+ * bits, the pairs of the first CM_NPAIRED. */
+#define CM_BO_NFEAT (1 + CFG_NFEATURES + CM_NPAIRED * (CM_NPAIRED - 1) / 2)
 /* Feature j >= 1 of that encoding as the model file names it: a config bit, or a pair "a*b". */
 const char *cm_bo_feature_name(int j);
 
