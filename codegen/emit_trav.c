@@ -1942,21 +1942,12 @@ static void emit_wflush(kgen *g, rg_str *b, const char *tvar)
         int w = (int)ir_var_row_width(V(g, v));
         g->var_used[v] = g->var_written[v] = 1;
         char home[64];
-        if (g->wreg[v]) {   /* wacc=reg: each lane its own elements, in register order */
-            open_row_loop(g, b, w, 1, NULL);
-            row_home(g, g->wacc_off, v, "i", home, sizeof home);
-            rg_str_printf(b, "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s);\n            %s = 0.0;\n", v, tvar, w,
-                          home, home);
-            close_row_loop(g, b, 1);
-            continue;
-        }
+        int reg = g->wreg[v] > 0;   /* wacc=reg: each lane its own elements, in register order */
+        open_row_loop(g, b, w, reg, NULL);
         row_home(g, g->wacc_off, v, "i", home, sizeof home);
-        rg_str_printf(b,
-                      "        for (int i = lane; i < %d; i += %d) {\n"
-                      "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s);\n"
-                      "            %s = 0.0;\n"
-                      "        }\n",
-                      w, g->L, v, tvar, w, home, home);
+        rg_str_printf(b, "            atomicAdd(&v%d[(size_t)(%s) * %d + i], %s);\n            %s = 0.0;\n", v, tvar, w,
+                      home, home);
+        close_row_loop(g, b, reg);
     }
     rg_str_printf(b, "        %s;\n", gsync(g));
 }
