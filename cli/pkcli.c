@@ -27,7 +27,9 @@ static const char USAGE[] =
     "is the best uniform variant with an override INSTANCE.KEY=VAL where an instance's best differs,\n"
     "and its predicted time the sum of the kernels' (plus the best uniform variant's non-kernel\n"
     "overhead when the store has its span). --emit-config prints only the best combined config, for\n"
-    "explore run --config '...'. --space S counts the space S's per-kernel points for the problem\n"
+    "explore run --config '...'. Where the store has the dataset's counts, each variant's kernels are\n"
+    "generated again, and schedules that generate the same kernel (a key it does not read) count as\n"
+    "one choice with their times pooled. --space S counts the space S's per-kernel points for the problem\n"
     "(structures x product over the plan's instances of each one's schedules), without a store\n"
     "unless --db is given too.\n";
 

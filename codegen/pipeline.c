@@ -287,12 +287,20 @@ int pl_passes_apply(const pl_problem *p, const cg_config *cfg, rg_err *err)
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
              lw_program **lp_out, rg_err *err)
 {
+    rr_stats rs;
+    if (g) rr_stats_from_graph(&rs, g, g->name);
+    return pl_build_stats(p, cfg, g ? &rs : NULL, log, ir_out, lp_out, err);
+}
+
+int pl_build_stats(const pl_problem *p, const cg_config *cfg, const rr_stats *stats, FILE *log, ir_program **ir_out,
+                   lw_program **lp_out, rg_err *err)
+{
     *ir_out = NULL;
     *lp_out = NULL;
     if (!pl_schedule_applies(p, cfg, err)) return PL_INAPPLICABLE;
     rr_stats rs;
     int inapplicable = 0;
-    if (g) rr_stats_from_graph(&rs, g, g->name);
+    if (stats) rs = *stats;
     else rr_stats_nominal(&rs);
     model_options mo = pass_options(p, cfg, &rs, log, &inapplicable);
     ir_program *ir = model_load_opts(p->model, &p->dims, &mo, err);

@@ -6,6 +6,7 @@
 #include "codegen/config.h"
 #include "codegen/ir.h"
 #include "codegen/lower.h"
+#include "codegen/pass_reorder.h"
 #include <stdio.h>
 #include "datasets/hgraph.h"
 
@@ -36,6 +37,10 @@ int pl_passes_apply(const pl_problem *p, const cg_config *cfg, rg_err *err);
  * -1, or PL_INAPPLICABLE. `log` (may be NULL) receives the passes' reports. */
 int pl_build(const pl_problem *p, const cg_config *cfg, const hg_graph *g, FILE *log, ir_program **ir_out,
              lw_program **lp_out, rg_err *err);
+/* pl_build with the graph's counts given directly (NULL: the nominal ones), as a results store keeps
+ * them: the passes read only these counts of the graph. */
+int pl_build_stats(const pl_problem *p, const cg_config *cfg, const rr_stats *rs, FILE *log, ir_program **ir_out,
+                   lw_program **lp_out, rg_err *err);
 /* pl_build's verdict alone (0, -1 or PL_INAPPLICABLE, err saying why), what it built freed: whether
  * a point applies to a problem. */
 int pl_build_verdict(const pl_problem *p, const cg_config *cfg, const hg_graph *g, rg_err *err);

@@ -87,6 +87,7 @@ typedef struct pk_kernel {
     char name[64];
     unsigned kinds;
     double ms;
+    uint64_t fp;              /* kernel_fingerprint of its generated kernel; 0: not regenerated */
 } pk_kernel;
 
 /* One uniform variant's stored measurement. */
@@ -132,6 +133,95 @@ static const char *const KERNELS_SQL =
 
 static int db_err(sqlite3 *db, const char *path, rg_err *err) { return rg_errf(err, "%s: %s", path, sqlite3_errmsg(db)); }
 
+/* The dataset's counts as the store keeps them (what the passes read of a graph); 0 when a count is
+ * missing (a dataset recorded without statistics): its kernels are then not regenerated. */
+static const char *const STATS_SQL =
+    "SELECT nodes, edges, unique_pairs, node_types, edge_types FROM datasets WHERE name = ?1"
+    " AND nodes IS NOT NULL AND edges IS NOT NULL AND unique_pairs IS NOT NULL AND node_types IS NOT NULL"
+    " AND edge_types IS NOT NULL";
+
+static int read_stats(sqlite3 *db, const char *dataset, rr_stats *rs)
+{
+    sqlite3_stmt *st = NULL;
+    int found = 0;
+    memset(rs, 0, sizeof *rs);
+    if (sqlite3_prepare_v2(db, STATS_SQL, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, dataset, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            rs->nodes = sqlite3_column_int64(st, 0);
+            rs->edges = sqlite3_column_int64(st, 1);
+            rs->unique_pairs = sqlite3_column_int64(st, 2);
+            rs->ntypes = sqlite3_column_int64(st, 3);
+            rs->etypes = sqlite3_column_int64(st, 4);
+            snprintf(rs->source, sizeof rs->source, "%s", dataset);
+            found = rs->nodes > 0 && rs->edges > 0 && rs->ntypes > 0 && rs->etypes > 0;
+        }
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* ================================================================ kernel identity ==== */
+
+/* Schedules that generate the same kernel are one choice. A key a kernel does not read (wrun in a
+ * forward traversal, rowpf where nothing is gathered, lanes of a kernel that keeps its own mapping)
+ * leaves its source and launch shape unchanged, so its values are measurements of one kernel: they
+ * are pooled into one median, and the combined config overrides no key that changes nothing there
+ * (nor one that a per-kernel override would refuse where the uniform key is silently not applied). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+#define FNV_START 1469598103934665603ull
+
+/* What regenerating a variant's kernels needs: the problem and the dataset's counts. */
+typedef struct pk_regen {
+    int on;                    /* 0: the store lacks the dataset's counts (nothing regenerated) */
+    pl_problem p;
+    rr_stats rs;
+} pk_regen;
+
+static uint64_t kernel_fingerprint(const kp_kernel *k)
+{
+    int shape[] = {(int)k->grid_kind, k->grid_rows_size, k->rows_per_block, k->tile_rowset, k->tile_rows,
+                   k->grid_x_fixed, k->grid_y, k->grid_z, k->block_x, k->block_y, k->shmem_bytes};
+    uint64_t h = fnv(FNV_START, k->source, strlen(k->source));
+    h = fnv(h, shape, sizeof shape);
+    return h ? h : 1;
+}
+
+/* The plan of config c generated for the dataset's counts, or -1. */
+static int regenerate(const pk_regen *g, const cg_config *c, cg_variant *v)
+{
+    ir_program *ir;
+    lw_program *lp;
+    rg_err e;
+    if (pl_build_stats(&g->p, c, &g->rs, NULL, &ir, &lp, &e)) return -1;
+    int rc = cg_build(ir, lp, c, v, &e);
+    lw_free(lp);
+    ir_free(ir);
+    return rc ? -1 : 0;
+}
+
+/* Sets each measured kernel's fingerprint from the variant's plan generated again; kernels the plan
+ * does not name (another build's) keep 0. Returns 1 when every one got one. */
+static int fingerprint_kernels(pk_obs *o, const pk_regen *g)
+{
+    cg_variant v;
+    if (regenerate(g, &o->cfg, &v)) return 0;
+    int all = 1;
+    for (int i = 0; i < o->nk; i++) {
+        for (int k = 0; k < v.plan.nkernels && !o->k[i].fp; k++)
+            if (!strcmp(v.plan.kernels[k].name, o->k[i].name)) o->k[i].fp = kernel_fingerprint(&v.plan.kernels[k]);
+        all &= o->k[i].fp != 0;
+    }
+    cg_variant_free(&v);
+    return all;
+}
+
 static int read_kernels(sqlite3_stmt *st, int64_t mid, pk_obs *o)
 {
     sqlite3_reset(st);
@@ -143,6 +233,7 @@ static int read_kernels(sqlite3_stmt *st, int64_t mid, pk_obs *o)
         snprintf(k->name, sizeof k->name, "%s", (const char *)sqlite3_column_text(st, 0));
         k->kinds = category_kinds((const char *)sqlite3_column_text(st, 1));
         k->ms = sqlite3_column_double(st, 2) / 1e6;
+        k->fp = 0;
     }
     return rc == SQLITE_DONE ? 0 : -1;
 }
@@ -168,7 +259,17 @@ static int add_row(sqlite3_stmt *row, sqlite3_stmt *kst, obs_set *s, pk_result *
     return read_kernels(kst, sqlite3_column_int64(row, 0), o);
 }
 
-static int read_store(const pk_query *q, obs_set *s, pk_result *r, rg_err *err)
+/* Every observation's kernels fingerprinted, where the store has the dataset's counts. */
+static void fingerprint_all(const pk_query *q, sqlite3 *db, obs_set *s, pk_regen *g, pk_result *r)
+{
+    memset(g, 0, sizeof *g);
+    if (!read_stats(db, q->dataset, &g->rs)) return;
+    g->on = 1;
+    g->p = (pl_problem){.model = q->model, .task = q->task, .dims = {q->dim_in, q->dim_out, q->heads}};
+    for (int i = 0; i < s->n; i++) r->nregenerated += fingerprint_kernels(&s->o[i], g);
+}
+
+static int read_store(const pk_query *q, obs_set *s, pk_regen *g, pk_result *r, rg_err *err)
 {
     rs_store *reader = rs_open_read(q->db, err);
     if (!reader) return -1;
@@ -195,6 +296,7 @@ static int read_store(const pk_query *q, obs_set *s, pk_result *r, rg_err *err)
         db_err(db, q->db, err);
         goto done;
     }
+    fingerprint_all(q, db, s, g, r);
     rc = 0;
 done:
     sqlite3_finalize(row);
@@ -248,31 +350,123 @@ static double inst_ms(const pk_obs *o, const char *inst)
     return t;
 }
 
-/* The median time of instance u over the variants sharing the schedule of variant `like`. */
-static double schedule_ms(const pk_obs *const *obs, int n, const pk_inst *u, const cg_config *like, double *buf)
+/* Instance inst's kernels' fingerprints combined (a sum: the order of its kernels' rows does not
+ * matter), or 0 when one is unknown. */
+static uint64_t inst_fp(const pk_obs *o, const char *inst)
+{
+    uint64_t h = 0;
+    char name[64];
+    for (int i = 0; i < o->nk; i++) {
+        instance_of(o->k[i].name, name);
+        if (strcmp(name, inst)) continue;
+        if (!o->k[i].fp) return 0;
+        h += o->k[i].fp;
+    }
+    return h;
+}
+
+/* The same of config c's plan generated again; 0 when it cannot be. */
+static uint64_t config_inst_fp(const pk_regen *g, const cg_config *c, const char *inst)
+{
+    cg_variant v;
+    if (regenerate(g, c, &v)) return 0;
+    uint64_t h = 0;
+    char name[64];
+    for (int k = 0; k < v.plan.nkernels; k++) {
+        instance_of(v.plan.kernels[k].name, name);
+        if (!strcmp(name, inst)) h += kernel_fingerprint(&v.plan.kernels[k]);
+    }
+    cg_variant_free(&v);
+    return h;
+}
+
+/* Whether a and b ran the same kernels of instance u: the same generated kernels where both were
+ * regenerated, else the same values of the keys u's kernels read. */
+static int same_kernel(const pk_obs *a, const pk_obs *b, const pk_inst *u)
+{
+    uint64_t fa = inst_fp(a, u->name), fb = inst_fp(b, u->name);
+    if (fa && fb) return fa == fb;
+    return same_schedule(&a->cfg, &b->cfg, u->kinds);
+}
+
+/* The median time of instance u over the variants that ran the same kernels as `like`. */
+static double kernel_ms(const pk_obs *const *obs, int n, const pk_inst *u, const pk_obs *like, double *buf)
 {
     int m = 0;
     for (int j = 0; j < n; j++)
-        if (same_schedule(&obs[j]->cfg, like, u->kinds)) buf[m++] = inst_ms(obs[j], u->name);
+        if (same_kernel(obs[j], like, u)) buf[m++] = inst_ms(obs[j], u->name);
     RG_ASSERT(m > 0);
     return rg_median_sort(buf, (size_t)m);
 }
 
-/* Instance u's best schedule among those measured; ties keep the best uniform variant's. */
-static void choose(const pk_obs *const *obs, int n, pk_inst *u, const cg_config *uniform, double *buf)
+/* The number of keys of `kinds` on which a and b differ. */
+static int schedule_distance(const cg_config *a, const cg_config *b, unsigned kinds)
 {
-    u->uniform_ms = schedule_ms(obs, n, u, uniform, buf);
-    u->best = *uniform;
+    int d = 0;
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        d += (cfg_key_kernels(k) & kinds) && k->get(a) != k->get(b);
+    }
+    return d;
+}
+
+/* Of the variants that ran the kernels of `best`, the config closest to the uniform one: the
+ * fewest overrides that give u those kernels. */
+static cg_config closest_config(const pk_obs *const *obs, int n, const pk_inst *u, const pk_obs *best,
+                                const cg_config *uniform)
+{
+    const pk_obs *c = best;
+    int dc = schedule_distance(&best->cfg, uniform, u->kinds);
+    for (int j = 0; j < n; j++) {
+        if (!same_kernel(obs[j], best, u)) continue;
+        int d = schedule_distance(&obs[j]->cfg, uniform, u->kinds);
+        if (d < dc) dc = d, c = obs[j];
+    }
+    return c->cfg;
+}
+
+/* best with each of u's keys set back to the uniform config's value where that still generates u's
+ * kernels: the overrides that matter, not those a measured point happened to carry. */
+static cg_config fewest_overrides(const pk_regen *g, const pk_inst *u, cg_config best, const cg_config *uniform)
+{
+    uint64_t want = g->on ? config_inst_fp(g, &best, u->name) : 0;
+    if (!want) return best;
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        if (!(cfg_key_kernels(k) & u->kinds) || k->get(&best) == k->get(uniform)) continue;
+        cg_config t = best;
+        k->set(&t, k->get(uniform));
+        rg_err e;
+        if (!cfg_validate(&t, &e) && config_inst_fp(g, &t, u->name) == want) best = t;
+    }
+    return best;
+}
+
+/* An instance keeps the uniform schedule unless another is faster by more than this fraction of its
+ * time: a choice among medians within noise of each other would only add overrides. */
+#define PK_MIN_GAIN 0.01
+
+/* Instance u's best kernels among those measured; ties keep the best uniform variant's. */
+static void choose(const pk_obs *const *obs, int n, pk_inst *u, const pk_obs *uniform, const pk_regen *g, double *buf)
+{
+    u->uniform_ms = kernel_ms(obs, n, u, uniform, buf);
+    u->best = uniform->cfg;
     u->best_ms = u->uniform_ms;
     u->nchoices = 0;
+    int best = -1;
     for (int j = 0; j < n; j++) {
         int seen = 0;
-        for (int i = 0; i < j && !seen; i++) seen = same_schedule(&obs[i]->cfg, &obs[j]->cfg, u->kinds);
+        for (int i = 0; i < j && !seen; i++) seen = same_kernel(obs[i], obs[j], u);
         if (seen) continue;
         u->nchoices++;
-        double t = schedule_ms(obs, n, u, &obs[j]->cfg, buf);
-        if (t < u->best_ms) u->best_ms = t, u->best = obs[j]->cfg;
+        double t = kernel_ms(obs, n, u, obs[j], buf);
+        if (t < u->best_ms) u->best_ms = t, best = j;
     }
+    if (best >= 0 && u->best_ms > u->uniform_ms * (1 - PK_MIN_GAIN)) {
+        u->best_ms = u->uniform_ms;
+        best = -1;
+    }
+    if (best >= 0) u->best = fewest_overrides(g, u, closest_config(obs, n, u, obs[best], &uniform->cfg), &uniform->cfg);
 }
 
 /* The uniform config with each instance's best schedule as overrides. */
@@ -293,7 +487,7 @@ static int combine(pk_structure *st, rg_err *err)
     return cfg_validate(&st->combined, err);
 }
 
-static void solve_structure(const pk_obs *const *obs, int n, pk_structure *st)
+static void solve_structure(const pk_obs *const *obs, int n, const pk_regen *g, pk_structure *st)
 {
     st->nvariants = n;
     int b = 0;
@@ -321,7 +515,7 @@ static void solve_structure(const pk_obs *const *obs, int n, pk_structure *st)
             in->best = st->uniform;
             st->fixed_ms += in->best_ms;
         } else {
-            choose(obs, n, in, &st->uniform, buf);
+            choose(obs, n, in, obs[b], g, buf);
         }
         st->points *= in->nchoices;
         st->predicted_ms += in->best_ms;
@@ -352,7 +546,8 @@ int pk_solve_store(const pk_query *q, pk_result *out, rg_err *err)
     memset(out, 0, sizeof *out);
     out->best = -1;
     obs_set s = {0};
-    if (read_store(q, &s, out, err)) {
+    pk_regen g;
+    if (read_store(q, &s, &g, out, err)) {
         obs_free(&s);
         return -1;
     }
@@ -370,7 +565,7 @@ int pk_solve_store(const pk_query *q, pk_result *out, rg_err *err)
         for (int i = 0; i < s.n; i++)
             if (s.o[i].structure == t) obs[n++] = &s.o[i];
         pk_structure *st = &out->s[t];
-        solve_structure(obs, n, st);
+        solve_structure(obs, n, &g, st);
         if (st->skipped) continue;
         out->points += st->points;
         if (out->best < 0 || st->predicted_ms < out->s[out->best].predicted_ms) out->best = t;
@@ -432,6 +627,9 @@ void pk_print(const pk_result *r, FILE *f)
     if (r->nother) fprintf(f, "; %d per-kernel variants left out", r->nother);
     fprintf(f, "\n(* marks an instance whose best schedule differs from the best uniform variant's; ms: medians over "
                "the variants sharing that schedule)\n");
+    if (r->nregenerated)
+        fprintf(f, "(%d of the %d variants' kernels generated again for the dataset's counts: schedules that generate "
+                   "the same kernel are one choice, their times pooled)\n", r->nregenerated, r->nvariants);
     for (int t = 0; t < r->nstructures; t++) print_structure(&r->s[t], f);
     fprintf(f, "\nper-kernel space measured: %d structures, %.0f points (%d uniform variants)\n", r->nstructures,
             r->points, r->nvariants);

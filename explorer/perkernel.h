@@ -14,7 +14,10 @@
  * each instance takes the schedule with the smallest stored time of its kernels. An instance's time
  * at a schedule is the median of its stored times over the variants that share that schedule (they
  * differ only in other instances' keys): a median, not the minimum, so that picking among many
- * measurements of one kernel does not reward noise. Interactions between kernels (a warm L2 left by
+ * measurements of one kernel does not reward noise. Where the store has the dataset's counts, each
+ * variant's kernels are generated again and schedules that generate the same kernel (a key the
+ * kernel does not read) are one choice, their times pooled; the combined config takes, for each
+ * instance, the fewest overrides that give it its best kernel. Interactions between kernels (a warm L2 left by
  * the previous one) are outside the premise; measuring the combined config checks it. */
 
 typedef struct pk_query {
@@ -28,7 +31,8 @@ typedef struct pk_inst {
     char name[64];
     unsigned kinds;            /* CFG_ON_GEMM | CFG_ON_TRAV of its kernels; 0: no schedule key (fixed) */
     int nkernels;
-    int nchoices;              /* distinct schedules of its keys measured */
+    int nchoices;              /* distinct kernels measured (schedules that generate the same kernel
+                                  are one; distinct schedules of its keys where not regenerated) */
     double best_ms;            /* median time at its best schedule */
     double uniform_ms;         /* median time at the best uniform variant's schedule */
     cg_config best;            /* a measured config with its best schedule (its keys only matter) */
@@ -56,6 +60,8 @@ typedef struct pk_result {
     char device[160], commit[64];
     int nvariants;             /* uniform variants read */
     int nother;                /* measured variants with overrides (not uniform: left out) */
+    int nregenerated;          /* uniform variants whose kernels were generated again and told apart by
+                                  their source and launch shape (the store has the dataset's counts) */
     int nstructures;
     pk_structure *s;
     int best;                  /* index of the structure with the smallest predicted time; -1 */

@@ -289,6 +289,136 @@ static void test_optimum_of_a_store(void **state)
     free(db);
 }
 
+/* ---- schedules that generate the same kernel are one choice ---- */
+
+static const rr_stats GSTATS = {.nodes = 1000, .edges = 10000, .unique_pairs = 3000, .ntypes = 3, .etypes = 6};
+static const pl_problem TRAIN = {.model = "rgat", .task = "train", .dims = {64, 64, 1}};
+#define TRAIN_KV "softmax=single,crsum=run,recompute=on"
+
+static void build_train(int wrun, cg_config *c, cg_variant *v)
+{
+    rg_err err;
+    char kv[128];
+    snprintf(kv, sizeof kv, TRAIN_KV ",wrun=%d", wrun);
+    cfg_default(c);
+    if (cfg_parse(c, kv, &err)) fail_msg("%s: %s", kv, err.msg);
+    ir_program *ir;
+    lw_program *lp;
+    if (pl_build_stats(&TRAIN, c, &GSTATS, NULL, &ir, &lp, &err) || cg_build(ir, lp, c, v, &err))
+        fail_msg("%s: %s", kv, err.msg);
+    lw_free(lp);
+    ir_free(ir);
+}
+
+/* wrun 16 and 32 of RGAT training stored with made-up kernel times: the first kernel wrun changes
+ * (the walk) is twice as fast at 32, the others it changes 20% faster at 16, and every kernel it does
+ * not change measures 1% faster at 16 (noise: the same kernel). Returns the store's path; changed[k]
+ * says whether kernel k's source differs (the plan's kernels, in order, in names). */
+static char *wrun_store(const char *dir, char names[][64], int *changed, int *nk)
+{
+    char *path = rg_xasprintf("%s/wrun.db", dir);
+    rg_err err;
+    rs_store *st = rs_open(path, &err);
+    assert_non_null(st);
+    rs_run_info info = {.commit = "abc", .host = "test", .gpu_name = "Test GPU", .sm = 90};
+    int64_t run = rs_begin_run(st, &info, &err);
+    hg_stats hs = {.nodes = GSTATS.nodes, .edges = GSTATS.edges, .unique_pairs = GSTATS.unique_pairs,
+                   .node_types = (int32_t)GSTATS.ntypes, .edge_types = (int32_t)GSTATS.etypes};
+    int64_t ds = rs_upsert_dataset(st, "toyg", &hs, &err);
+    assert_true(run > 0 && ds > 0);
+    cg_config c[2];
+    cg_variant v[2];
+    build_train(16, &c[0], &v[0]);
+    build_train(32, &c[1], &v[1]);
+    assert_int_equal(v[0].plan.nkernels, v[1].plan.nkernels);
+    *nk = v[0].plan.nkernels;
+    assert_true(*nk <= 32);
+    int first = -1;
+    for (int k = 0; k < *nk; k++) {
+        snprintf(names[k], 64, "%s", v[0].plan.kernels[k].name);
+        changed[k] = strcmp(v[0].plan.kernels[k].source, v[1].plan.kernels[k].source) != 0;
+        if (changed[k] && first < 0) first = k;
+    }
+    assert_true(first >= 0);
+    for (int i = 0; i < 2; i++) {
+        rs_kernel_time kt[32];
+        double sum = 0;
+        for (int k = 0; k < *nk; k++) {
+            const kp_kernel *kk = &v[i].plan.kernels[k];
+            double ms = !changed[k] ? (i == 0 ? 0.100 : 0.101) : k == first ? (i == 0 ? 2.0 : 1.0) : (i == 0 ? 0.5 : 0.6);
+            kt[k] = (rs_kernel_time){.kernel = kk->name, .category = kp_category_name(kk->category), .median_ns = ms * 1e6,
+                                     .spread_ns = NAN};
+            sum += ms;
+        }
+        char *json = cfg_to_json(&c[i]);
+        rs_variant rv = {.config_json = json, .hash = cfg_hash(&c[i]), .model = "rgat", .task = "train", .dim_in = 64,
+                         .dim_out = 64, .heads = 1};
+        rs_measurement m;
+        rs_measurement_init(&m);
+        m.run_id = run;
+        m.dataset_id = ds;
+        m.device_key = DEVICE;
+        m.median_ms = m.min_ms = m.max_ms = sum;
+        tu_store_measurement(st, &rv, &m, kt, (size_t)*nk, NULL, 0);
+        free(json);
+        cg_variant_free(&v[i]);
+    }
+    assert_int_equal(rs_finish_run(st, run, RS_RUN_FINISHED, &err), 0);
+    rs_close(st);
+    return path;
+}
+
+static void test_same_kernel_is_one_choice(void **state)
+{
+    (void)state;
+    char names[32][64];
+    int changed[32], nk;
+    char *dir = tu_tmpdir(), *db = wrun_store(dir, names, changed, &nk);
+    pk_query q = {.db = db, .model = "rgat", .task = "train", .dataset = "toyg", .dim_in = 64, .dim_out = 64, .heads = 1};
+    pk_result r;
+    rg_err err;
+    if (pk_solve_store(&q, &r, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(r.nvariants, 2);
+    assert_int_equal(r.nregenerated, 2);
+    assert_int_equal(r.nstructures, 1);
+    const pk_structure *s = &r.s[0];
+    assert_int_equal(s->skipped, 0);
+    /* the uniform winner is wrun=32 (the walk); the kernels wrun changes after the walk take 16, and
+     * no kernel it leaves alone is overridden, however its two measurements compare */
+    rg_str want = {0};
+    rg_str_printf(&want, "compact=direct,reorder=on,tile=32,coarsen=2,lb=off,w=shmem,trav=edge,pagg=on,softmax=single,"
+                         "crsum=run,recompute=on");
+    int first = 1, nchanged = 0;
+    for (int k = 0; k < nk; k++) {
+        char inst[64];
+        memcpy(inst, names[k], sizeof inst);
+        inst[63] = 0;
+        const pk_inst *in = find_inst(s, inst);
+        if (!changed[k]) {
+            if (in->kinds) assert_int_equal(in->nchoices, 1);
+            assert_float_equal(in->best_ms, 0.1005, 1e-9);   /* the two measurements pooled */
+            continue;
+        }
+        nchanged++;
+        assert_int_equal(in->nchoices, 2);
+        if (first) {
+            first = 0;
+            assert_float_equal(in->best_ms, 1.0, 1e-9);
+        } else {
+            assert_float_equal(in->best_ms, 0.5, 1e-9);
+            rg_str_printf(&want, ",%s.wrun=16", inst);
+        }
+    }
+    assert_true(nchanged >= 2);
+    char *c = cfg_to_string(&s->combined);
+    assert_string_equal(c, want.s);
+    free(c);
+    free(want.s);
+    pk_result_free(&r);
+    tu_rm_tree(dir);
+    free(db);
+}
+
 static void test_space_size(void **state)
 {
     (void)state;
@@ -314,6 +444,7 @@ int main(void)
         cmocka_unit_test(test_space_file_lists_overrides),
         cmocka_unit_test(test_space_file_of_a_combined_config),
         cmocka_unit_test(test_optimum_of_a_store),
+        cmocka_unit_test(test_same_kernel_is_one_choice),
         cmocka_unit_test(test_space_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
