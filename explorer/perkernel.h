@@ -17,7 +17,9 @@
  * measurements of one kernel does not reward noise. Where the store has the dataset's counts, each
  * variant's kernels are generated again and schedules that generate the same kernel (a key the
  * kernel does not read) are one choice, their times pooled; the combined config takes, for each
- * instance, the fewest overrides that give it its best kernel. Interactions between kernels (a warm L2 left by
+ * instance, the fewest overrides that give it its best kernel. The kernels are this build's: on a store
+ * measured at another commit, the pooling assumes that a key which leaves a kernel unchanged now left
+ * it unchanged then. Interactions between kernels (a warm L2 left by
  * the previous one) are outside the premise; measuring the combined config checks it. */
 
 typedef struct pk_query {
@@ -35,7 +37,8 @@ typedef struct pk_inst {
                                   are one; distinct schedules of its keys where not regenerated) */
     double best_ms;            /* median time at its best schedule */
     double uniform_ms;         /* median time at the best uniform variant's schedule */
-    cg_config best;            /* a measured config with its best schedule (its keys only matter) */
+    cg_config best;            /* a config that generates its best kernel (its keys only matter), as close to
+                                  the best uniform variant as regenerating allows */
 } pk_inst;
 
 typedef struct pk_structure {
