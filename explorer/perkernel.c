@@ -163,20 +163,6 @@ static int read_stats(sqlite3 *db, const char *dataset, rr_stats *rs)
 
 /* ================================================================ kernel identity ==== */
 
-/* Schedules that generate the same kernel are one choice. A key a kernel does not read (wrun in a
- * forward traversal, rowpf where nothing is gathered, lanes of a kernel that keeps its own mapping)
- * leaves its source and launch shape unchanged, so its values are measurements of one kernel: they
- * are pooled into one median, and the combined config overrides no key that changes nothing there
- * (nor one that a per-kernel override would refuse where the uniform key is silently not applied). */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-#define FNV_START 1469598103934665603ull
-
 /* What regenerating a variant's kernels needs: the problem and the dataset's counts. */
 typedef struct pk_regen {
     int on;                    /* 0: the store lacks the dataset's counts (nothing regenerated) */
@@ -184,12 +170,17 @@ typedef struct pk_regen {
     rr_stats rs;
 } pk_regen;
 
+/* Schedules that generate the same kernel are one choice. A key a kernel does not read (wrun in a
+ * forward traversal, rowpf where nothing is gathered, lanes of a kernel that keeps its own mapping)
+ * leaves its source and launch shape unchanged, so its values are measurements of one kernel: they
+ * are pooled into one median, and the combined config overrides no key that changes nothing there
+ * (nor one that a per-kernel override would refuse where the uniform key is silently not applied). */
 static uint64_t kernel_fingerprint(const kp_kernel *k)
 {
     int shape[] = {(int)k->grid_kind, k->grid_rows_size, k->rows_per_block, k->tile_rowset, k->tile_rows,
                    k->grid_x_fixed, k->grid_y, k->grid_z, k->block_x, k->block_y, k->shmem_bytes};
-    uint64_t h = fnv(FNV_START, k->source, strlen(k->source));
-    h = fnv(h, shape, sizeof shape);
+    uint64_t h = rg_fnv1a64(k->source, strlen(k->source), RG_FNV_SEED);
+    h = rg_fnv1a64(shape, sizeof shape, h);
     return h ? h : 1;
 }
 

@@ -170,29 +170,56 @@ typedef struct toy_kernel {
     double ms;
 } toy_kernel;
 
+/* A store with one run and the dataset `dataset` (its counts when stats is not NULL). */
+static rs_store *open_store(const char *path, const char *dataset, const hg_stats *stats, int64_t *run, int64_t *ds)
+{
+    rg_err err;
+    rs_store *st = rs_open(path, &err);
+    assert_non_null(st);
+    rs_run_info info = {.commit = "abc", .host = "test", .gpu_name = "Test GPU", .sm = 90};
+    *run = rs_begin_run(st, &info, &err);
+    *ds = rs_upsert_dataset(st, dataset, stats, &err);
+    assert_true(*run > 0 && *ds > 0);
+    return st;
+}
+
+static void close_store(rs_store *st, int64_t run)
+{
+    rg_err err;
+    assert_int_equal(rs_finish_run(st, run, RS_RUN_FINISHED, &err), 0);
+    rs_close(st);
+}
+
+/* Stores rgat `task` at dims 64 under config c with the given kernel times (their sum is the
+ * layer's time), and a span `span_extra` above that sum when it is positive. */
+static void store_variant(rs_store *st, int64_t run, int64_t ds, const cg_config *c, const char *task,
+                          const rs_kernel_time *kt, int nk, double span_extra)
+{
+    char *json = cfg_to_json(c);
+    rs_variant v = {.config_json = json, .hash = cfg_hash(c), .model = "rgat", .task = task, .dim_in = 64, .dim_out = 64, .heads = 1};
+    rs_measurement m;
+    rs_measurement_init(&m);
+    m.run_id = run;
+    m.dataset_id = ds;
+    m.device_key = DEVICE;
+    double sum = 0;
+    for (int i = 0; i < nk; i++) sum += kt[i].median_ns / 1e6;
+    m.median_ms = m.min_ms = m.max_ms = sum;
+    rs_metric span = {"", "span_ms", "ms", sum + span_extra};
+    tu_store_measurement(st, &v, &m, kt, (size_t)nk, &span, span_extra > 0);
+    free(json);
+}
+
 static void record(rs_store *st, int64_t run, int64_t ds, const char *kv, const toy_kernel *k, int nk, double span_extra)
 {
     rg_err err;
     cg_config c;
     cfg_default(&c);
     if (cfg_parse(&c, kv, &err)) fail_msg("%s: %s", kv, err.msg);
-    char *json = cfg_to_json(&c);
-    rs_variant v = {.config_json = json, .hash = cfg_hash(&c), .model = "rgat", .task = "infer", .dim_in = 64, .dim_out = 64, .heads = 1};
-    rs_measurement m;
-    rs_measurement_init(&m);
-    m.run_id = run;
-    m.dataset_id = ds;
-    m.device_key = DEVICE;
     rs_kernel_time kt[8];
-    double sum = 0;
-    for (int i = 0; i < nk; i++) {
+    for (int i = 0; i < nk; i++)
         kt[i] = (rs_kernel_time){.kernel = k[i].name, .category = k[i].category, .median_ns = k[i].ms * 1e6, .spread_ns = NAN};
-        sum += k[i].ms;
-    }
-    m.median_ms = m.min_ms = m.max_ms = sum;
-    rs_metric span = {"", "span_ms", "ms", sum + span_extra};
-    tu_store_measurement(st, &v, &m, kt, (size_t)nk, &span, span_extra > 0);
-    free(json);
+    store_variant(st, run, ds, &c, "infer", kt, nk, span_extra);
 }
 
 /* Structure trav=edge: gemm_2 is fastest at tile 16 (1.0 or 1.2 ms: median 1.1), gemm_5 at tile 32
@@ -220,20 +247,14 @@ static void toy_structure(rs_store *st, int64_t run, int64_t ds, int node)
 static char *toy_store(const char *dir)
 {
     char *path = rg_xasprintf("%s/pk.db", dir);
-    rg_err err;
-    rs_store *st = rs_open(path, &err);
-    assert_non_null(st);
-    rs_run_info info = {.commit = "abc", .host = "test", .gpu_name = "Test GPU", .sm = 90};
-    int64_t run = rs_begin_run(st, &info, &err);
-    int64_t ds = rs_upsert_dataset(st, "toy", NULL, &err);
-    assert_true(run > 0 && ds > 0);
+    int64_t run, ds;
+    rs_store *st = open_store(path, "toy", NULL, &run, &ds);
     toy_structure(st, run, ds, 0);
     toy_structure(st, run, ds, 1);
     /* a per-kernel variant, faster than all: not a uniform schedule, so left out */
     toy_kernel k[] = {{"other_1", "other", 0.01}};
     record(st, run, ds, "trav=edge,tile=32,lanes=16,gemm_2.tile=16", k, 1, 0);
-    assert_int_equal(rs_finish_run(st, run, RS_RUN_FINISHED, &err), 0);
-    rs_close(st);
+    close_store(st, run);
     return path;
 }
 
@@ -317,15 +338,10 @@ static void build_train(int wrun, cg_config *c, cg_variant *v)
 static char *wrun_store(const char *dir, char names[][64], int *changed, int *nk)
 {
     char *path = rg_xasprintf("%s/wrun.db", dir);
-    rg_err err;
-    rs_store *st = rs_open(path, &err);
-    assert_non_null(st);
-    rs_run_info info = {.commit = "abc", .host = "test", .gpu_name = "Test GPU", .sm = 90};
-    int64_t run = rs_begin_run(st, &info, &err);
     hg_stats hs = {.nodes = GSTATS.nodes, .edges = GSTATS.edges, .unique_pairs = GSTATS.unique_pairs,
                    .node_types = (int32_t)GSTATS.ntypes, .edge_types = (int32_t)GSTATS.etypes};
-    int64_t ds = rs_upsert_dataset(st, "toyg", &hs, &err);
-    assert_true(run > 0 && ds > 0);
+    int64_t run, ds;
+    rs_store *st = open_store(path, "toyg", &hs, &run, &ds);
     cg_config c[2];
     cg_variant v[2];
     build_train(16, &c[0], &v[0]);
@@ -342,29 +358,16 @@ static char *wrun_store(const char *dir, char names[][64], int *changed, int *nk
     assert_true(first >= 0);
     for (int i = 0; i < 2; i++) {
         rs_kernel_time kt[32];
-        double sum = 0;
         for (int k = 0; k < *nk; k++) {
             const kp_kernel *kk = &v[i].plan.kernels[k];
             double ms = !changed[k] ? (i == 0 ? 0.100 : 0.101) : k == first ? (i == 0 ? 2.0 : 1.0) : (i == 0 ? 0.5 : 0.6);
             kt[k] = (rs_kernel_time){.kernel = kk->name, .category = kp_category_name(kk->category), .median_ns = ms * 1e6,
                                      .spread_ns = NAN};
-            sum += ms;
         }
-        char *json = cfg_to_json(&c[i]);
-        rs_variant rv = {.config_json = json, .hash = cfg_hash(&c[i]), .model = "rgat", .task = "train", .dim_in = 64,
-                         .dim_out = 64, .heads = 1};
-        rs_measurement m;
-        rs_measurement_init(&m);
-        m.run_id = run;
-        m.dataset_id = ds;
-        m.device_key = DEVICE;
-        m.median_ms = m.min_ms = m.max_ms = sum;
-        tu_store_measurement(st, &rv, &m, kt, (size_t)*nk, NULL, 0);
-        free(json);
+        store_variant(st, run, ds, &c[i], "train", kt, *nk, 0);
         cg_variant_free(&v[i]);
     }
-    assert_int_equal(rs_finish_run(st, run, RS_RUN_FINISHED, &err), 0);
-    rs_close(st);
+    close_store(st, run);
     return path;
 }
 
