@@ -139,7 +139,8 @@ static void add_zero_fills(const ir_program *ir, const int *mat, kp_plan *plan)
         int zero = ir->vars[v].zero_init;
         for (int s = 0; s < ir->nstmts && !zero; s++)
             zero = ir->stmts[s].op == IR_OP_NLL_LOSS && ir->stmts[s].out.var == v;
-        if (zero && mat[v]) plan->zero_vars[plan->nzero++] = v;
+        /* a kernel that writes every element before anything reads it makes the zeros dead */
+        if (zero && mat[v] && !kp_plan_covers(plan, v)) plan->zero_vars[plan->nzero++] = v;
     }
 }
 

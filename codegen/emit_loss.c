@@ -104,7 +104,7 @@ static void emit_loss_body(rg_str *src, int per_block, int vec4)
 static int grad_overwrites(const ir_program *ir, const ir_stmt *s)
 {
     if (!s->accumulate) return 1;
-    return ir->vars[s->out.var].zero_init && ir_sole_stmt(ir, s->out.var, ir_stmt_writes) >= 0;
+    return ir->vars[s->out.var].zero_init && ir_first_sole_writer(ir, (int)(s - ir->stmts));
 }
 
 static void emit_grad_body(rg_str *src, int per_block, int overwrite, int vec4, const char *out_type)
@@ -168,6 +168,8 @@ int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *sr
                                                                  : ", const float* __restrict__ dloss")
                        : "");
     if (grad) emit_grad_body(src, per_block, grad_overwrites(ir, s), vec4, vt_ctype(ov));
+    /* every node's row stored before anything reads it: d_h needs no zero-fill */
+    if (grad && grad_overwrites(ir, s) && ir_first_sole_writer(ir, (int)(s - ir->stmts))) kp_kernel_covers(k, s->out.var);
     else emit_loss_body(src, per_block, vec4);
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");

@@ -78,6 +78,9 @@ typedef struct kgen {
      * per-edge row the kernel visits once (stored with =, not +=), 2 where the kernel's later statements
      * also read it, from register fw<var> */
     int *once;
+    /* plan_stores: per var, 1 where this kernel writes every element of a zero-filled variable before
+     * anything reads it (kp_kernel.covers: the zero-fill is dropped) */
+    int *cover;
     int *fw_live;                 /* per var: fw<var> holds the current edge's value (its writer is emitted) */
     /* epi=on (et_fusion): the next instance's node statements, run when a whole destination is flushed */
     const lw_trav *epi;
@@ -1631,6 +1634,29 @@ static void emit_row_prefetches(const kgen *g, rg_str *b)
 
 /* ---- stores the kernel makes alone ---- */
 
+/* Node rows and the once-only form: a statement that is the program's first and only writer of a
+ * zero-filled node row or scalar (autodiff's d_h_un += ..., d_loss = 1) writes each of its elements
+ * once in its own row's loop, so it stores (0 + value) instead of reading the zeros back, and the
+ * zero-fill before the run is not needed (g->cover). Not under epi=on's guard, which leaves the
+ * rows the aggregation finished to that kernel. */
+static void plan_whole_rows(kgen *g, const lw_trav *tr, const int *phases, int phase)
+{
+    if ((g->f != FORM_NODE_DOM && g->f != FORM_GLOBAL) || g->guard != ET_GUARD_NONE || g->epi) return;
+    for (int i = 0; i < tr->nstmts; i++) {
+        if (!in_kernel(g, phases, phase, i) || g->lane_stmt[i]) continue;
+        const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
+        int v = s->out.var;
+        const ir_var *x = V(g, v);
+        int own_row = g->f == FORM_NODE_DOM ? x->kind == IR_VAR_NODE && s->out.acc == IR_ACC_ROW
+                                             : x->kind == IR_VAR_SCALAR;
+        if (!own_row || !x->zero_init || !g->mat[v] || g->scr_off[v] >= 0 || g->acc_off[v] >= 0 ||
+            g->lane_off[v] >= 0 || g->wacc_off[v] >= 0 || !ir_first_sole_writer(g->ir, tr->stmts[i].stmt))
+            continue;
+        g->once[v] = s->accumulate;
+        g->cover[v] = 1;
+    }
+}
+
 /* Marks g->once: a statement of the kernel summing into a zero-filled per-edge row (a gradient
  * of an edge scalar) that no other statement of the program writes, in a form that visits each
  * edge once, stores its value (0 + value) instead of reading the row back first; where a later
@@ -1639,6 +1665,7 @@ static void emit_row_prefetches(const kgen *g, rg_str *b)
  * edge's work no longer waits on a load of what it has just stored. */
 static void plan_stores(kgen *g, const lw_trav *tr, const int *phases, int phase)
 {
+    plan_whole_rows(g, tr, phases, phase);
     if (g->f != FORM_EDGE && g->f != FORM_EDGE_DSTRUN && g->f != FORM_NODE) return;
     for (int i = 0; i < tr->nstmts; i++) {
         if (!in_kernel(g, phases, phase, i) || g->lane_stmt[i]) continue;
@@ -1650,6 +1677,7 @@ static void plan_stores(kgen *g, const lw_trav *tr, const int *phases, int phase
             g->wacc_off[v] >= 0 || ir_sole_stmt(g->ir, v, ir_stmt_writes) != tr->stmts[i].stmt)
             continue;
         g->once[v] = 1;
+        g->cover[v] = ir_first_sole_writer(g->ir, tr->stmts[i].stmt);   /* every edge's row stored */
         if (ir_var_row_width(x) != 1 || !lane_op(s->op)) continue;
         for (int j = i + 1; j < tr->nstmts && g->once[v] == 1; j++)
             if (in_kernel(g, phases, phase, j) && phases[j] == phases[i] && !g->lane_stmt[j] &&
@@ -2468,6 +2496,7 @@ static void kgen_init(kgen *g, const ir_program *ir, const lw_trav *tr, const cg
     g->pf_bcast = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->rp_acc = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->once = rg_xcalloc((size_t)ir->nvars, sizeof(int));
+    g->cover = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->fw_live = rg_xcalloc((size_t)ir->nvars, sizeof(int));
     g->lane_stmt = rg_xcalloc((size_t)(tr->nstmts ? tr->nstmts : 1), sizeof(int));
     g->epi_off = rg_xmalloc((size_t)ir->nvars * sizeof(int));
@@ -2493,6 +2522,7 @@ static void kgen_free(kgen *g)
     free(g->pf_bcast);
     free(g->rp_acc);
     free(g->once);
+    free(g->cover);
     free(g->fw_live);
     free(g->epi_off);
     free(g->epi_skip);
@@ -2557,6 +2587,8 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
                  split ? " (heavy nodes split across warps)" : "", nkept, g.acc_note.s ? g.acc_note.s : "");
         assemble(&g, k, &src, comment, split);
         k->source = src.s;
+        for (int v = 0; v < ir->nvars; v++)
+            if (g.cover[v]) kp_kernel_covers(k, v);
         for (int i = 0; i < nkept; i++) k->flops += 2.0;  /* per row and element, rough */
     }
     kgen_free(&g);

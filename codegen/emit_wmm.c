@@ -132,9 +132,14 @@ int ew_emit(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, r
     snprintf(hlo, sizeof hlo, "%s", out_sums_heads ? "0" : "hh");
     if (out_sums_heads) snprintf(hhi, sizeof hhi, "%d", per_thread_heads);
     else snprintf(hhi, sizeof hhi, "hh + 1");
+    /* the first and only writer of a zero-filled slice per type stores 0 + acc, and the zero-fill
+     * is dropped: every element of every type's slice is one thread's */
+    int whole = !shared_slice && total == ir_var_row_width(pl.v[2]) && ir->vars[s->out.var].zero_init &&
+                ir_first_sole_writer(ir, (int)(s - ir->stmts));
     snprintf(store, sizeof store, shared_slice ? "atomicAdd(&o[ooff[hh] + (long)row * %ld + (long)col * %ld], acc)"
                                                : "o[ooff[hh] + (long)row * %ld + (long)col * %ld] %s acc",
-             o0.rs, o0.cs, s->accumulate ? "+=" : "=");
+             o0.rs, o0.cs, s->accumulate && !whole ? "+=" : "=");
+    if (whole) kp_kernel_covers(k, s->out.var);
     /* weights and their gradients are never bfloat16 (vt_bf16_exclusion): the float casts below hold */
     RG_ASSERT(!vt_is_bf16(pl.v[0]) && !vt_is_bf16(pl.v[1]) && !vt_is_bf16(pl.v[2]));
     const char *ta = vt_ctype(pl.v[0]), *tb = vt_ctype(pl.v[1]), *to = vt_ctype(pl.v[2]);

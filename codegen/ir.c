@@ -203,6 +203,18 @@ int ir_sole_stmt(const ir_program *p, int var, int (*touches)(const ir_stmt *s, 
     return w;
 }
 
+int ir_first_sole_writer(const ir_program *p, int stmt)
+{
+    const ir_stmt *s = &p->stmts[stmt];
+    int v = s->out.var;
+    if (v < 0 || ir_sole_stmt(p, v, ir_stmt_writes) != stmt) return 0;
+    for (int i = 0; i < stmt; i++)
+        if (ir_stmt_reads(&p->stmts[i], v)) return 0;
+    for (int i = 0; i < s->nin; i++)
+        if (s->in[i].acc != IR_ACC_CONST && s->in[i].var == v) return 0;
+    return 1;
+}
+
 /* ------------------------------------------------------------------ verification */
 
 static int op_arity(ir_opkind op)

@@ -214,6 +214,10 @@ int ir_stmt_writes(const ir_stmt *s, int var);
 /* The one statement that touches var (touches: ir_stmt_reads or ir_stmt_writes), -1 when none does,
  * -2 when several do: the passes' pattern matches ask it of their variables. */
 int ir_sole_stmt(const ir_program *p, int var, int (*touches)(const ir_stmt *s, int var));
+/* Whether statement `stmt` is the one writer of its output and nothing reads that output before it
+ * (nor does the statement itself, but for its own `+=`): then `+=` from a zero-filled start is `=`,
+ * and a kernel that runs it over every row in one launch can skip the zero-fill (kp_kernel.covers). */
+int ir_first_sole_writer(const ir_program *p, int stmt);
 /* Removes statements whose outputs are never read (except outputs, loss and params'
  * gradients) and variables no statement touches. Returns the number removed. */
 int ir_remove_dead(ir_program *p);

@@ -29,6 +29,22 @@ void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const 
     snprintf(p->name, sizeof p->name, "%s", name);
 }
 
+void kp_kernel_covers(kp_kernel *k, int var)
+{
+    for (int i = 0; i < k->ncovers; i++)
+        if (k->covers[i] == var) return;
+    RG_ASSERT(k->ncovers < KP_MAX_COVERS);
+    k->covers[k->ncovers++] = var;
+}
+
+int kp_plan_covers(const kp_plan *p, int var)
+{
+    for (int i = 0; i < p->nkernels; i++)
+        for (int j = 0; j < p->kernels[i].ncovers; j++)
+            if (p->kernels[i].covers[j] == var) return 1;
+    return 0;
+}
+
 void kp_plan_free(kp_plan *p)
 {
     for (int i = 0; i < p->nkernels; i++) free(p->kernels[i].source);

@@ -54,6 +54,7 @@ typedef enum kp_category { KC_GEMM, KC_TRAVERSAL, KC_OTHER } kp_category;
 typedef enum kp_grid_kind { KGRID_FIXED, KGRID_ROWS, KGRID_TILES } kp_grid_kind;
 
 #define KP_MAX_PARAMS 32
+#define KP_MAX_COVERS 8
 
 typedef struct kp_kernel {
     char name[64];
@@ -76,6 +77,10 @@ typedef struct kp_kernel {
     int shmem_bytes;
     /* analytic counts for the cost model and the roofline floor, per launch */
     double flops, bytes, atomics;
+    /* zero_init variables this kernel writes whole (every element of every row, once, with `=`)
+     * before anything reads them: their zero-fills are not needed (kp_kernel_covers) */
+    int ncovers;
+    int covers[KP_MAX_COVERS];
 } kp_kernel;
 
 typedef struct kp_plan {
@@ -88,6 +93,10 @@ typedef struct kp_plan {
 
 kp_kernel *kp_add_kernel(kp_plan *p);
 void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name);
+/* Records that k writes variable `var` whole (kp_kernel.covers); a second record is a no-op. */
+void kp_kernel_covers(kp_kernel *k, int var);
+/* Whether a kernel of the plan writes variable `var` whole. */
+int kp_plan_covers(const kp_plan *p, int var);
 void kp_plan_free(kp_plan *p);
 const char *kp_graph_array_name(kp_graph_array a);
 /* Whether `a` is one of the traversal-ordered arrays (KG_IN_SRC .. KG_IN_COMPACT). */

@@ -323,6 +323,29 @@ size_t kx_plan_graph_bytes(const kx_graph *kg, const kp_plan *plan)
     return bytes;
 }
 
+/* Each variable in its own buffer starts 256-byte aligned (cudaMalloc's alignment): so does each
+ * one in the zero block, for the vector loads and atomics the kernels make. */
+#define ZERO_ALIGN 256
+
+/* Declares the zero block: the plan's zero-filled variables, each at an aligned offset of one buffer. */
+static int declare_zero_block(const ir_program *ir, const cg_variant *v, const hg_graph *g, kx_buffers *out,
+                              rg_err *err)
+{
+    out->zero_id = -1;
+    out->zero_off = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(size_t));
+    for (int i = 0; i < ir->nvars; i++) out->zero_off[i] = SIZE_MAX;
+    size_t total = 0;
+    for (int z = 0; z < v->plan.nzero; z++) {
+        int var = v->plan.zero_vars[z];
+        RG_ASSERT(cg_resident(v, var) & CG_RES_ROWS);   /* zero-filled: materialized, its rows resident */
+        out->zero_off[var] = total;
+        total += (var_bytes(ir, var, g) + ZERO_ALIGN - 1) / ZERO_ALIGN * ZERO_ALIGN;
+    }
+    if (!v->plan.nzero) return 0;
+    out->zero_id = mp_declare(out->mp, "zero-filled sums", total, err);
+    return out->zero_id < 0 ? -1 : 0;
+}
+
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
                    kx_buffers *out, rg_err *err)
 {
@@ -350,17 +373,21 @@ mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg
     out->g = kg->g;
     out->id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
     out->in_id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
+    if (declare_zero_block(ir, v, kg->g, out, err)) return MP_FAIL;
     for (int i = 0; i < ir->nvars; i++) {
         out->id[i] = out->in_id[i] = -1;
         int res = cg_resident(v, i);
         size_t bytes = var_bytes(ir, i, kg->g);
-        if (res & CG_RES_ROWS) out->id[i] = mp_declare(out->mp, ir->vars[i].name, bytes, err);
+        /* a zero-filled variable's rows are in the zero block */
+        if (res & CG_RES_ROWS && out->zero_off[i] == SIZE_MAX) out->id[i] = mp_declare(out->mp, ir->vars[i].name, bytes, err);
         if (res & CG_RES_IN_ORDER) {
             char name[80];
             snprintf(name, sizeof name, "%s@in", ir->vars[i].name);
             out->in_id[i] = mp_declare(out->mp, name, bytes, err);
         }
-        if ((res & CG_RES_ROWS && out->id[i] < 0) || (res & CG_RES_IN_ORDER && out->in_id[i] < 0)) return MP_FAIL;
+        if ((res & CG_RES_ROWS && out->id[i] < 0 && out->zero_off[i] == SIZE_MAX) ||
+            (res & CG_RES_IN_ORDER && out->in_id[i] < 0))
+            return MP_FAIL;
     }
     mp_status st = mp_alloc_all(out->mp, err);
     if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", graph_bytes / 1e6);
@@ -372,6 +399,7 @@ void kx_buffers_free(kx_buffers *b)
     if (b->mp) mp_destroy(b->mp);
     free(b->id);
     free(b->in_id);
+    free(b->zero_off);
     memset(b, 0, sizeof *b);
 }
 
@@ -379,7 +407,9 @@ size_t kx_peak_bytes(const kx_buffers *b) { return (b->mp ? mp_peak_bytes(b->mp)
 
 void *kx_var_ptr(const kx_buffers *b, int var)
 {
-    return (var >= 0 && var < b->nvars && b->id[var] >= 0) ? mp_ptr(b->mp, b->id[var]) : NULL;
+    if (var < 0 || var >= b->nvars) return NULL;
+    if (b->zero_off && b->zero_off[var] != SIZE_MAX) return (char *)mp_ptr(b->mp, b->zero_id) + b->zero_off[var];
+    return b->id[var] >= 0 ? mp_ptr(b->mp, b->id[var]) : NULL;
 }
 
 /* The device buffer of a variable's dst-ordered copy, or NULL. */
@@ -390,11 +420,10 @@ static void *var_in_ptr(const kx_buffers *b, int var)
 
 int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
 {
-    for (int i = 0; i < v->plan.nzero; i++) {
-        int var = v->plan.zero_vars[i];
-        if (krt_memset(kx_var_ptr(b, var), 0, mp_bytes(b->mp, b->id[var]), err)) return -1;
-    }
-    return 0;
+    if (!v->plan.nzero) return 0;
+    RG_ASSERT(b->zero_id >= 0);
+    if (!mp_bytes(b->mp, b->zero_id)) return 0;   /* an empty graph's sums */
+    return krt_memset(mp_ptr(b->mp, b->zero_id), 0, mp_bytes(b->mp, b->zero_id), err);
 }
 
 /* ---- staging ---- */
@@ -504,7 +533,7 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
     RG_ASSERT(stage);
     for (int i = 0; i < ir->nvars; i++) {
         void *d = kx_var_ptr(b, i), *dq = var_in_ptr(b, i);
-        if (d && upload_values(ir, i, d, mp_bytes(b->mp, b->id[i]), NULL, host_values, stage, err)) return -1;
+        if (d && upload_values(ir, i, d, var_bytes(ir, i, b->g), NULL, host_values, stage, err)) return -1;
         if (dq && upload_values(ir, i, dq, mp_bytes(b->mp, b->in_id[i]), b->g, host_values, stage, err)) return -1;
     }
     return kx_reset(v, b, err);

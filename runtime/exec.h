@@ -66,6 +66,11 @@ typedef struct kx_buffers {
     mp_plan *mp;
     int *id;               /* [nvars] memplan id or -1 */
     int *in_id;            /* [nvars] memplan id of the variable's dst-ordered copy (<var>@in) or -1 */
+    /* the plan's zero-filled variables share one buffer, so that a run starts with one memset, not
+     * one per variable (each a launch and a gap on a small graph): its memplan id (-1: none) and
+     * each variable's offset in it (SIZE_MAX: not in it) */
+    int zero_id;
+    size_t *zero_off;
     const hg_graph *g;     /* the graph the buffers are sized for (the copies follow its in_eid) */
     int nvars;
     size_t graph_bytes;

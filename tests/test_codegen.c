@@ -1036,6 +1036,99 @@ static void test_single_stores(void **state)
     compile90_and_free(&plan);
 }
 
+/* Whether the plan zero-fills variable v before the run. */
+static int zero_filled(const kp_plan *plan, int v)
+{
+    for (int i = 0; i < plan->nzero; i++)
+        if (plan->zero_vars[i] == v) return 1;
+    return 0;
+}
+
+/* The one kernel of the plan that writes v whole (kp_kernel.covers), or NULL; two are a failure. */
+static const kp_kernel *covering_kernel(const kp_plan *plan, int v)
+{
+    const kp_kernel *found = NULL;
+    for (int k = 0; k < plan->nkernels; k++)
+        for (int j = 0; j < plan->kernels[k].ncovers; j++)
+            if (plan->kernels[k].covers[j] == v) {
+                assert_null(found);
+                found = &plan->kernels[k];
+            }
+    return found;
+}
+
+/* A traversal kernel that writes v whole stores each element: no line of it adds into v's buffer. */
+static void assert_stores_only(const kp_kernel *k, int v)
+{
+    char name[16];
+    snprintf(name, sizeof name, "v%d[", v);
+    int stores = 0;
+    for (const char *at = strstr(k->source, name); at; at = strstr(at + 1, name)) {
+        const char *bol = at, *eol = strchr(at, '\n');
+        while (bol > k->source && bol[-1] != '\n') bol--;
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(eol ? eol - bol : (long)strlen(bol)), bol);
+        if (strstr(line, "atomicAdd") || strstr(line, "] +=")) fail_msg("%s adds into v%d: %s", k->name, v, line);
+        stores += strstr(line, "] = ") != NULL;
+    }
+    assert_true(stores > 0);
+}
+
+/* The zero-fills before a run are only those a kernel reads back: a zero-initialised variable that
+ * one kernel writes whole (every element, once, with =) before anything reads it has none (d_h,
+ * d_h_un, d_loss, d_w_t of RGAT training), and its kernel stores instead of adding to the zeros;
+ * the sums with atomics (h_un, d_feature), the loss, and whatever two statements write keep theirs. */
+static void test_zero_fills_only_where_read_back(void **state)
+{
+    (void)state;
+    static const char *const cases[][3] = {{"rgat", "train", ""},
+                                           {"hgt", "train", ""},
+                                           {"rgcn", "train", ""},
+                                           {"rgat", "train", "trav=node,softmax=single,recompute=on,lanes=16"},
+                                           {"hgt", "train", "compact=off,softmax=single,scalars=replicated"},
+                                           {"rgat", "infer", "trav=node,softmax=single,epi=on,nchunk=64"}};
+    int dropped = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rg_err err;
+        cg_config cfg;
+        cfg_default(&cfg);
+        if (cfg_parse(&cfg, cases[c][2], &err)) fail_msg("%s: %s", cases[c][2], err.msg);
+        pl_problem p = {.model = cases[c][0], .task = cases[c][1], .dims = dims};
+        ir_program *ir;
+        lw_program *lp;
+        cg_variant v;
+        if (pl_build(&p, &cfg, NULL, NULL, &ir, &lp, &err) || cg_build(ir, lp, &cfg, &v, &err))
+            fail_msg("%s %s %s: %s", cases[c][0], cases[c][1], cases[c][2], err.msg);
+        for (int x = 0; x < ir->nvars; x++) {
+            const kp_kernel *k = covering_kernel(&v.plan, x);
+            int writer = ir_sole_stmt(ir, x, ir_stmt_writes);
+            int loss = writer >= 0 && ir->stmts[writer].op == IR_OP_NLL_LOSS;
+            int wanted = v.materialized[x] && (ir->vars[x].zero_init || loss) && !k;
+            if (zero_filled(&v.plan, x) != wanted)
+                fail_msg("%s %s [%s]: %s %s zero-filled", cases[c][0], cases[c][1], cases[c][2], ir->vars[x].name,
+                         wanted ? "is not" : "is");
+            if (!k) continue;
+            assert_true(ir->vars[x].zero_init && v.materialized[x] && !loss);
+            assert_true(writer >= 0 && ir_first_sole_writer(ir, writer));
+            if (k->category == KC_TRAVERSAL) assert_stores_only(k, x);
+            dropped++;
+        }
+        if (!strcmp(cases[c][0], "rgat") && !strcmp(cases[c][1], "train")) {
+            static const char *const whole[] = {"d_h", "d_loss", "d_w_t"}, *const summed[] = {"d_feature", "loss"};
+            for (int i = 0; i < 3; i++) assert_false(zero_filled(&v.plan, ir_find_var(ir, whole[i])));
+            for (int i = 0; i < 2; i++) assert_true(zero_filled(&v.plan, ir_find_var(ir, summed[i])));
+            if (c == 3)   /* softmax=single: the unnormalised sum has atomics, its gradient one writer */
+                assert_true(zero_filled(&v.plan, ir_find_var(ir, "h_un")) && !zero_filled(&v.plan, ir_find_var(ir, "d_h_un")));
+        }
+        if (!strcmp(cases[c][1], "infer"))   /* heavy nodes' chunks add into h_un and att_sum */
+            assert_true(zero_filled(&v.plan, ir_find_var(ir, "h_un")) && zero_filled(&v.plan, ir_find_var(ir, "att_sum")));
+        cg_variant_free(&v);
+        lw_free(lp);
+        ir_free(ir);
+    }
+    assert_true(dropped >= 15);
+}
+
 /* `src` without what rowpf adds: its prefetch blocks and its note in the kernel's comment. */
 static char *without_row_prefetches(const char *src)
 {
@@ -1952,6 +2045,7 @@ int main(void)
         cmocka_unit_test(test_deferred_dst_sums),
         cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_single_stores),
+        cmocka_unit_test(test_zero_fills_only_where_read_back),
         cmocka_unit_test(test_row_prefetches),
         cmocka_unit_test(test_wacc_registers),
         cmocka_unit_test(test_occupancy_bounds),
