@@ -54,7 +54,7 @@ typedef enum kp_category { KC_GEMM, KC_TRAVERSAL, KC_OTHER } kp_category;
 typedef enum kp_grid_kind { KGRID_FIXED, KGRID_ROWS, KGRID_TILES } kp_grid_kind;
 
 #define KP_MAX_PARAMS 32
-#define KP_MAX_COVERS 8
+#define KP_MAX_COVERS 32
 
 typedef struct kp_kernel {
     char name[64];
