@@ -78,7 +78,7 @@ typedef struct kgen {
      * per-edge row the kernel visits once (stored with =, not +=), 2 where the kernel's later statements
      * also read it, from register fw<var> */
     int *once;
-    /* plan_stores: per var, 1 where this kernel writes every element of a zero-filled variable before
+    /* plan_stores, plan_whole_rows: per var, 1 where this kernel writes every element of a zero-filled variable before
      * anything reads it (kp_kernel.covers: the zero-fill is dropped) */
     int *cover;
     int *fw_live;                 /* per var: fw<var> holds the current edge's value (its writer is emitted) */

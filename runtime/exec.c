@@ -408,7 +408,10 @@ size_t kx_peak_bytes(const kx_buffers *b) { return (b->mp ? mp_peak_bytes(b->mp)
 void *kx_var_ptr(const kx_buffers *b, int var)
 {
     if (var < 0 || var >= b->nvars) return NULL;
-    if (b->zero_off && b->zero_off[var] != SIZE_MAX) return (char *)mp_ptr(b->mp, b->zero_id) + b->zero_off[var];
+    if (b->zero_off && b->zero_off[var] != SIZE_MAX) {
+        char *block = mp_ptr(b->mp, b->zero_id);   /* NULL when every zero-filled variable is empty */
+        return block ? block + b->zero_off[var] : NULL;
+    }
     return b->id[var] >= 0 ? mp_ptr(b->mp, b->id[var]) : NULL;
 }
 
