@@ -167,9 +167,10 @@ int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *sr
                   grad ? (vt_is_f64(&ir->vars[s->in[2].var]) ? ", const double* __restrict__ dloss"
                                                                  : ", const float* __restrict__ dloss")
                        : "");
-    if (grad) emit_grad_body(src, per_block, grad_overwrites(ir, s), vec4, vt_ctype(ov));
+    int overwrite = grad && grad_overwrites(ir, s);
+    if (grad) emit_grad_body(src, per_block, overwrite, vec4, vt_ctype(ov));
     /* every node's row stored before anything reads it: d_h needs no zero-fill */
-    if (grad && grad_overwrites(ir, s) && ir_first_sole_writer(ir, (int)(s - ir->stmts))) kp_kernel_covers(k, s->out.var);
+    if (overwrite && ir_first_sole_writer(ir, (int)(s - ir->stmts))) kp_kernel_covers(k, s->out.var);
     else emit_loss_body(src, per_block, vec4);
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");

@@ -1634,6 +1634,15 @@ static void emit_row_prefetches(const kgen *g, rg_str *b)
 
 /* ---- stores the kernel makes alone ---- */
 
+/* Whether v is a zero-filled variable that lives in device memory alone (no shared-scratch row, register
+ * accumulator, lane value or register weight sum of this kernel): what a statement storing it once may
+ * write in place of reading back its zeros. */
+static int zero_filled_in_memory(const kgen *g, int v)
+{
+    return V(g, v)->zero_init && g->mat[v] && g->scr_off[v] < 0 && g->acc_off[v] < 0 && g->lane_off[v] < 0 &&
+           g->wacc_off[v] < 0;
+}
+
 /* Node rows and the once-only form: a statement that is the program's first and only writer of a
  * zero-filled node row or scalar (autodiff's d_h_un += ..., d_loss = 1) writes each of its elements
  * once in its own row's loop, so it stores (0 + value) instead of reading the zeros back, and the
@@ -1649,9 +1658,7 @@ static void plan_whole_rows(kgen *g, const lw_trav *tr, const int *phases, int p
         const ir_var *x = V(g, v);
         int own_row = g->f == FORM_NODE_DOM ? x->kind == IR_VAR_NODE && s->out.acc == IR_ACC_ROW
                                              : x->kind == IR_VAR_SCALAR;
-        if (!own_row || !x->zero_init || !g->mat[v] || g->scr_off[v] >= 0 || g->acc_off[v] >= 0 ||
-            g->lane_off[v] >= 0 || g->wacc_off[v] >= 0 || !ir_first_sole_writer(g->ir, tr->stmts[i].stmt))
-            continue;
+        if (!own_row || !zero_filled_in_memory(g, v) || !ir_first_sole_writer(g->ir, tr->stmts[i].stmt)) continue;
         g->once[v] = s->accumulate;
         g->cover[v] = 1;
     }
@@ -1673,8 +1680,7 @@ static void plan_stores(kgen *g, const lw_trav *tr, const int *phases, int phase
         int v = s->out.var;
         const ir_var *x = V(g, v);
         if (!s->accumulate || s->out.acc != IR_ACC_ROW || x->kind != IR_VAR_EDGE || x->layout != IR_LAYOUT_VANILLA ||
-            !x->zero_init || !g->mat[v] || g->scr_off[v] >= 0 || g->acc_off[v] >= 0 || g->lane_off[v] >= 0 ||
-            g->wacc_off[v] >= 0 || ir_sole_stmt(g->ir, v, ir_stmt_writes) != tr->stmts[i].stmt)
+            !zero_filled_in_memory(g, v) || ir_sole_stmt(g->ir, v, ir_stmt_writes) != tr->stmts[i].stmt)
             continue;
         g->once[v] = 1;
         g->cover[v] = ir_first_sole_writer(g->ir, tr->stmts[i].stmt);   /* every edge's row stored */
