@@ -234,6 +234,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     memset(out, 0, sizeof *out);
     if (cfg_validate(cfg, err) || check_override_instances(lp, cfg, err)) return -1;
     out->nvars = ir->nvars;
+    out->plan.launch = (kp_launch)cfg->launch;
     out->materialized = rg_xcalloc((size_t)(ir->nvars ? ir->nvars : 1), sizeof(int));
     cg_materialization(ir, lp, cfg, out->materialized);
     et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);

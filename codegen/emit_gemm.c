@@ -149,13 +149,14 @@ static const char *segment_end_expr(kp_rowset rs, used_arrays *u, char *buf, siz
 }
 
 /* The parameters after X, W and Y (without the closing parenthesis): the per-row scalar, the
- * tile table of `tile_rows` rows, the graph arrays used, and the node count. Both forms share it. */
+ * tile table of `tile_rows` rows, the graph arrays used, and the node count. Both forms share it;
+ * `outer`: the outer-product form, which writes W (dW) instead of Y. */
 static void emit_param_tail(rg_str *src, kp_kernel *k, const used_arrays *u, const gemm_shape *sh, const lw_gemm *gm,
-                            kp_rowset rs, int tile_rows)
+                            kp_rowset rs, int tile_rows, int outer)
 {
     kp_add_param(k, KP_VAR, gm->x_var, 0, "X");
-    kp_add_param(k, KP_VAR, gm->w_var, 0, "W");
-    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y");
+    kp_add_param(k, KP_VAR, gm->w_var, 0, "W")->written = outer;
+    kp_add_param(k, KP_VAR, gm->y_var, 0, "Y")->written = !outer;
     if (sh->s) {
         rg_str_printf(src, "    const %s* __restrict__ S,\n", vt_ctype(sh->s));
         kp_add_param(k, KP_VAR, gm->scalar_var, 0, "S");
@@ -181,7 +182,7 @@ static void emit_params(rg_str *src, kp_kernel *k, const used_arrays *u, const g
 {
     rg_str_printf(src, "    const %s* __restrict__ X, const float* __restrict__ W, %s* __restrict__ Y,\n", vt_ctype(sh->x),
                   vt_ctype(sh->y));
-    emit_param_tail(src, k, u, sh, gm, rs, k->tile_rows);
+    emit_param_tail(src, k, u, sh, gm, rs, k->tile_rows, 0);
     if (with_ntiles) {
         rg_str_puts(src, ",\n    int num_tiles");
         kp_add_param(k, KP_INT, KS_NTILES, 0, "num_tiles");
@@ -395,7 +396,7 @@ static void emit_outer_params(rg_str *src, kp_kernel *k, const used_arrays *u, c
 {
     rg_str_printf(src, "    const %s* __restrict__ X, float* __restrict__ W, const %s* __restrict__ Y,\n", vt_ctype(sh->x),
                   vt_ctype(sh->y));
-    emit_param_tail(src, k, u, sh, gm, rs, chunk);
+    emit_param_tail(src, k, u, sh, gm, rs, chunk, 1);
 }
 
 /* ---- Tensor cores (cfg->mma): nvcuda::wmma fragments of 16 x 16 outputs, float32 accumulation ---- */

@@ -175,7 +175,7 @@ int el_emit_nll(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *sr
     kp_add_param(k, KP_INT, KS_NODES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "X");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "L");
-    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
+    kp_add_param(k, KP_VAR, s->out.var, 0, "O")->written = 1;
     if (grad) kp_add_param(k, KP_VAR, s->in[2].var, 0, "dloss");
     return 0;
 }
@@ -217,7 +217,7 @@ static void emit_sgd_kernel(const ir_program *ir, const int *params, int n, cons
         snprintf(pn, sizeof pn, "types%d", i);
         kp_add_param(k, KP_INT, types, 1, pn);
         snprintf(pn, sizeof pn, "w%d", i);
-        kp_add_param(k, KP_VAR, params[i], 0, pn);
+        kp_add_param(k, KP_VAR, params[i], 0, pn)->written = 1;   /* w -= lr * dw */
         snprintf(pn, sizeof pn, "dw%d", i);
         kp_add_param(k, KP_VAR, w->grad, 0, pn);
         rg_str_printf(&src, ",\n    int types%d, float* __restrict__ w%d /* %s */, const %s* __restrict__ dw%d /* %s */",

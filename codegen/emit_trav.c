@@ -2449,7 +2449,7 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
          * training, with unroll=4 and some lane counts; docs/perf-notes.md, session 22). */
         rg_str_printf(src, ",\n    %s%s*%s v%d /* %s%s */", g->var_written[v] ? "" : "const ", vt_ctype(V(g, v)),
                       g->var_written[v] ? "" : " __restrict__", v, V(g, v)->name, in_order ? "@in" : "");
-        kp_add_param(k, in_order ? KP_VAR_IN : KP_VAR, v, 0, pname);
+        kp_add_param(k, in_order ? KP_VAR_IN : KP_VAR, v, 0, pname)->written = g->var_written[v];
     }
     for (int a = 0; a < KG__COUNT; a++) {
         if (!g->arr_used[a]) continue;

@@ -183,7 +183,7 @@ int ew_emit(const ir_program *ir, const ir_stmt *s, kp_kernel *k, rg_str *src, r
     kp_add_param(k, KP_INT, KS_ETYPES, 0, "num_rows");
     kp_add_param(k, KP_VAR, s->in[0].var, 0, "A");
     kp_add_param(k, KP_VAR, s->in[1].var, 0, "B");
-    kp_add_param(k, KP_VAR, s->out.var, 0, "O");
+    kp_add_param(k, KP_VAR, s->out.var, 0, "O")->written = 1;
     kp_add_param(k, KP_GRAPH, KG_ETYPE_SRC_NTYPE, 0, "etype_src_ntype");
     kp_add_param(k, KP_GRAPH, KG_ETYPE_DST_NTYPE, 0, "etype_dst_ntype");
     return 0;

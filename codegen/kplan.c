@@ -19,14 +19,75 @@ kp_kernel *kp_add_kernel(kp_plan *p)
     return k;
 }
 
-void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name)
+kp_param *kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name)
 {
     RG_ASSERT(k->nparams < KP_MAX_PARAMS);
     kp_param *p = &k->params[k->nparams++];
     p->kind = kind;
     p->id = id;
     p->ival = ival;
+    p->written = 0;
     snprintf(p->name, sizeof p->name, "%s", name);
+    return p;
+}
+
+/* Whether k binds variable var (in either order of rows), and *written whether it stores into it. */
+static int binds_var(const kp_kernel *k, int var, int *written)
+{
+    int bound = 0;
+    *written = 0;
+    for (int i = 0; i < k->nparams; i++) {
+        const kp_param *p = &k->params[i];
+        if ((p->kind != KP_VAR && p->kind != KP_VAR_IN) || p->id != var) continue;
+        bound = 1;
+        *written |= p->written;
+    }
+    return bound;
+}
+
+int kp_kernels_conflict(const kp_kernel *a, const kp_kernel *b)
+{
+    for (int i = 0; i < a->nparams; i++) {
+        const kp_param *p = &a->params[i];
+        if (p->kind != KP_VAR && p->kind != KP_VAR_IN) continue;
+        int b_writes;
+        if (binds_var(b, p->id, &b_writes) && (p->written || b_writes)) return 1;
+    }
+    return 0;
+}
+
+int kp_dag_deps(const kp_plan *p, int i, const int *present, int *deps)
+{
+    RG_ASSERT(i >= 0 && i < p->nkernels);
+    /* before[j][k]: kernel k is ordered before kernel j through conflicts among the present kernels */
+    unsigned char *before = rg_xcalloc((size_t)i * (size_t)i + 1, 1);
+    int n = 0;
+    for (int j = 0; j <= i; j++) {
+        if (present && !present[j]) continue;
+        int nd = 0;
+        for (int k = j - 1; k >= 0; k--) {
+            if ((present && !present[k]) || !kp_kernels_conflict(&p->kernels[k], &p->kernels[j])) continue;
+            if (j < i && before[(size_t)j * (size_t)i + (size_t)k]) continue;
+            if (j == i) {
+                int implied = 0;
+                for (int d = 0; d < nd && !implied; d++) implied = before[(size_t)deps[d] * (size_t)i + (size_t)k];
+                if (!implied) deps[nd++] = k;
+                continue;
+            }
+            /* k and everything before k is before j */
+            before[(size_t)j * (size_t)i + (size_t)k] = 1;
+            for (int m = 0; m < k; m++)
+                if (before[(size_t)k * (size_t)i + (size_t)m]) before[(size_t)j * (size_t)i + (size_t)m] = 1;
+        }
+        if (j == i) n = nd;
+    }
+    free(before);
+    /* deps were found from the latest down: ascending order for the reader */
+    for (int a = 0, b = n - 1; a < b; a++, b--) {
+        int t = deps[a];
+        deps[a] = deps[b], deps[b] = t;
+    }
+    return n;
 }
 
 void kp_kernel_covers(kp_kernel *k, int var)
@@ -83,8 +144,21 @@ static const char *size_name(int s)
     return (s >= 0 && s <= KS_NTILES) ? names[s] : "?";
 }
 
+static void print_dag_deps(const kp_plan *p, int i, FILE *f)
+{
+    int *deps = rg_xmalloc((size_t)(i ? i : 1) * sizeof *deps);
+    int n = kp_dag_deps(p, i, NULL, deps);
+    fputs("     after:", f);
+    for (int d = 0; d < n; d++) fprintf(f, " %s", p->kernels[deps[d]].name);
+    fputs(n ? "\n" : " (a root of the graph)\n", f);
+    free(deps);
+}
+
 void kp_print(const kp_plan *p, const char *const *var_names, FILE *f)
 {
+    if (p->launch != KP_LAUNCH_STREAM)
+        fprintf(f, "launch: %s\n", p->launch == KP_LAUNCH_GRAPH ? "one CUDA graph, kernels in plan order"
+                                                                 : "one CUDA graph, edges only where kernels share a written variable");
     if (p->nzero) {
         fprintf(f, "zero-fill:");
         for (int i = 0; i < p->nzero; i++) fprintf(f, " %s", var_names[p->zero_vars[i]]);
@@ -99,8 +173,9 @@ void kp_print(const kp_plan *p, const char *const *var_names, FILE *f)
                     k->rows_per_block > 0 ? k->rows_per_block : 1);
         else if (k->grid_kind == KGRID_ROWS) fprintf(f, "ceil(%s/%d)", size_name(k->grid_rows_size), k->rows_per_block);
         else fprintf(f, "%d", k->grid_x_fixed);
-        fprintf(f, "x%dx%d block=%dx%d shmem=%d\n     args:", k->grid_y, k->grid_z, k->block_x, k->block_y,
-                k->shmem_bytes);
+        fprintf(f, "x%dx%d block=%dx%d shmem=%d\n", k->grid_y, k->grid_z, k->block_x, k->block_y, k->shmem_bytes);
+        if (p->launch == KP_LAUNCH_DAG) print_dag_deps(p, i, f);
+        fputs("     args:", f);
         for (int j = 0; j < k->nparams; j++) {
             const kp_param *q = &k->params[j];
             switch (q->kind) {

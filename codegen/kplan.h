@@ -45,6 +45,7 @@ typedef struct kp_param {
     int id;             /* var id, graph array, rowset, or kp_size for KP_INT */
     int64_t ival;       /* constant, or rows per tile for tile tables */
     char name[32];      /* the parameter's name in the generated source */
+    int written;        /* KP_VAR: the kernel stores into the variable (kp_kernels_conflict) */
 } kp_param;
 
 typedef enum kp_category { KC_GEMM, KC_TRAVERSAL, KC_OTHER } kp_category;
@@ -83,16 +84,31 @@ typedef struct kp_kernel {
     int covers[KP_MAX_COVERS];
 } kp_kernel;
 
+/* How a run's kernels reach the GPU (the config key `launch`, runtime/exec.c): one launch each on a
+ * stream; one CUDA graph of them in plan order; or one graph whose edges are only the plan's data
+ * dependencies (kp_kernels_conflict), so that kernels that share no written variable may overlap. */
+typedef enum kp_launch { KP_LAUNCH_STREAM, KP_LAUNCH_GRAPH, KP_LAUNCH_DAG } kp_launch;
+
 typedef struct kp_plan {
     int nkernels, cap;
     kp_kernel *kernels;
+    kp_launch launch;
     /* memsets before the run: variables that must start at zero (accumulation targets) */
     int nzero;
     int *zero_vars;
 } kp_plan;
 
 kp_kernel *kp_add_kernel(kp_plan *p);
-void kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name);
+/* Appends a parameter and returns it (set `written` on a variable the kernel stores into). */
+kp_param *kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, const char *name);
+/* Whether kernels a and b of a plan must run in plan order: they bind one variable and at least
+ * one of them writes it (a read after a write, a write after a read, or two writes: even two
+ * atomic sums into one variable stay ordered, so a DAG launch adds in the same order as a stream). */
+int kp_kernels_conflict(const kp_kernel *a, const kp_kernel *b);
+/* launch=dag: the kernels kernel i of the plan waits on, among those that run (present[j] != 0; NULL:
+ * all): every earlier conflicting one not already ordered before i through another of them (the
+ * transitive reduction). Writes their indices to deps, ascending; returns their number. */
+int kp_dag_deps(const kp_plan *p, int i, const int *present, int *deps);
 /* Records that k writes variable `var` whole (kp_kernel.covers); a second record is a no-op. */
 void kp_kernel_covers(kp_kernel *k, int var);
 /* Whether a kernel of the plan writes variable `var` whole. */

@@ -281,7 +281,7 @@ typedef struct seq_run {
 static int run_sequence(void *ctx, rg_err *err)
 {
     const seq_run *q = ctx;
-    return kx_reset(q->var, q->bufs, err) ? -1 : kx_launch_all(q->var, q->comp, q->bufs, q->kg, err);
+    return kx_reset(q->var, q->bufs, err) ? -1 : kx_launch_each(q->var, q->comp, q->bufs, q->kg, err);
 }
 
 /* Hardware counters per kernel (--metrics). Rows are matched to kernels by launch order,

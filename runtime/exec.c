@@ -272,6 +272,7 @@ void kx_compiled_free(kx_compiled *c)
     free(c->cubins);
     free(c->modules);
     free(c->kernels);
+    krt_graph_free(c->graph);
     memset(c, 0, sizeof *c);
 }
 
@@ -604,8 +605,8 @@ static int launch_kernel(const kp_kernel *k, const krt_kernel *kk, const kx_buff
     return 0;
 }
 
-static int launch_sequence(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg,
-                           int *nlaunched, rg_err *err)
+static int launch_each(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg,
+                       int *nlaunched, rg_err *err)
 {
     int n = 0;
     for (int i = 0; i < v->plan.nkernels; i++) {
@@ -617,12 +618,81 @@ static int launch_sequence(const cg_variant *v, const kx_compiled *c, const kx_b
     return 0;
 }
 
+/* The graph nodes kernel i waits on: in plan order, the last kernel launched before it; as a DAG, the
+ * launched kernels kp_dag_deps names (node[j] is NULL where kernel j's grid is empty on this graph). */
+static int graph_deps(const kp_plan *plan, int i, void *const *node, void **deps)
+{
+    if (plan->launch == KP_LAUNCH_GRAPH) {
+        for (int j = i - 1; j >= 0; j--)
+            if (node[j]) {
+                deps[0] = node[j];
+                return 1;
+            }
+        return 0;
+    }
+    int *present = rg_xmalloc((size_t)(i + 1) * sizeof *present), *idx = rg_xmalloc((size_t)(i + 1) * sizeof *idx);
+    for (int j = 0; j < i; j++) present[j] = node[j] != NULL;
+    present[i] = 1;
+    int n = kp_dag_deps(plan, i, present, idx);
+    for (int d = 0; d < n; d++) deps[d] = node[idx[d]];
+    free(present);
+    free(idx);
+    return n;
+}
+
+/* Captures the run's kernels as one graph (kx_compiled.graph) for these buffers and this graph. */
+static int capture_graph(const cg_variant *v, kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err)
+{
+    int nk = v->plan.nkernels;
+    void **node = rg_xcalloc((size_t)(nk ? nk : 1), sizeof *node);
+    void **deps = rg_xcalloc((size_t)(nk ? nk : 1), sizeof *deps);
+    int n = 0, rc = krt_capture_begin(err);
+    for (int i = 0; i < nk && !rc; i++) {
+        int launched = 0;
+        rc = krt_capture_set_deps(deps, graph_deps(&v->plan, i, node, deps), err) ||
+             launch_kernel(&v->plan.kernels[i], &c->kernels[i], b, kg, &launched, err);
+        if (!rc && launched) rc = krt_capture_last_node(&node[i], err), n++;
+    }
+    if (rc) krt_capture_abort();
+    else rc = krt_capture_end(&c->graph, err);
+    free(node);
+    free(deps);
+    if (rc) return -1;
+    c->graph_bufs = b, c->graph_kg = kg, c->graph_launched = n;
+    return 0;
+}
+
+/* One run's kernels as the plan's launch mode says: one by one, or the run's graph (captured on first use). */
+static int launch_sequence(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
+                           int *nlaunched, rg_err *err)
+{
+    if (v->plan.launch == KP_LAUNCH_STREAM) return launch_each(v, c_const, b, kg, nlaunched, err);
+    kx_compiled *c = (kx_compiled *)c_const;   /* the graph is built on first use */
+    if (c->graph && (c->graph_bufs != b || c->graph_kg != kg)) {
+        krt_graph_free(c->graph);
+        c->graph = NULL;
+    }
+    if (!c->graph && capture_graph(v, c, b, kg, err)) return -1;
+    if (krt_graph_launch(c->graph, err)) return -1;
+    if (nlaunched) *nlaunched = c->graph_launched;
+    return 0;
+}
+
 int kx_launch_all(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
                   rg_err *err)
 {
     kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
     if (kx_resolve(&v->plan, c, err)) return -1;
     if (launch_sequence(v, c, b, kg, NULL, err)) return -1;
+    return krt_sync(err);
+}
+
+int kx_launch_each(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
+                   rg_err *err)
+{
+    kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
+    if (kx_resolve(&v->plan, c, err)) return -1;
+    if (launch_each(v, c, b, kg, NULL, err)) return -1;
     return krt_sync(err);
 }
 
@@ -722,18 +792,73 @@ int kx_launch_order(const cg_variant *v, const kx_graph *kg, int *order)
     return n;
 }
 
-/* Records are matched to kernels by launch order, not by name: on one stream the j-th
- * record of the timed window is launched kernel j % per_run, whereas the names CUPTI
- * reports can be stale after modules are unloaded and others loaded in their place. */
-static void per_kernel_times(const cg_variant *v, const kprof_records *rec, const int *order, int per_run,
-                             int repeats, kx_timing *out)
+/* Whether record x can be the launch of kernel k: its grid's y and z and its block are k's (grid x
+ * depends on the graph, so launch_kernel's count is not kept). */
+static int record_fits(const kprof_record *x, const kp_kernel *k)
+{
+    return x->grid[1] == k->grid_y && x->grid[2] == k->grid_z && x->block[0] == k->block_x &&
+           x->block[1] == (k->block_y > 0 ? k->block_y : 1);
+}
+
+/* A DAG run's records (sorted by start) to its launched kernels: slot[j] = the record of launched kernel
+ * j. A record starts after every kernel it depends on, so each record, in start order, is one of the kernels
+ * whose predecessors are already matched: the one of its name, else the first of its launch shape.
+ * Returns -1 when a record fits none. */
+static int match_dag_run(const kp_plan *plan, const kprof_record *x, const int *order, int per_run, int *slot)
+{
+    for (int j = 0; j < per_run; j++) slot[j] = -1;
+    for (int r = 0; r < per_run; r++) {
+        int pick = -1;
+        for (int j = 0; j < per_run; j++) {
+            if (slot[j] >= 0) continue;
+            const kp_kernel *k = &plan->kernels[order[j]];
+            int ready = 1;
+            for (int i = 0; i < j && ready; i++)
+                if (slot[i] < 0 && kp_kernels_conflict(&plan->kernels[order[i]], k)) ready = 0;
+            if (!ready || !record_fits(&x[r], k)) continue;
+            if (!strcmp(x[r].name, k->name)) {
+                pick = j;
+                break;
+            }
+            if (pick < 0) pick = j;
+        }
+        if (pick < 0) return -1;
+        slot[pick] = r;
+    }
+    return 0;
+}
+
+/* Which record of the timed window is launched kernel j of run r (rec_of[r * per_run + j]). Records are
+ * matched to kernels by launch order, not by name: on one stream, or a graph in plan order, the j-th
+ * record of a run is launched kernel j, whereas the names CUPTI reports can be stale after modules are
+ * unloaded and others loaded in their place. A DAG run's kernels start in any order its edges allow:
+ * match_dag_run. */
+static int match_records(const cg_variant *v, const kprof_records *rec, const int *order, int per_run, int repeats,
+                         int *rec_of, rg_err *err)
+{
+    for (int r = 0; r < repeats; r++) {
+        int *slot = rec_of + (size_t)r * (size_t)per_run;
+        size_t base = (size_t)r * (size_t)per_run;
+        if (v->plan.launch != KP_LAUNCH_DAG) {
+            for (int j = 0; j < per_run; j++) slot[j] = (int)(base + (size_t)j);
+            continue;
+        }
+        if (match_dag_run(&v->plan, rec->v + base, order, per_run, slot))
+            return rg_errf(err, "the profiler's records of run %d do not match the plan's kernels", r + 1);
+        for (int j = 0; j < per_run; j++) slot[j] += (int)base;
+    }
+    return 0;
+}
+
+static void per_kernel_times(const cg_variant *v, const kprof_records *rec, const int *order, const int *rec_of,
+                             int per_run, int repeats, kx_timing *out)
 {
     double *d = rg_xmalloc((size_t)repeats * sizeof *d);
     out->kernels = rg_xcalloc((size_t)(per_run ? per_run : 1), sizeof *out->kernels);
     for (int j = 0; j < per_run; j++) {
         const kp_kernel *pk = &v->plan.kernels[order[j]];
         for (int r = 0; r < repeats; r++) {
-            const kprof_record *x = &rec->v[(size_t)r * (size_t)per_run + (size_t)j];
+            const kprof_record *x = &rec->v[rec_of[(size_t)r * (size_t)per_run + (size_t)j]];
             d[r] = (double)(x->end_ns - x->start_ns);
         }
         kx_kernel_time *kt = &out->kernels[out->nkernels++];
@@ -825,6 +950,14 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
         kprof_records_free(&rec);
         return -1;
     }
+    if (v->plan.launch != KP_LAUNCH_STREAM && rec.method != KPROF_CUPTI) {
+        /* the cudaEvent fallback times each launch call, which a graph's kernels do not have */
+        rg_errf(err, "launch=%s is timed with CUPTI only, which is not available here (%s)",
+                v->plan.launch == KP_LAUNCH_GRAPH ? "graph" : "dag",
+                kprof_fallback_reason() ? kprof_fallback_reason() : "unknown reason");
+        kprof_records_free(&rec);
+        return -1;
+    }
     int *order = rg_xmalloc((size_t)(v->plan.nkernels ? v->plan.nkernels : 1) * sizeof *order);
     int nlaunched = kx_launch_order(v, kg, order);
     size_t nkern = kprof_count(&rec, KPROF_KERNEL);
@@ -840,11 +973,16 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     out->span_ms = median_span_ms(&rec, per_run, repeats);
     trace_records(v, &rec, per_run, repeats);
     kprof_keep(&rec, KPROF_KERNEL);   /* the kernel sums below index kernels only */
-    summarize_runs(&rec, per_run, repeats, out);
-    per_kernel_times(v, &rec, order, per_run, repeats, out);
+    int *rec_of = rg_xmalloc(((size_t)per_run * (size_t)repeats + 1) * sizeof *rec_of);
+    rc = match_records(v, &rec, order, per_run, repeats, rec_of, err);
+    if (!rc) {
+        summarize_runs(&rec, per_run, repeats, out);
+        per_kernel_times(v, &rec, order, rec_of, per_run, repeats, out);
+    }
+    free(rec_of);
     free(order);
     kprof_records_free(&rec);
-    return 0;
+    return rc ? -1 : 0;
 }
 
 void kx_timing_free(kx_timing *t)

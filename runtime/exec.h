@@ -47,6 +47,12 @@ typedef struct kx_compiled {
     krt_kernel *kernels;
     double compile_wall_s;
     int cache_hits;
+    /* launch=graph|dag: the run's kernels as one graph, captured on first use for these buffers and
+     * this graph (their pointers are in the nodes' arguments), and how many kernels it launches */
+    krt_graph *graph;
+    const struct kx_buffers *graph_bufs;
+    const kx_graph *graph_kg;
+    int graph_launched;
 } kx_compiled;
 
 /* Compiles every kernel of the plan for sm_<sm> with `threads` threads. On failure err
@@ -103,8 +109,12 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
                kx_staging *stage, rg_err *err);
 /* Zero-fills the accumulation targets only (between timed repeats). */
 int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err);
-/* Launches every kernel once, in order, then waits. */
+/* Launches every kernel once, in order (as the plan's launch mode says: one by one, or one graph),
+ * then waits. */
 int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
+/* Launches every kernel once, one by one on the default stream whatever the plan's launch mode
+ * (the hardware counters of --metrics are collected per kernel launch), then waits. */
+int kx_launch_each(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
 /* Launches kernel i of the plan alone (nothing when its grid is empty on this graph), without
  * waiting: a caller that puts other work between kernels (collectives) launches them one by one. */
 int kx_launch_one(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, int i,

@@ -195,6 +195,9 @@ int mg_setup(mg_layer *L, const ir_program *ir, const cg_variant *v, const col_p
              const int32_t *owner, const double *const *values, size_t mem_limit, int *oom, rg_err *err)
 {
     *oom = 0;
+    /* the collectives go between kernels, launched one by one (run_rank) */
+    if (v->plan.launch != KP_LAUNCH_STREAM)
+        return rg_errf(err, "launch=graph and launch=dag are for one GPU: --ranks launches each kernel between its collectives");
     L->ir = ir;
     L->v = v;
     L->cp = cp;

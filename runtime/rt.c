@@ -720,6 +720,94 @@ static int dims_valid(krt_dim3 d)
 
 #define DEFAULT_SMEM_LIMIT (48u * 1024u)
 
+/* The stream a capture records on (a thread captures one graph at a time); NULL, the default stream,
+ * when no capture is under way. Capturing needs a stream of its own: the legacy default stream
+ * cannot be captured. */
+static _Thread_local cudaStream_t capture_stream;
+static _Thread_local cudaStream_t capture_stream_made;
+
+struct krt_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+int krt_capture_begin(rg_err *err)
+{
+    RG_ASSERT(!capture_stream);
+    if (krt_require_device(err)) return -1;
+    cudaError_t e = cudaSuccess;
+    if (!capture_stream_made) e = cudaStreamCreateWithFlags(&capture_stream_made, cudaStreamNonBlocking);
+    /* relaxed: the launches look kernels up and set their shared-memory limits while capturing */
+    if (e == cudaSuccess) e = cudaStreamBeginCapture(capture_stream_made, cudaStreamCaptureModeRelaxed);
+    if (e != cudaSuccess) return cuda_fail(err, e, "cannot start capturing a launch graph");
+    capture_stream = capture_stream_made;
+    return 0;
+}
+
+int krt_capture_set_deps(void *const *nodes, int n, rg_err *err)
+{
+    RG_ASSERT(capture_stream && n >= 0);
+    cudaError_t e = cudaStreamUpdateCaptureDependencies(capture_stream, (cudaGraphNode_t *)nodes, NULL, (size_t)n,
+                                                        cudaStreamSetCaptureDependencies);
+    if (e != cudaSuccess) return cuda_fail(err, e, "cannot set a launch graph node's dependencies");
+    return 0;
+}
+
+int krt_capture_last_node(void **node, rg_err *err)
+{
+    RG_ASSERT(capture_stream);
+    enum cudaStreamCaptureStatus status;
+    const cudaGraphNode_t *deps = NULL;
+    size_t n = 0;
+    cudaError_t e = cudaStreamGetCaptureInfo(capture_stream, &status, NULL, NULL, &deps, NULL, &n);
+    if (e != cudaSuccess) return cuda_fail(err, e, "cannot read the launch graph being captured");
+    /* right after a launch, the stream's one dependency is the node that launch added */
+    if (status != cudaStreamCaptureStatusActive || n != 1) return rg_errf(err, "launch graph capture lost its last node");
+    *node = deps[0];
+    return 0;
+}
+
+void krt_capture_abort(void)
+{
+    if (!capture_stream) return;
+    cudaGraph_t g = NULL;
+    if (cudaStreamEndCapture(capture_stream, &g) == cudaSuccess && g) cudaGraphDestroy(g);
+    (void)cudaGetLastError();
+    capture_stream = NULL;
+}
+
+int krt_capture_end(krt_graph **out, rg_err *err)
+{
+    RG_ASSERT(capture_stream);
+    *out = NULL;
+    krt_graph *g = rg_xcalloc(1, sizeof *g);
+    cudaError_t e = cudaStreamEndCapture(capture_stream, &g->graph);
+    capture_stream = NULL;
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&g->exec, g->graph, 0);
+    if (e != cudaSuccess) {
+        krt_graph_free(g);
+        return cuda_fail(err, e, "cannot build the launch graph");
+    }
+    *out = g;
+    return 0;
+}
+
+int krt_graph_launch(const krt_graph *g, rg_err *err)
+{
+    RG_ASSERT(g && g->exec);
+    cudaError_t e = cudaGraphLaunch(g->exec, 0);
+    if (e != cudaSuccess) return cuda_fail(err, e, "launch of the run's graph failed");
+    return 0;
+}
+
+void krt_graph_free(krt_graph *g)
+{
+    if (!g) return;
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    if (g->graph) cudaGraphDestroy(g->graph);
+    free(g);
+}
+
 int krt_launch(const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem,
                void **args, rg_err *err)
 {
@@ -741,7 +829,7 @@ int krt_launch(const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem,
     }
     dim3 g = {grid.x, grid.y, grid.z}, b = {block.x, block.y, block.z};
     if (hooks_set && hooks.before) hooks.before(hooks.ctx, k, grid, block, shmem);
-    e = cudaLaunchKernel((const void *)k->handle, g, b, args, shmem, 0);
+    e = cudaLaunchKernel((const void *)k->handle, g, b, args, shmem, capture_stream);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (hooks_set && hooks.after) hooks.after(hooks.ctx, k, e == cudaSuccess);
     if (e != cudaSuccess)

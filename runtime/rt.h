@@ -109,7 +109,7 @@ typedef struct krt_dim3 {
 int krt_module_load(const krt_cubin *cubin, krt_module **out, rg_err *err);
 void krt_module_unload(krt_module *m);
 int krt_get_kernel(krt_module *m, const char *name, krt_kernel *out, rg_err *err);
-/* Launches on the default stream. args[i] points at the value of parameter i. Dynamic
+/* Launches on the default stream (into the graph being captured, see below). args[i] points at the value of parameter i. Dynamic
  * shared memory above 48 KiB is opted into automatically. Launch-time errors come back
  * here; faults during execution come back from krt_sync. */
 int krt_launch(const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem,
@@ -117,6 +117,24 @@ int krt_launch(const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem,
 /* Waits for all work; an asynchronous fault (e.g. cudaErrorIllegalAddress) comes back as
  * an error naming it. Such faults are sticky: the process must restart to use the GPU. */
 int krt_sync(rg_err *err);
+
+/* ---- Launch graphs ------------------------------------------------------------------ */
+
+/* Between krt_capture_begin and krt_capture_end every krt_launch of the calling thread becomes a node
+ * of one CUDA graph instead of running (stream capture on a stream of krt's own). Each node depends on
+ * the nodes krt_capture_set_deps named last (none: a root), never implicitly on the launch before it;
+ * krt_capture_last_node gives the node the last launch added. krt_capture_end instantiates the graph
+ * (NULL *out and an error on failure, the capture ended either way); krt_capture_abort ends a capture
+ * that a failed launch cut short. A graph's kernels keep the arguments they were captured with. */
+typedef struct krt_graph krt_graph;
+int krt_capture_begin(rg_err *err);
+int krt_capture_set_deps(void *const *nodes, int n, rg_err *err);
+int krt_capture_last_node(void **node, rg_err *err);
+int krt_capture_end(krt_graph **out, rg_err *err);
+void krt_capture_abort(void);
+/* Launches the whole graph on the default stream, after the work queued there before it. */
+int krt_graph_launch(const krt_graph *g, rg_err *err);
+void krt_graph_free(krt_graph *g);
 
 /* Called around every krt_launch while set (the cudaEvent fallback of runtime/prof.c).
  * Set or clear only while no other thread launches. */

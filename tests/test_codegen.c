@@ -12,6 +12,7 @@
 #include "tests/kcover.h"
 
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 /* Kernels queued for sm_90 in this run, by kc_kernel_class (the same text up to comments and the
@@ -1129,6 +1130,106 @@ static void test_zero_fills_only_where_read_back(void **state)
     assert_true(dropped >= 15);
 }
 
+/* Whether kernel k's source declares parameter `name` without const (a buffer the kernel may store into).
+ * The signature is the text between "void <kernel>(" and the next ")\n{". */
+static int declared_writable(const kp_kernel *k, const char *name)
+{
+    char head[96];
+    snprintf(head, sizeof head, " %s(", k->name);
+    const char *sig = strstr(k->source, head), *end = sig ? strstr(sig, ")\n{") : NULL;
+    assert_non_null(sig);
+    assert_non_null(end);
+    sig += strlen(head);
+    while (sig < end) {
+        const char *comma = memchr(sig, ',', (size_t)(end - sig));
+        const char *stop = comma ? comma : end;
+        char decl[256];
+        snprintf(decl, sizeof decl, "%.*s", (int)(stop - sig), sig);
+        char *c = strstr(decl, "/*");
+        if (c) *c = 0;   /* the variable's name in a comment */
+        char *last = decl + strlen(decl);
+        while (last > decl && (last[-1] == ' ' || last[-1] == '\n')) *--last = 0;
+        while (last > decl && (isalnum((unsigned char)last[-1]) || last[-1] == '_')) last--;
+        if (!strcmp(last, name)) {
+            const char *t = decl;
+            while (*t == ' ' || *t == '\n') t++;
+            return strncmp(t, "const ", 6) != 0;
+        }
+        sig = stop + 1;
+    }
+    fail_msg("%s: no parameter %s in its signature", k->name, name);
+    return 0;
+}
+
+/* The variant of model and task under `config` over the defaults (a failure fails the test). */
+static void build_or_fail(const char *model, const char *task, const char *config, cg_variant *v)
+{
+    rg_err err;
+    cg_config cfg;
+    cfg_default(&cfg);
+    if (cfg_parse(&cfg, config, &err)) fail_msg("%s: %s", config, err.msg);
+    if (build_variant(model, task, &cfg, v, &err)) fail_msg("%s %s %s: %s", model, task, config, err.msg);
+}
+
+/* launch=dag orders two kernels only where they conflict: the `written` marks its edges come from must say
+ * what each kernel's source says (a buffer it stores into is declared without const), and the reduced
+ * edges must still order every conflicting pair, through a path, and never a pair that does not conflict. */
+static void test_dag_launch_orders_every_conflict(void **state)
+{
+    (void)state;
+    static const char *const cases[][3] = {{"hgt", "train", "softmax=single,recompute=on,launch=dag"},
+                                           {"rgat", "train", "trav=node,softmax=single,lanes=16,launch=dag"},
+                                           {"rgcn", "train", "crsum=run,launch=dag"},
+                                           {"rgat", "infer", "trav=node,softmax=single,epi=on,nchunk=64,launch=dag"},
+                                           {"hgt", "infer", "compact=off,softmax=single,launch=dag"},
+                                           {"rgat", "train", "mma=bf16,store=bf16,compact=off,launch=dag"}};
+    int roots_after_first = 0, marked = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        cg_variant v;
+        build_or_fail(cases[c][0], cases[c][1], cases[c][2], &v);
+        const kp_plan *pl = &v.plan;
+        assert_int_equal(pl->launch, KP_LAUNCH_DAG);
+        int n = pl->nkernels;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < pl->kernels[i].nparams; j++) {
+                const kp_param *q = &pl->kernels[i].params[j];
+                if (q->kind != KP_VAR && q->kind != KP_VAR_IN) continue;
+                if (declared_writable(&pl->kernels[i], q->name) != q->written)
+                    fail_msg("%s %s: %s's %s is %smarked written", cases[c][0], cases[c][1], pl->kernels[i].name, q->name,
+                             q->written ? "" : "not ");
+                marked += q->written;
+            }
+        /* before[i * n + j]: kernel j runs before kernel i through the graph's edges */
+        unsigned char *before = rg_xcalloc((size_t)n * (size_t)n, 1);
+        int *deps = rg_xmalloc((size_t)n * sizeof *deps);
+        for (int i = 0; i < n; i++) {
+            int nd = kp_dag_deps(pl, i, NULL, deps);
+            if (i > 0 && nd == 0) roots_after_first++;
+            for (int d = 0; d < nd; d++) {
+                assert_true(deps[d] < i && (d == 0 || deps[d - 1] < deps[d]));
+                assert_true(kp_kernels_conflict(&pl->kernels[deps[d]], &pl->kernels[i]));
+                before[(size_t)i * (size_t)n + (size_t)deps[d]] = 1;
+                for (int m = 0; m < n; m++)
+                    if (before[(size_t)deps[d] * (size_t)n + (size_t)m]) before[(size_t)i * (size_t)n + (size_t)m] = 1;
+            }
+            for (int j = 0; j < i; j++)
+                if (kp_kernels_conflict(&pl->kernels[j], &pl->kernels[i]) && !before[(size_t)i * (size_t)n + (size_t)j])
+                    fail_msg("%s %s: %s is not ordered before %s", cases[c][0], cases[c][1], pl->kernels[j].name,
+                             pl->kernels[i].name);
+        }
+        free(before);
+        free(deps);
+        cg_variant_free(&v);
+    }
+    /* HGT's query projection reads `feature` like the key and message projections, and none waits on another */
+    assert_true(roots_after_first >= 3 && marked > 50);
+    /* in plan order the graph is a chain, and the default launches one by one */
+    cg_variant v;
+    build_or_fail("rgat", "infer", "", &v);
+    assert_int_equal(v.plan.launch, KP_LAUNCH_STREAM);
+    cg_variant_free(&v);
+}
+
 /* `src` without what rowpf adds: its prefetch blocks and its note in the kernel's comment. */
 static char *without_row_prefetches(const char *src)
 {
@@ -2046,6 +2147,7 @@ int main(void)
         cmocka_unit_test(test_prefetched_scalar_operands),
         cmocka_unit_test(test_single_stores),
         cmocka_unit_test(test_zero_fills_only_where_read_back),
+        cmocka_unit_test(test_dag_launch_orders_every_conflict),
         cmocka_unit_test(test_row_prefetches),
         cmocka_unit_test(test_wacc_registers),
         cmocka_unit_test(test_occupancy_bounds),

@@ -2,7 +2,8 @@
 # Session 28 (issue 18): the three-stage search of one problem (plans/small/README.md), on a machine with a GPU.
 # Stage 1 sweeps the structures under one uniform schedule, stage 2 the GEMMs' and then the traversals' schedule
 # keys around the per-kernel best of stage 1, and the per-kernel combination of everything measured
-# (explore perkernel) is measured last, twice, beside a reference configuration, in the same invocation order.
+# (explore perkernel) is measured last, twice, beside its launch as one CUDA graph (launch=graph, dag) and a
+# reference configuration, in the same invocation order.
 #
 #   plans/small/search.sh MODEL TASK DATASET [options]
 #     --db FILE        the store the stages write (default results/search-MODEL-TASK.db); the combined config
@@ -79,10 +80,13 @@ C2=$(combined)
 [ -n "$C2" ] || { say "stage 2 left nothing to combine"; exit 1; }
 "$EXPLORE" perkernel --db "$DB" --model "$M" --task "$T" --dataset "$D" "${DD[@]}" > "$SP-perkernel.txt" 2>&1
 cfg2space "$C2" > "$SP-final.space"
+# the same kernels launched as one CUDA graph, in plan order and as the plan's dependency DAG (launch)
+{ cfg2space "$C2" | grep -v '^launch:'; echo "launch: graph dag"; } > "$SP-launch.space"
 [ -f "$REF" ] && cfg2space "$(cat "$REF")" > "$SP-ref.space"
 for r in 1 2; do
   say "combined config, measurement $r of 2"
   sweep "$FINAL_DB" "$SP-final.space" --no-resume --repeats 30
+  sweep "$FINAL_DB" "$SP-launch.space" --no-resume --repeats 30
   [ -f "$REF" ] && sweep "$FINAL_DB" "$SP-ref.space" --no-resume --repeats 30
 done
 echo "$C2"
