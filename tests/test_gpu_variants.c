@@ -163,7 +163,7 @@ static void test_default_space_matches_reference(void **state)
 
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
  * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge,
- * vec=8 and unroll on float32 and bfloat16 rows, and GEMM coarsening 8 (the default space leaves some out), across the traversal forms,
+ * vec=8 and unroll on float32 and bfloat16 rows, GEMM coarsening 8 and launch=graph|dag (the default space leaves some out), across the traversal forms,
  * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
  * RGNN_GPU_MAPPING_MODELS, RGNN_GPU_MAPPING_TASKS: ';'-separated subsets; RGNN_GPU_MAPPING_ONLY=K: the K-th
  * space below alone, from 0). */
@@ -190,6 +190,10 @@ static void test_mapping_values_match_reference(void **state)
         /* float32 register accumulators and feature arithmetic (session 24) */
         "trav: node edge\npagg: on off\nsoftmax: twopass single\nlanes: 8 16\nvec: 1 4\nacc: smem reg32\nfarith: f64 f32\n"
         "store: f32 bf16\n",
+        /* the run as one CUDA graph, in plan order and as its dependency DAG (session 30), across the structures
+         * whose plans differ most in what may overlap */
+        "compact: off direct\ntrav: node edge\nsoftmax: twopass single\ncrsum: atomic run\nrecompute: off on\n"
+        "launch: stream graph dag\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];

@@ -2,7 +2,7 @@
 -- plan order (graph) and as the plan's dependency DAG (dag), measured in one invocation per problem and round
 -- (plans/h100/launch.txt, 30 repeats): the span (the run's time, first memset to last kernel end) and the kernel
 -- sum of each, the mean of the rounds, and the spans' speed-ups over stream. Usage:
---   sqlite3 -header -column results/h200/session30.db < plans/h100/launch.sql
+--   sqlite3 -header -column STORE < plans/h100/launch.sql     (STORE: the device script's s30.db, or its merge)
 .read plans/layer.sql
 with m as (
   select v.model, v.task, d.name as dataset, m.median_ms, l.span_ms,
