@@ -678,22 +678,24 @@ static int launch_sequence(const cg_variant *v, const kx_compiled *c_const, cons
     return 0;
 }
 
-int kx_launch_all(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
-                  rg_err *err)
+/* One run, as the plan's launch mode says or (one_by_one) kernel by kernel, then waits. */
+static int run_once(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
+                    int one_by_one, rg_err *err)
 {
     kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
     if (kx_resolve(&v->plan, c, err)) return -1;
-    if (launch_sequence(v, c, b, kg, NULL, err)) return -1;
-    return krt_sync(err);
+    int rc = one_by_one ? launch_each(v, c, b, kg, NULL, err) : launch_sequence(v, c, b, kg, NULL, err);
+    return rc ? -1 : krt_sync(err);
 }
 
-int kx_launch_each(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg,
-                   rg_err *err)
+int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err)
 {
-    kx_compiled *c = (kx_compiled *)c_const;  /* kernel handles are looked up on first use */
-    if (kx_resolve(&v->plan, c, err)) return -1;
-    if (launch_each(v, c, b, kg, NULL, err)) return -1;
-    return krt_sync(err);
+    return run_once(v, c, b, kg, 0, err);
+}
+
+int kx_launch_each(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err)
+{
+    return run_once(v, c, b, kg, 1, err);
 }
 
 int kx_launch_one(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg, int i,
