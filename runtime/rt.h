@@ -109,9 +109,9 @@ typedef struct krt_dim3 {
 int krt_module_load(const krt_cubin *cubin, krt_module **out, rg_err *err);
 void krt_module_unload(krt_module *m);
 int krt_get_kernel(krt_module *m, const char *name, krt_kernel *out, rg_err *err);
-/* Launches on the default stream (into the graph being captured, see below). args[i] points at the value of parameter i. Dynamic
- * shared memory above 48 KiB is opted into automatically. Launch-time errors come back
- * here; faults during execution come back from krt_sync. */
+/* Launches on the default stream (into the graph being captured, see below). args[i] points
+ * at the value of parameter i. Dynamic shared memory above 48 KiB is opted into automatically.
+ * Launch-time errors come back here; faults during execution come back from krt_sync. */
 int krt_launch(const krt_kernel *k, krt_dim3 grid, krt_dim3 block, size_t shmem,
                void **args, rg_err *err);
 /* Waits for all work; an asynchronous fault (e.g. cudaErrorIllegalAddress) comes back as
