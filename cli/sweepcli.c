@@ -47,6 +47,14 @@ static const char PLAN_USAGE[] =
     "with N > 1 and no --db each shard writes results/results.shard-I-of-N.db, and\n"
     "`explore merge --into results/results.db results/results.shard-*.db` combines them.\n\n";
 
+static int parse_rank(const char *value, void *dst, rg_err *err)
+{
+    if (!strcmp(value, "sum")) *(int *)dst = XS_RANK_SUM;
+    else if (!strcmp(value, "span")) *(int *)dst = XS_RANK_SPAN;
+    else return rg_errf(err, "--rank takes sum or span, not '%s'", value);
+    return 0;
+}
+
 /* The options of both forms, after the problem's or the plan's own. */
 static int parse_group(const char *value, void *dst, rg_err *err)
 {
@@ -84,6 +92,10 @@ static void add_sweep_options(ro_cmd *r, sc_cli *c, cp_problem *p)
     ro_add(r, (ro_opt){.name = "slow-factor", .arg = "X", .kind = RO_REAL, .dst = &o->slow_factor,
                        .help = "a variant whose validation run is over X times the best so far is timed\n"
                        "once, without warm-up (default 4; 0: time every variant fully)", .lo = 0, .hi = 1e6});
+    ro_add(r, (ro_opt){.name = "rank", .arg = "sum|span", .kind = RO_FN, .dst = &o->rank, .fn = parse_rank,
+                       .help = "rank variants by the sum of their kernels' times (default), or by the run's\n"
+                       "span, first kernel start to last kernel end: gaps between launches and kernels\n"
+                       "that overlap (config key launch) count; a variant with no stored span is left out"});
     ro_add(r, (ro_opt){.name = "no-resume", .arg = NULL, .kind = RO_FLAG, .dst = &o->no_resume,
                        .help = "measure again what the database has for this device, dataset and commit"});
     ro_add(r, (ro_opt){.name = "cost-model", .arg = "FILE", .kind = RO_STR, .dst = &c->cost_model,

@@ -309,22 +309,23 @@ static void progress_draw_bar(progress *pr)
     pr->bar_visible = 1;
 }
 
-static void progress_variant(progress *pr, const char *cfg, const xb_result *r, double seconds)
+/* ms: the variant's time as the sweep ranks it (xs_options.rank), NaN when it has none. */
+static void progress_variant(progress *pr, const char *cfg, const xb_result *r, double ms, double seconds)
 {
     pr->done++;
     pr->spent += seconds;
-    if (r->status == RS_OK && (isnan(pr->best_ms) || r->median_ms < pr->best_ms)) pr->best_ms = r->median_ms;
+    if (isfinite(ms) && (isnan(pr->best_ms) || ms < pr->best_ms)) pr->best_ms = ms;
     if (pr->mode == XS_PROGRESS_BAR) {
         progress_draw_bar(pr);
     } else if (pr->mode == XS_PROGRESS_LINES) {
-        char eta[32], best[32], ms[32];
+        char eta[32], best[32], shown[32];
         format_eta(pr, eta, sizeof eta);
         format_ms(pr->best_ms, best, sizeof best);
-        format_ms(r->status == RS_OK ? r->median_ms : NAN, ms, sizeof ms);
+        format_ms(ms, shown, sizeof shown);
         char elapsed[48] = "";
         if (pr->show_elapsed) snprintf(elapsed, sizeof elapsed, ", elapsed %.1f s", rg_now() - pr->t0);
         fprintf(stderr, "[%d/%d] %-14s %12s  %s  (best %s%s, ETA %s)\n", pr->done, pr->total,
-                rs_status_name(r->status), ms, cfg, best, elapsed, eta);
+                rs_status_name(r->status), shown, cfg, best, elapsed, eta);
     }
 }
 
@@ -372,6 +373,14 @@ static char *point_string(const job *j, int i)
 {
     cg_config c = point_config(j, i);
     return cfg_to_string(&c);
+}
+
+/* A measured variant's time as the sweep ranks it: its kernel sum, or under XS_RANK_SPAN its run's
+ * span (NaN when the backend gave none). NaN when it did not run correctly. */
+static double ranked_ms(const job *j, const xb_result *r)
+{
+    if (r->status != RS_OK) return NAN;
+    return j->s->o.rank == XS_RANK_SPAN ? xb_run_metric(r, "span_ms") : r->median_ms;
 }
 
 static void summary_init(xs_summary *sum)
@@ -524,7 +533,7 @@ static int measure_point(job *j, xw_worker *w, int i, xb_result *r, rg_err *err)
     j->sum->measured++;
     int rc = record(j, i, r, err);
     char *cfg = cfg_to_string(&c);
-    progress_variant(&j->pr, cfg, r, rg_now() - t0);
+    progress_variant(&j->pr, cfg, r, ranked_ms(j, r), rg_now() - t0);
     free(cfg);
     return rc ? MP_FAILED : MP_MEASURED;
 }
@@ -562,7 +571,8 @@ static int measure_all(job *j, xw_worker *w, rg_err *err)
 typedef struct outcome {
     int point;
     rs_status status;
-    double ms;
+    double ms;                  /* as the sweep ranks (ranked_ms), NaN unless ok */
+    double sum_ms, span_ms;     /* the kernel sum and the span, NaN when none */
 } outcome;
 
 static int by_time(const void *a, const void *b)
@@ -618,7 +628,9 @@ static int collect_outcomes(job *j, outcome **out, int *n, rg_err *err)
     for (int i = 0; i < j->n; i++) {
         if (latest[i] < 0) continue;
         const rs_row *r = &rows[latest[i]];
-        o[k++] = (outcome){.point = i, .status = r->status, .ms = r->status == RS_OK ? r->median_ms : NAN};
+        int ok = r->status == RS_OK, span = j->s->o.rank == XS_RANK_SPAN;
+        o[k++] = (outcome){.point = i, .status = r->status, .ms = !ok ? NAN : span ? r->span_ms : r->median_ms,
+                           .sum_ms = r->median_ms, .span_ms = r->span_ms};
     }
     free(latest);
     rs_rows_free(rows, nrows);
@@ -667,6 +679,21 @@ static int valid_without_outcome(const job *j, const outcome *all, int nall)
     return j->sum->valid - with;
 }
 
+/* A table row's times: the ranked one, and under XS_RANK_SPAN the kernel sum beside it. */
+static void print_times(FILE *f, const job *j, double u_ms, const outcome *o)
+{
+    fprintf(f, " %12.4f", o->ms);
+    if (j->s->o.rank == XS_RANK_SPAN) fprintf(f, " %12.4f", o->sum_ms);
+    print_speedup(f, u_ms, o->ms);
+}
+
+/* The header of a table's time columns (print_times). */
+static void print_time_heads(FILE *f, const job *j)
+{
+    if (j->s->o.rank == XS_RANK_SPAN) fprintf(f, " %12s %12s %8s", "span ms", "kernel sum", "vs U");
+    else fprintf(f, " %12s %8s", "median ms", "vs U");
+}
+
 static void print_report(job *j, const outcome *all, int nall, const outcome *ok, int nok)
 {
     FILE *f = j->s->o.out;
@@ -690,34 +717,41 @@ static void print_report(job *j, const outcome *all, int nall, const outcome *ok
                    "measured part only (run the same command again to complete it)\n", missing, sum->valid);
     if (sum->concurrent)
         fprintf(f, "%d of the skipped variants were measured by a concurrent sweep of this store\n", sum->concurrent);
+    int unranked = count[RS_OK] - nok;   /* ok, but no span stored to rank by */
+    if (unranked > 0)
+        fprintf(f, "%d ok variant%s without a stored span left out of the ranking (--rank span)\n", unranked,
+                unranked == 1 ? "" : "s");
     if (nok == 0) {
-        fprintf(f, "no variant ran correctly: nothing to rank\n");
+        fprintf(f, "no variant ran correctly%s: nothing to rank\n", unranked ? " with a span" : "");
         return;
     }
     double u_ms = NAN;
     int u = best_of_layout(j, ok, nok, &LAYOUTS[0]);
     if (u >= 0) u_ms = ok[u].ms;
-    fprintf(f, "\ntop %d of %d ok variants:\n  %4s %12s %8s  %s\n", nok < 10 ? nok : 10, nok, "rank", "median ms",
-            "vs U", "config");
+    fprintf(f, "\ntop %d of %d ok variants%s:\n  %4s", nok < 10 ? nok : 10, nok,
+            j->s->o.rank == XS_RANK_SPAN ? ", ranked by the run's span" : "", "rank");
+    print_time_heads(f, j);
+    fprintf(f, "  config\n");
     for (int k = 0; k < nok && k < 10; k++) {
         char *cfg = point_string(j, ok[k].point);
-        fprintf(f, "  %4d %12.4f", k + 1, ok[k].ms);
-        print_speedup(f, u_ms, ok[k].ms);
+        fprintf(f, "  %4d", k + 1);
+        print_times(f, j, u_ms, &ok[k]);
         fprintf(f, "  %s\n", cfg);
         free(cfg);
     }
-    fprintf(f, "\nlayouts (each with its best measured schedule):\n  %-5s %-25s %12s %8s  %s\n", "", "layout",
-            "median ms", "vs U", "config");
+    fprintf(f, "\nlayouts (each with its best measured schedule):\n  %-5s %-25s", "", "layout");
+    print_time_heads(f, j);
+    fprintf(f, "  config\n");
     for (size_t l = 0; l < sizeof LAYOUTS / sizeof LAYOUTS[0]; l++) {
         int k = best_of_layout(j, ok, nok, &LAYOUTS[l]);
         fprintf(f, "  %-5s %-25s", LAYOUTS[l].label, LAYOUTS[l].what);
         if (k < 0) {
-            fprintf(f, " %12s %8s  (none ran correctly)\n", "-", "-");
+            fprintf(f, " %12s%s %8s  (none ran correctly)\n", "-", j->s->o.rank == XS_RANK_SPAN ? "            -" : "",
+                    "-");
             continue;
         }
         char *cfg = point_string(j, ok[k].point);
-        fprintf(f, " %12.4f", ok[k].ms);
-        print_speedup(f, u_ms, ok[k].ms);
+        print_times(f, j, u_ms, &ok[k]);
         fprintf(f, "  %s\n", cfg);
         free(cfg);
     }
@@ -771,7 +805,9 @@ static char *best_json(const job *j, const outcome *best, double u_ms, int nok, 
     rgj_kv_int(&w, "points_with_outcome", nall);
     rgj_kv_int(&w, "points", j->n);
     rgj_kv_string(&w, "hash", j->hex[best->point]);
-    rgj_kv_double(&w, "median_ms", best->ms);
+    rgj_kv_string(&w, "ranked_by", j->s->o.rank == XS_RANK_SPAN ? "span" : "kernel sum");
+    rgj_kv_double(&w, "median_ms", best->sum_ms);
+    rgj_kv_double(&w, "span_ms", best->span_ms);
     rgj_kv_double(&w, "speedup_over_unoptimized", isnan(u_ms) ? NAN : u_ms / best->ms);
     rgj_kv_string(&w, "config_string", cfg);
     rgj_end_object(&w);
@@ -794,7 +830,7 @@ static int report(job *j, rg_err *err)
     outcome *ok = rg_xcalloc((size_t)nall + 1, sizeof *ok);
     int nok = 0;
     for (int k = 0; k < nall; k++)
-        if (all[k].status == RS_OK) ok[nok++] = all[k];
+        if (all[k].status == RS_OK && isfinite(all[k].ms)) ok[nok++] = all[k];
     qsort(ok, (size_t)nok, sizeof *ok, by_time);
     j->sum->partial = valid_without_outcome(j, all, nall) > 0;
     if (!j->s->o.quiet) print_report(j, all, nall, ok, nok);
@@ -863,10 +899,10 @@ static int read_back(live *L, int i, double *ms)
     const outcome *o = &L->stored[L->stored_at[i]];
     xb_result_init(L->r);
     L->r->status = o->status;
-    L->r->median_ms = o->ms;
-    *ms = o->status == RS_OK ? o->ms : NAN;
+    L->r->median_ms = o->sum_ms;
+    *ms = o->ms;
     char *cfg = point_string(j, i), *shown = rg_xasprintf("(stored) %s", cfg);
-    progress_variant(&j->pr, shown, L->r, 0);
+    progress_variant(&j->pr, shown, L->r, o->ms, 0);
     free(shown);
     free(cfg);
     return 0;
@@ -885,7 +921,7 @@ static sr_eval_status live_eval(void *ctx, const sr_problem *p, int k, const cg_
     if (k >= 0) {   /* a config that is no valid point of the space is not measurable: it costs its unit */
         int i = L->cand[k];
         int m = L->stored_at[i] >= 0 ? MP_TAKEN : measure_point(j, L->w, i, L->r, L->err);
-        if (m == MP_MEASURED && L->r->status == RS_OK) *ms = L->r->median_ms;
+        if (m == MP_MEASURED) *ms = ranked_ms(j, L->r);
         if (m == MP_ABORTED) {
             L->stop = "interrupted";
             return SR_EVAL_STOP;

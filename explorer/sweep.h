@@ -25,6 +25,13 @@ typedef xb_backend *(*xs_gpu_backend_fn)(rg_err *err);
 
 enum { XS_PROGRESS_AUTO, XS_PROGRESS_OFF, XS_PROGRESS_LINES, XS_PROGRESS_BAR };
 
+/* What a sweep ranks its variants by (and a search minimizes): the sum of the kernels' median times
+ * (the stored median_ms), or the median span of a run, first kernel start to last kernel end (the
+ * stored metric span_ms). The span counts the gaps between launches and, under the config key launch,
+ * what a CUDA graph saves of them and what kernels that overlap save; the sum cannot see either. A
+ * variant without a stored span is left out of a span ranking (the report says how many). */
+enum { XS_RANK_SUM, XS_RANK_SPAN };
+
 /* Without --strategy, --budget or --exhaustive, a problem whose space has more valid points than
  * this is searched (XS_DEFAULT_SEARCH over XS_DEFAULT_SEARCH_PERCENT of them), not swept. */
 #define XS_EXHAUSTIVE_MAX 2000
@@ -58,6 +65,7 @@ typedef struct xs_options {
     uint64_t seed;                /* the strategy's seed */
     double time_limit_s;          /* wall seconds per problem, then the sweep or search stops; <= 0: none */
     int progress;                 /* XS_PROGRESS_*; AUTO: a bar on a terminal, lines otherwise */
+    int rank;                     /* XS_RANK_SUM (the default) or XS_RANK_SPAN */
     int quiet;                    /* no report table */
     FILE *out;                    /* the report (NULL: stdout) */
 } xs_options;
@@ -85,9 +93,10 @@ typedef struct xs_summary {
     const char *stopped_by;       /* "budget", "time limit", "space" (no point left), "interrupted",
                                    * "error"; NULL: the sweep ran to its end (or its budget) */
     double elapsed_s;             /* wall time of the problem */
-    double search_best_ms;        /* best time the search found; NaN: none */
+    double search_best_ms;        /* best time the search found (as xs_options.rank ranks); NaN: none */
     char search_best_config[256];
-    double best_ms;               /* best ok time of the problem in the store (this commit); NaN: none */
+    double best_ms;               /* best ok time of the problem in the store (this commit), as
+                                   * xs_options.rank ranks; NaN: none */
     char best_config[256];
     char best_path[1024];         /* the best-config JSON written, "" if none */
 } xs_summary;

@@ -70,6 +70,13 @@ void xb_add_metric(xb_result *r, const char *name, const char *unit, double valu
     m->value = value;
 }
 
+double xb_run_metric(const xb_result *r, const char *name)
+{
+    for (int i = 0; i < r->nmetrics; i++)
+        if (!r->metrics[i].kernel[0] && !strcmp(r->metrics[i].name, name)) return r->metrics[i].value;
+    return NAN;
+}
+
 int xb_judge_run(xv_reference *ref, const pl_problem *pl, const cg_config *cfg, const ir_program *ir,
                  const lw_program *lp, const cg_variant *v, const xv_source *src, const double **vals,
                  const xb_options *opt, xb_result *r)

@@ -91,6 +91,8 @@ int xb_open_problem(const xb_problem *p, pl_problem *pl, hg_graph **g, rg_err *e
 int xb_reference(xv_reference **ref, const pl_problem *pl, const hg_graph *g, const ref_options *ro, rg_err *err);
 /* Adds a measurement-level metric (no kernel); NaN and a full table are skipped. */
 void xb_add_metric(xb_result *r, const char *name, const char *unit, double value);
+/* The measurement-level metric of that name (no kernel), NaN when r has none. */
+double xb_run_metric(const xb_result *r, const char *name);
 /* Validates a finished run of variant v (xv_validate at the tolerance of cfg's precision, or
  * opt's) and records the verdict in r: its error, the evidence, wrong_answer, or the failure
  * that kept values from being read (an error after some values were compared is a wrong

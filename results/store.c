@@ -1393,6 +1393,7 @@ static void fill_row(sqlite3_stmt *st, rs_row *r)
     r->peak_mem_bytes = sqlite3_column_type(st, 24) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 24);
     r->n_kernels = sqlite3_column_int64(st, 25);
     r->n_metrics = sqlite3_column_int64(st, 26);
+    r->span_ms = col_real(st, 27);
 }
 
 int rs_query_measurements(rs_store *s, const rs_filter *f, rs_row **rows, size_t *n, rg_err *err)
@@ -1402,7 +1403,9 @@ int rs_query_measurements(rs_store *s, const rs_filter *f, rs_row **rows, size_t
            " m.git_commit, v.hash, v.dim_in, v.dim_out, v.heads, m.repeats, m.status, m.median_ms, m.min_ms,"
            " m.max_ms, m.stddev_ms, m.validation_error, m.gemm_ms, m.traversal_ms, m.other_ms, m.peak_mem_bytes,"
            " (SELECT count(*) FROM kernel_times k WHERE k.measurement_id = m.id),"
-           " (SELECT count(*) FROM metrics x WHERE x.measurement_id = m.id)" FROM_MVD FILTER_SQL " ORDER BY m.id",
+           " (SELECT count(*) FROM metrics x WHERE x.measurement_id = m.id),"
+           " (SELECT value FROM metrics x WHERE x.measurement_id = m.id AND x.kernel = '' AND x.name = 'span_ms')"
+           FROM_MVD FILTER_SQL " ORDER BY m.id",
         err);
     if (!st) return -1;
     bind_filter(st, f);

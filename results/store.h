@@ -213,6 +213,7 @@ typedef struct rs_row {
     double gemm_ms, traversal_ms, other_ms;
     int64_t peak_mem_bytes;
     int64_t n_kernels, n_metrics;
+    double span_ms;         /* the run's span (metric span_ms of the whole run), NaN when none stored */
 } rs_row;
 int rs_query_measurements(rs_store *s, const rs_filter *f, rs_row **rows, size_t *n, rg_err *err);
 void rs_rows_free(rs_row *rows, size_t n);
