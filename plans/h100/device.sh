@@ -1,13 +1,15 @@
 #!/bin/bash
 # Session 30 (issue 18): the device script of plans/h100 (run on a GPU machine from the repository root, with .debs
 # and .dev carried as ../shared/device/README.md says). Each step's explore runs validate every variant first.
-#   LABEL=<commit> [TAG=x] [STEPS="check one san gput"] [DEADLINE=s] bash plans/h100/device.sh
+#   LABEL=<commit> [TAG=x] [STEPS="check one trace san gput"] [DEADLINE=s] bash plans/h100/device.sh
 #   one:   LIST (default plans/h100/targets.txt; lines "model task dataset config"), each config as a one-point
 #          space with EXTRA's lines appended (e.g. EXTRA="launch: stream graph dag"); ONLY a regex of "model task
 #          dataset", ROUNDS, REPEATS (30), METRICS=1 for CUPTI counters
 #   check: CHECK (default plans/small/check29e.txt; lines "model task dataset space" under plans/small)
-#   san:   compute-sanitizer memcheck and racecheck of `explore run` on aifb (SAN_MODELS, SAN_TASK, SAN_CFG)
-#   gput:  build/tests/test_gpu_variants (GPUT_END seconds at most)
+#   san:   compute-sanitizer memcheck and racecheck of `explore run` on aifb (SAN_MODELS, SAN_TASK, SAN_CFG, SAN_TOOLS)
+#   trace: each line of TRACE (default plans/h100/trace.txt; as LIST) run once per launch of TRACE_LAUNCH with
+#          RGNN_SPAN_TRACE: every profiler record of 3 timed runs, to see where a span's time goes
+#   gput:  build/tests/test_gpu_variants (GPUT_END seconds at most, and no later than 575 s into the call)
 # The store is $OUT/s30.db; the logs go to $OUT/out$TAG.tgz (the device returns 8 files a call). DEADLINE: seconds
 # after which no new explore starts (a call has 600).
 set -u
@@ -31,8 +33,13 @@ one)   for r in $(seq "${ROUNDS:-1}"); do grep -v '^#' "${LIST:-plans/h100/targe
          sp=$W/sp/$m-$t-${d//:/_}${METRICS:+-metrics}${EXTRA:+-launch}.space; echo "$cfg" | tr ',' '\n' | sed 's/=/: /' > "$sp"
          [ -n "${EXTRA:-}" ] && echo "$EXTRA" >> "$sp"
          say "one r$r $m $t $d ${METRICS:+metrics}"; xp --model "$m" --task "$t" --dataset "$d" --space "$sp" --no-resume --repeats "${REPEATS:-30}" ${METRICS:+--metrics}; done; done ;;
-san)   for m in ${SAN_MODELS:-rgat}; do for tool in memcheck racecheck; do late "san $m $tool" && continue; say "san $m $tool"
+san)   for m in ${SAN_MODELS:-rgat}; do for tool in ${SAN_TOOLS:-memcheck racecheck}; do late "san $m $tool" && continue; say "san $m $tool"
          compute-sanitizer --tool $tool --error-exitcode 9 build/explore run --model $m --task ${SAN_TASK:-infer} --dataset aifb "${DD[@]}" --config "${SAN_CFG}" --repeats 1 --warmup 0 > "$W/san-$m-$tool.log" 2>&1; say "san $m $tool rc=$?"; tail -3 "$W/san-$m-$tool.log" >> "$LOG"; done; done ;;
-gput)  say "gput"; RGNN_REQUIRE_GPU=1 RGNN_TEST_DATA=.dev/datasets timeout "${GPUT_END:-300}" build/tests/test_gpu_variants > "$W/gput.log" 2>&1; say "gput rc=$?"; tail -5 "$W/gput.log" >> "$LOG" ;;
+trace) grep -v '^#' "${TRACE:-plans/h100/trace.txt}" | while read -r m t d cfg; do for l in ${TRACE_LAUNCH:-stream graph dag}; do
+         late "trace $m $t $d $l" && continue; f=$W/trace-$m-$t-${d//:/_}-$l.txt; say "trace $m $t $d $l"
+         RGNN_SPAN_TRACE=$f build/explore run --model $m --task $t --dataset $d "${DD[@]}" --config "$cfg,launch=$l" --repeats 3 --warmup 2 > "$f.out" 2>&1
+         say "trace rc=$?"; done; done ;;
+gput)  g=${GPUT_END:-300}; [ $((575 - SECONDS)) -lt "$g" ] && g=$((575 - SECONDS)); [ "$g" -lt 30 ] && { say "no time for gput"; continue; }
+       say "gput (${g} s)"; RGNN_REQUIRE_GPU=1 RGNN_TEST_DATA=.dev/datasets timeout "$g" build/tests/test_gpu_variants > "$W/gput.log" 2>&1; say "gput rc=$?"; tail -5 "$W/gput.log" >> "$LOG" ;;
 esac; done
 say "done"
