@@ -56,6 +56,23 @@ int kp_kernels_conflict(const kp_kernel *a, const kp_kernel *b)
     return 0;
 }
 
+static int binds_zero_filled(const kp_plan *p, const kp_kernel *k)
+{
+    int written;
+    for (int z = 0; z < p->nzero; z++)
+        if (binds_var(k, p->zero_vars[z], &written)) return 1;
+    return 0;
+}
+
+int kp_dag_waits_on_zero(const kp_plan *p, int i, const int *deps, int n)
+{
+    RG_ASSERT(i >= 0 && i < p->nkernels);
+    if (!binds_zero_filled(p, &p->kernels[i])) return 0;
+    for (int d = 0; d < n; d++)
+        if (binds_zero_filled(p, &p->kernels[deps[d]])) return 0;
+    return 1;
+}
+
 int kp_dag_deps(const kp_plan *p, int i, const int *present, int *deps)
 {
     RG_ASSERT(i >= 0 && i < p->nkernels);
@@ -147,10 +164,11 @@ static const char *size_name(int s)
 static void print_dag_deps(const kp_plan *p, int i, FILE *f)
 {
     int *deps = rg_xmalloc((size_t)(i ? i : 1) * sizeof *deps);
-    int n = kp_dag_deps(p, i, NULL, deps);
+    int n = kp_dag_deps(p, i, NULL, deps), zero = kp_dag_waits_on_zero(p, i, deps, n);
     fputs("     after:", f);
+    if (zero) fputs(" zero-fill", f);
     for (int d = 0; d < n; d++) fprintf(f, " %s", p->kernels[deps[d]].name);
-    fputs(n ? "\n" : " (a root of the graph)\n", f);
+    fputs(n || zero ? "\n" : " (a root of the graph)\n", f);
     free(deps);
 }
 

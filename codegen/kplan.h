@@ -109,6 +109,10 @@ int kp_kernels_conflict(const kp_kernel *a, const kp_kernel *b);
  * all): every earlier conflicting one not already ordered before i through another of them (the
  * transitive reduction). Writes their indices to deps, ascending; returns their number. */
 int kp_dag_deps(const kp_plan *p, int i, const int *present, int *deps);
+/* launch=graph and dag: the run's zero-fill is the graph's first node, a memset. Under dag kernel i waits
+ * on it where it binds a zero-filled variable and none of deps[0..n) (its kp_dag_deps) does: those are
+ * after the memset already, as every kernel that binds one is. */
+int kp_dag_waits_on_zero(const kp_plan *p, int i, const int *deps, int n);
 /* Records that k writes variable `var` whole (kp_kernel.covers); a second record is a no-op. */
 void kp_kernel_covers(kp_kernel *k, int var);
 /* Whether a kernel of the plan writes variable `var` whole. */

@@ -618,9 +618,11 @@ static int launch_each(const cg_variant *v, const kx_compiled *c, const kx_buffe
     return 0;
 }
 
-/* The graph nodes kernel i waits on: in plan order, the last kernel launched before it; as a DAG, the
- * launched kernels kp_dag_deps names (node[j] is NULL where kernel j's grid is empty on this graph). */
-static int graph_deps(const kp_plan *plan, int i, void *const *node, void **deps)
+/* The graph nodes kernel i waits on: in plan order, the last kernel launched before it, else the
+ * zero-fill; as a DAG, the launched kernels kp_dag_deps names (node[j] is NULL where kernel j's grid is
+ * empty on this graph), and the zero-fill where kp_dag_waits_on_zero says. zero is NULL when the run
+ * has no zero-fill. deps has room for i + 1 nodes. */
+static int graph_deps(const kp_plan *plan, int i, void *const *node, void *zero, void **deps)
 {
     if (plan->launch == KP_LAUNCH_GRAPH) {
         for (int j = i - 1; j >= 0; j--)
@@ -628,28 +630,42 @@ static int graph_deps(const kp_plan *plan, int i, void *const *node, void **deps
                 deps[0] = node[j];
                 return 1;
             }
-        return 0;
+        deps[0] = zero;
+        return zero != NULL;
     }
     int *present = rg_xmalloc((size_t)(i + 1) * sizeof *present), *idx = rg_xmalloc((size_t)(i + 1) * sizeof *idx);
     for (int j = 0; j < i; j++) present[j] = node[j] != NULL;
     present[i] = 1;
     int n = kp_dag_deps(plan, i, present, idx);
+    int after_zero = zero && kp_dag_waits_on_zero(plan, i, idx, n);
     for (int d = 0; d < n; d++) deps[d] = node[idx[d]];
+    if (after_zero) deps[n++] = zero;
     free(present);
     free(idx);
     return n;
 }
 
-/* Captures the run's kernels as one graph (kx_compiled.graph) for these buffers and this graph. */
+/* The run's zero-fill as the graph's first node (*zero; NULL when the run has none). */
+static int capture_zero_fill(const cg_variant *v, const kx_buffers *b, void **zero, rg_err *err)
+{
+    *zero = NULL;
+    if (!v->plan.nzero || !mp_bytes(b->mp, b->zero_id)) return 0;
+    return krt_capture_set_deps(NULL, 0, err) || kx_reset(v, b, err) || krt_capture_last_node(zero, err) ? -1 : 0;
+}
+
+/* Captures the run (its zero-fill, then its kernels) as one graph (kx_compiled.graph) for these
+ * buffers and this graph: a graph's memset overlaps the kernels that do not wait on it, where a
+ * memset before the graph ran alone. */
 static int capture_graph(const cg_variant *v, kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err)
 {
     int nk = v->plan.nkernels;
     void **node = rg_xcalloc((size_t)(nk ? nk : 1), sizeof *node);
-    void **deps = rg_xcalloc((size_t)(nk ? nk : 1), sizeof *deps);
-    int n = 0, rc = krt_capture_begin(err);
+    void **deps = rg_xcalloc((size_t)nk + 1, sizeof *deps);
+    void *zero = NULL;
+    int n = 0, rc = krt_capture_begin(err) || capture_zero_fill(v, b, &zero, err);
     for (int i = 0; i < nk && !rc; i++) {
         int launched = 0;
-        rc = krt_capture_set_deps(deps, graph_deps(&v->plan, i, node, deps), err) ||
+        rc = krt_capture_set_deps(deps, graph_deps(&v->plan, i, node, zero, deps), err) ||
              launch_kernel(&v->plan.kernels[i], &c->kernels[i], b, kg, &launched, err);
         if (!rc && launched) rc = krt_capture_last_node(&node[i], err), n++;
     }
@@ -893,13 +909,21 @@ static void summarize_runs(const kprof_records *rec, int per_run, int repeats, k
     free(totals);
 }
 
+/* A whole run: its zero-fill and its kernels. A graph holds its zero-fill (capture_graph). */
+static int reset_and_launch(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg,
+                            int *per_run, rg_err *err)
+{
+    if (v->plan.launch == KP_LAUNCH_STREAM && kx_reset(v, b, err)) return -1;
+    return launch_sequence(v, c, b, kg, per_run, err);
+}
+
 /* One timed run: the flush (untimed), then the zero-fills and kernels between run marks. */
 static int timed_run(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg,
                      void *flush_buf, size_t flush_bytes, int *per_run, rg_err *err)
 {
     if (flush_bytes && kprof_untimed_memset(flush_buf, flush_bytes, err)) return -1;
     kprof_run_begin();
-    int rc = kx_reset(v, b, err) || launch_sequence(v, c, b, kg, per_run, err);
+    int rc = reset_and_launch(v, c, b, kg, per_run, err);
     kprof_run_end();
     return rc ? -1 : 0;
 }
@@ -943,7 +967,7 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     if (kx_resolve(&v->plan, c, err)) return -1;
     int per_run = 0;
     for (int i = 0; i < warmup; i++)
-        if (kx_reset(v, b, err) || launch_sequence(v, c, b, kg, &per_run, err)) return -1;
+        if (reset_and_launch(v, c, b, kg, &per_run, err)) return -1;
     if (krt_sync(err) || kprof_start(err)) return -1;
     int rc = 0;
     for (int r = 0; r < repeats && !rc; r++) rc = timed_run(v, c, b, kg, flush_buf, flush_bytes, &per_run, err);

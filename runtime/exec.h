@@ -109,8 +109,8 @@ int kx_prepare(const ir_program *ir, const cg_variant *v, const kx_buffers *b, c
                kx_staging *stage, rg_err *err);
 /* Zero-fills the accumulation targets only (between timed repeats). */
 int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err);
-/* Launches every kernel once, in order (as the plan's launch mode says: one by one, or one graph),
- * then waits. */
+/* Launches every kernel once, in order (as the plan's launch mode says: one by one, or one graph,
+ * which zero-fills the accumulation targets again as its first node), then waits. */
 int kx_launch_all(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, rg_err *err);
 /* Launches every kernel once, one by one on the default stream whatever the plan's launch mode
  * (the hardware counters of --metrics are collected per kernel launch), then waits. */
@@ -158,7 +158,8 @@ typedef struct kx_timing {
  * their count. order needs room for every kernel of the plan. */
 int kx_launch_order(const cg_variant *v, const kx_graph *kg, int *order);
 
-/* Warm-up runs, then `repeats` timed runs under the CUPTI activity API. With flush_bytes > 0,
+/* Warm-up runs, then `repeats` timed runs under the CUPTI activity API, each run zero-filling the
+ * accumulation targets first (under launch graph or dag, as the graph's first node). With flush_bytes > 0,
  * flush_buf's bytes are written before each timed run, outside its records, so that the run
  * starts with a cold L2 (give a buffer of twice the L2's size). */
 int kx_time(const cg_variant *v, const kx_compiled *c, const kx_buffers *b, const kx_graph *kg, int warmup,

@@ -120,12 +120,13 @@ int krt_sync(rg_err *err);
 
 /* ---- Launch graphs ------------------------------------------------------------------ */
 
-/* Between krt_capture_begin and krt_capture_end every krt_launch of the calling thread becomes a node
- * of one CUDA graph instead of running (stream capture on a stream of krt's own). Each node depends on
- * the nodes krt_capture_set_deps named last (none: a root), never implicitly on the launch before it;
- * krt_capture_last_node gives the node the last launch added. krt_capture_end instantiates the graph
- * (NULL *out and an error on failure, the capture ended either way); krt_capture_abort ends a capture
- * that a failed launch cut short. A graph's kernels keep the arguments they were captured with. */
+/* Between krt_capture_begin and krt_capture_end every krt_launch and krt_memset of the calling thread
+ * becomes a node of one CUDA graph instead of running (stream capture on a stream of krt's own). Each
+ * node depends on the nodes krt_capture_set_deps named last (none: a root), never implicitly on the one
+ * before it; krt_capture_last_node gives the node the last launch or memset added. krt_capture_end
+ * instantiates the graph (NULL *out and an error on failure, the capture ended either way);
+ * krt_capture_abort ends a capture that a failed launch cut short. A graph's kernels keep the
+ * arguments they were captured with. */
 typedef struct krt_graph krt_graph;
 int krt_capture_begin(rg_err *err);
 int krt_capture_set_deps(void *const *nodes, int n, rg_err *err);

@@ -1174,6 +1174,17 @@ static void build_or_fail(const char *model, const char *task, const char *confi
 /* launch=dag orders two kernels only where they conflict: the `written` marks its edges come from must say
  * what each kernel's source says (a buffer it stores into is declared without const), and the reduced
  * edges must still order every conflicting pair, through a path, and never a pair that does not conflict. */
+/* Whether kernel i of the plan binds a variable that the run zero-fills. */
+static int binds_zero_filled(const kp_plan *pl, int i)
+{
+    const kp_kernel *k = &pl->kernels[i];
+    for (int j = 0; j < k->nparams; j++)
+        for (int z = 0; z < pl->nzero; z++)
+            if ((k->params[j].kind == KP_VAR || k->params[j].kind == KP_VAR_IN) && k->params[j].id == pl->zero_vars[z])
+                return 1;
+    return 0;
+}
+
 static void test_dag_launch_orders_every_conflict(void **state)
 {
     (void)state;
@@ -1183,7 +1194,7 @@ static void test_dag_launch_orders_every_conflict(void **state)
                                            {"rgat", "infer", "trav=node,softmax=single,epi=on,nchunk=64,launch=dag"},
                                            {"hgt", "infer", "compact=off,softmax=single,launch=dag"},
                                            {"rgat", "train", "mma=bf16,store=bf16,compact=off,launch=dag"}};
-    int roots_after_first = 0, marked = 0;
+    int roots_after_first = 0, marked = 0, zero_edges = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         cg_variant v;
         build_or_fail(cases[c][0], cases[c][1], cases[c][2], &v);
@@ -1199,12 +1210,19 @@ static void test_dag_launch_orders_every_conflict(void **state)
                              q->written ? "" : "not ");
                 marked += q->written;
             }
-        /* before[i * n + j]: kernel j runs before kernel i through the graph's edges */
-        unsigned char *before = rg_xcalloc((size_t)n * (size_t)n, 1);
+        /* before[i * n + j]: kernel j runs before kernel i through the graph's edges; after_zero[i]: kernel i
+         * runs after the zero-fill, the graph's first node */
+        unsigned char *before = rg_xcalloc((size_t)n * (size_t)n, 1), *after_zero = rg_xcalloc((size_t)n, 1);
         int *deps = rg_xmalloc((size_t)n * sizeof *deps);
         for (int i = 0; i < n; i++) {
             int nd = kp_dag_deps(pl, i, NULL, deps);
-            if (i > 0 && nd == 0) roots_after_first++;
+            after_zero[i] = (unsigned char)kp_dag_waits_on_zero(pl, i, deps, nd);
+            zero_edges += after_zero[i];
+            for (int d = 0; d < nd; d++) after_zero[i] |= after_zero[deps[d]];
+            if (binds_zero_filled(pl, i) && !after_zero[i])
+                fail_msg("%s %s: %s binds a zero-filled variable but may run before the zero-fill", cases[c][0],
+                         cases[c][1], pl->kernels[i].name);
+            if (i > 0 && nd == 0 && !after_zero[i]) roots_after_first++;
             for (int d = 0; d < nd; d++) {
                 assert_true(deps[d] < i && (d == 0 || deps[d - 1] < deps[d]));
                 assert_true(kp_kernels_conflict(&pl->kernels[deps[d]], &pl->kernels[i]));
@@ -1218,11 +1236,14 @@ static void test_dag_launch_orders_every_conflict(void **state)
                              pl->kernels[i].name);
         }
         free(before);
+        free(after_zero);
         free(deps);
         cg_variant_free(&v);
     }
     /* HGT's query projection reads `feature` like the key and message projections, and none waits on another */
     assert_true(roots_after_first >= 3 && marked > 50);
+    /* the zero-fill is waited on by few kernels: the others may overlap it */
+    assert_true(zero_edges > 0);
     /* in plan order the graph is a chain, and the default launches one by one */
     cg_variant v;
     build_or_fail("rgat", "infer", "", &v);
