@@ -24,6 +24,7 @@ typedef struct run_args {
     const char *out, *space;
     const char *backend, *dump, *weights;   /* run: "gpu" (default) or "ref"; tensor exchange */
     int compile_sm, show_plan, metrics;
+    int validate_only;                      /* run: validate, do not time (sanitizer runs) */
     int ranks;                              /* run: --ranks N, a layer over N GPUs; 0: one GPU */
 } run_args;
 
@@ -31,7 +32,7 @@ static const char RUN_USAGE[] =
     "usage: explore run --model M --dataset D [--task infer|train] [--dims IN,OUT] [--heads H]\n"
     "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
     "                   [--repeats N] [--warmup N] [--flush-l2] [--metrics] [--plan]\n"
-    "                   [--backend gpu|ref] [--dump DIR] [--weights DIR] [--ranks N]\n"
+    "                   [--backend gpu|ref] [--dump DIR] [--weights DIR] [--ranks N] [--validate-only]\n"
     "Builds one variant, validates it against the float64 CPU reference, then times it\n"
     "(warm-up, repeats, median) and prints per-kernel times, the run's span, peak device\n"
     "memory and the layer's floors at the device's measured ceilings (docs/floor.md).\n"
@@ -65,6 +66,9 @@ static void command(ro_cmd *c, run_args *a, int gen)
         ro_add(c, (ro_opt){.name = "compile", .arg = "SM", .kind = RO_INT, .dst = &a->compile_sm, .help = "also compile them with NVRTC for sm_SM", .lo = 50, .hi = 200});
     } else {
         ro_add(c, (ro_opt){.name = "plan", .arg = NULL, .kind = RO_FLAG, .dst = &a->show_plan, .help = "also print the launch plan"});
+        ro_add(c, (ro_opt){.name = "validate-only", .arg = NULL, .kind = RO_FLAG, .dst = &a->validate_only,
+                           .help = "validate against the reference, then stop: no timing (the profiler, which a\n"
+                                   "sanitizer displaces, times launch graph and dag)"});
         ro_add(c, (ro_opt){.name = "metrics", .arg = NULL, .kind = RO_FLAG, .dst = &a->metrics,
                            .help = "collect hardware counters: achieved DRAM bandwidth against the measured ceiling"});
         ro_add(c, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &a->backend, .help = "gpu (default) or ref: the CPU reference only"});
@@ -98,14 +102,6 @@ static int parse_args(int argc, char **argv, run_args *a, int gen, cg_config *cf
     return rc ? -1 : 0;
 }
 
-/* A measurement-level metric of the result (kernel ""), NaN when absent. */
-static double metric(const xb_result *r, const char *name)
-{
-    for (int i = 0; i < r->nmetrics; i++)
-        if (!r->metrics[i].kernel[0] && !strcmp(r->metrics[i].name, name)) return r->metrics[i].value;
-    return NAN;
-}
-
 /* Sum over kernels of a per-kernel counter. NaN when no kernel has it. */
 static double kernel_sum(const xb_result *r, const char *name)
 {
@@ -120,22 +116,22 @@ static double kernel_sum(const xb_result *r, const char *name)
  * the achieved DRAM bandwidth. */
 static void print_floors(const xb_result *r)
 {
-    double span = metric(r, "span_ms"), copy = metric(r, "ceil_copy_Bps"), l2 = metric(r, "ceil_l2_Bps");
-    double fp32 = metric(r, "ceil_fp32_flops"), fb = metric(r, "floor_bytes"), ff = metric(r, "floor_flops");
+    double span = xb_run_metric(r, "span_ms"), copy = xb_run_metric(r, "ceil_copy_Bps"), l2 = xb_run_metric(r, "ceil_l2_Bps");
+    double fp32 = xb_run_metric(r, "ceil_fp32_flops"), fb = xb_run_metric(r, "floor_bytes"), ff = xb_run_metric(r, "floor_flops");
     printf("span (median, first memset or kernel start to last kernel end): %.4f ms; kernel sum %.4f ms%s\n", span,
-           r->median_ms, metric(r, "flush_l2") == 1 ? "; L2 flushed before each run" : "");
+           r->median_ms, xb_run_metric(r, "flush_l2") == 1 ? "; L2 flushed before each run" : "");
     printf("ceilings (measured): copy %.0f GB/s, L2 %.0f GB/s, FP32 %.1f TFLOP/s, TF32 %.1f, BF16 %.1f TFLOP/s\n",
-           copy / 1e9, l2 / 1e9, fp32 / 1e12, metric(r, "ceil_tf32_flops") / 1e12, metric(r, "ceil_bf16_flops") / 1e12);
+           copy / 1e9, l2 / 1e9, fp32 / 1e12, xb_run_metric(r, "ceil_tf32_flops") / 1e12, xb_run_metric(r, "ceil_bf16_flops") / 1e12);
     fl_floor f = {.bytes = fb, .flops = ff};
-    double dram = fl_time_ms(fb, ff, copy, fp32), l2f = fl_l2_time_ms(&f, metric(r, "l2_bytes"), l2, fp32);
+    double dram = fl_time_ms(fb, ff, copy, fp32), l2f = fl_l2_time_ms(&f, xb_run_metric(r, "l2_bytes"), l2, fp32);
     printf("floor: %.3g bytes, %.3g flops; DRAM-cold %.4f ms (span %.1fx), L2-resident %s", fb, ff, dram,
            span / dram, isnan(l2f) ? "none (does not fit in L2)" : "");
     if (!isnan(l2f)) printf("%.4f ms (span %.1fx)", l2f, span / l2f);
     printf("\n");
-    double gather = metric(r, "gather_floor_ms"), gbwd = metric(r, "gather_bwd_ms");
+    double gather = xb_run_metric(r, "gather_floor_ms"), gbwd = xb_run_metric(r, "gather_bwd_ms");
     if (!isnan(gather)) {
         printf("gather floor (one row per edge at the storage width, on the graph as given; docs/floor.md): %.4f ms", gather);
-        if (!isnan(gbwd)) printf(" (forward %.4f, backward %.4f)", metric(r, "gather_fwd_ms"), gbwd);
+        if (!isnan(gbwd)) printf(" (forward %.4f, backward %.4f)", xb_run_metric(r, "gather_fwd_ms"), gbwd);
         printf("; span %.2fx\n", span / gather);
     }
     double moved = kernel_sum(r, "dram__bytes_read.sum") + kernel_sum(r, "dram__bytes_write.sum");
@@ -157,6 +153,10 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
     /* the tolerance the variant was judged by: its precision widens the float32 one (validate.h) */
     const pl_problem pl = cp_to_pl(&a->p);
     printf("%s (tolerance %.2g)\n", r->evidence, xv_variant_tolerance(0, &pl, cfg));
+    if (a->validate_only) {
+        printf("validated only (--validate-only): not timed\n");
+        return;
+    }
     printf("\n%-34s %-10s %-4s %12s %12s\n", "kernel", "category", "pass", "median us", "spread us");
     for (int i = 0; i < r->nkernels; i++)
         printf("%-34s %-10s %-4s %12.2f %12.2f\n", r->kernels[i].name, r->kernels[i].category,
@@ -251,7 +251,8 @@ int xr_run_main(int argc, char **argv)
     printf("dataset %s: %lld nodes, %lld edges, %d node types, %d edge types, compaction ratio %.3f (prepared in %.1f s)\n",
            prob.dataset, (long long)st.nodes, (long long)st.edges, st.node_types, st.edge_types, st.compaction_ratio,
            rg_now() - t0);
-    xb_options opt = {.warmup = a.p.warmup, .repeats = a.p.repeats, .metrics = a.metrics, .flush_l2 = a.p.flush_l2};
+    xb_options opt = {.warmup = a.p.warmup, .repeats = a.p.repeats, .metrics = a.metrics, .flush_l2 = a.p.flush_l2,
+                      .validate_only = a.validate_only};
     xb_result r;
     rc = b->measure(b, &cfg, &opt, &r, &err);
     if (rc) fprintf(stderr, "explore run: %s\n", err.msg);

@@ -986,6 +986,7 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     }
     int *order = rg_xmalloc((size_t)(v->plan.nkernels ? v->plan.nkernels : 1) * sizeof *order);
     int nlaunched = kx_launch_order(v, kg, order);
+    trace_records(v, &rec, per_run, repeats);   /* before the checks: a window that fails them is the one to see */
     size_t nkern = kprof_count(&rec, KPROF_KERNEL);
     if (nkern != (size_t)per_run * (size_t)repeats || nlaunched != per_run) {
         rg_errf(err, "profiler saw %zu kernels, expected %d x %d", nkern, per_run, repeats);
@@ -997,7 +998,6 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     out->method = kprof_method_name(rec.method);
     out->flushed_l2 = flush_bytes > 0;
     out->span_ms = median_span_ms(&rec, per_run, repeats);
-    trace_records(v, &rec, per_run, repeats);
     kprof_keep(&rec, KPROF_KERNEL);   /* the kernel sums below index kernels only */
     int *rec_of = rg_xmalloc(((size_t)per_run * (size_t)repeats + 1) * sizeof *rec_of);
     rc = match_records(v, &rec, order, per_run, repeats, rec_of, err);

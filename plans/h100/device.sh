@@ -34,7 +34,7 @@ one)   for r in $(seq "${ROUNDS:-1}"); do grep -v '^#' "${LIST:-plans/h100/targe
          [ -n "${EXTRA:-}" ] && echo "$EXTRA" >> "$sp"
          say "one r$r $m $t $d ${METRICS:+metrics}"; xp --model "$m" --task "$t" --dataset "$d" --space "$sp" --no-resume --repeats "${REPEATS:-30}" ${METRICS:+--metrics}; done; done ;;
 san)   for m in ${SAN_MODELS:-rgat}; do for tool in ${SAN_TOOLS:-memcheck racecheck}; do late "san $m $tool" && continue; say "san $m $tool"
-         compute-sanitizer --tool $tool --error-exitcode 9 build/explore run --model $m --task ${SAN_TASK:-infer} --dataset aifb "${DD[@]}" --config "${SAN_CFG}" --repeats 1 --warmup 0 > "$W/san-$m-$tool.log" 2>&1; say "san $m $tool rc=$?"; tail -3 "$W/san-$m-$tool.log" >> "$LOG"; done; done ;;
+         compute-sanitizer --tool $tool --error-exitcode 9 build/explore run --model $m --task ${SAN_TASK:-infer} --dataset aifb "${DD[@]}" --config "${SAN_CFG}" --validate-only > "$W/san-$m-$tool.log" 2>&1; say "san $m $tool rc=$?"; tail -3 "$W/san-$m-$tool.log" >> "$LOG"; done; done ;;
 trace) grep -v '^#' "${TRACE:-plans/h100/trace.txt}" | while read -r m t d cfg; do for l in ${TRACE_LAUNCH:-stream graph dag}; do
          late "trace $m $t $d $l" && continue; f=$W/trace-$m-$t-${d//:/_}-$l.txt; say "trace $m $t $d $l"
          RGNN_SPAN_TRACE=$f build/explore run --model $m --task $t --dataset $d "${DD[@]}" --config "$cfg,launch=$l" --repeats 3 --warmup 2 > "$f.out" 2>&1
