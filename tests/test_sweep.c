@@ -951,16 +951,12 @@ static void test_cost_model_orders_the_budget(void **state)
 
 /* ---- Live search (--strategy) ---- */
 
-/* The fastest ok config and its time (as text: to 1e-6) for this commit, from the store. */
-static char *best_of_commit(const fixture *f, const char *commit, double *ms)
+/* The config that config_sql selects and the time that time_sql does (both freed here). */
+static char *config_and_time(const fixture *f, char *config_sql, char *time_sql, double *ms)
 {
-    char *sql = rg_xasprintf("SELECT v.config FROM measurements m JOIN variants v ON v.id = m.variant_id"
-                             " WHERE m.status = 'ok' AND m.git_commit = '%s' ORDER BY m.median_ms LIMIT 1", commit);
-    char *json = q_text(f->db, sql);
-    free(sql);
-    sql = rg_xasprintf("SELECT min(median_ms) FROM measurements WHERE status = 'ok' AND git_commit = '%s'", commit);
-    char *t = q_text(f->db, sql);
-    free(sql);
+    char *json = q_text(f->db, config_sql), *t = q_text(f->db, time_sql);
+    free(config_sql);
+    free(time_sql);
     assert_non_null(json);
     assert_non_null(t);
     *ms = strtod(t, NULL);
@@ -972,27 +968,24 @@ static char *best_of_commit(const fixture *f, const char *commit, double *ms)
     return cfg_to_string(&c);
 }
 
+/* The fastest ok config and its time (as text: to 1e-6) for this commit, from the store. */
+static char *best_of_commit(const fixture *f, const char *commit, double *ms)
+{
+    return config_and_time(
+        f,
+        rg_xasprintf("SELECT v.config FROM measurements m JOIN variants v ON v.id = m.variant_id"
+                     " WHERE m.status = 'ok' AND m.git_commit = '%s' ORDER BY m.median_ms LIMIT 1", commit),
+        rg_xasprintf("SELECT min(median_ms) FROM measurements WHERE status = 'ok' AND git_commit = '%s'", commit), ms);
+}
+
 /* The config of the ok measurement with the shortest stored span (the span metric of the whole run),
  * and that span in *ms. */
 static char *shortest_span(const fixture *f, double *ms)
 {
     const char *from = " FROM measurements m JOIN variants v ON v.id = m.variant_id JOIN metrics x ON"
                        " x.measurement_id = m.id AND x.kernel = '' AND x.name = 'span_ms' WHERE m.status = 'ok'";
-    char *sql = rg_xasprintf("SELECT v.config%s ORDER BY x.value LIMIT 1", from);
-    char *json = q_text(f->db, sql);
-    free(sql);
-    sql = rg_xasprintf("SELECT min(x.value)%s", from);
-    char *t = q_text(f->db, sql);
-    free(sql);
-    assert_non_null(json);
-    assert_non_null(t);
-    *ms = strtod(t, NULL);
-    cg_config c;
-    cfg_default(&c);
-    assert_int_equal(cfg_parse_json(&c, json, NULL), 0);
-    free(json);
-    free(t);
-    return cfg_to_string(&c);
+    return config_and_time(f, rg_xasprintf("SELECT v.config%s ORDER BY x.value LIMIT 1", from),
+                           rg_xasprintf("SELECT min(x.value)%s", from), ms);
 }
 
 /* --rank span: the sweep, a search over the same points and a resumed report all choose the variant
