@@ -662,6 +662,7 @@ static int capture_graph(const cg_variant *v, kx_compiled *c, const kx_buffers *
     void **node = rg_xcalloc((size_t)(nk ? nk : 1), sizeof *node);
     void **deps = rg_xcalloc((size_t)nk + 1, sizeof *deps);
     void *zero = NULL;
+    kprof_prime();
     int n = 0, rc = krt_capture_begin(err) || capture_zero_fill(v, b, &zero, err);
     for (int i = 0; i < nk && !rc; i++) {
         int launched = 0;
@@ -958,6 +959,27 @@ static void trace_records(const cg_variant *v, const kprof_records *rec, int per
     fclose(f);
 }
 
+/* The names of the window's kernel records that name no kernel of the plan (distinct, at most four):
+ * what a window with more kernels than launched ran besides them. "" when none (caller frees). */
+static char *unplanned_kernel_names(const kp_plan *plan, const kprof_records *rec)
+{
+    enum { MAX_LISTED = 4 };
+    const char *listed[MAX_LISTED];
+    int n = 0;
+    rg_str out = {0};
+    for (size_t i = 0; i < rec->n && n < MAX_LISTED; i++) {
+        const kprof_record *x = &rec->v[i];
+        if (x->kind != KPROF_KERNEL || !x->name) continue;
+        int known = 0;
+        for (int k = 0; k < plan->nkernels && !known; k++) known = !strcmp(plan->kernels[k].name, x->name);
+        for (int k = 0; k < n && !known; k++) known = !strcmp(listed[k], x->name);
+        if (known) continue;
+        rg_str_printf(&out, "%s%s", n ? ", " : "", x->name);
+        listed[n++] = x->name;
+    }
+    return out.s ? out.s : rg_xstrdup("");
+}
+
 int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b, const kx_graph *kg, int warmup,
             int repeats, void *flush_buf, size_t flush_bytes, kx_timing *out, rg_err *err)
 {
@@ -989,7 +1011,10 @@ int kx_time(const cg_variant *v, const kx_compiled *c_const, const kx_buffers *b
     trace_records(v, &rec, per_run, repeats);   /* before the checks: a window that fails them is the one to see */
     size_t nkern = kprof_count(&rec, KPROF_KERNEL);
     if (nkern != (size_t)per_run * (size_t)repeats || nlaunched != per_run) {
-        rg_errf(err, "profiler saw %zu kernels, expected %d x %d", nkern, per_run, repeats);
+        char *names = unplanned_kernel_names(&v->plan, &rec);
+        rg_errf(err, "profiler saw %zu kernels, expected %d x %d%s%s", nkern, per_run, repeats,
+                *names ? "; kernels not in the plan: " : "", names);
+        free(names);
         free(order);
         kprof_records_free(&rec);
         return -1;

@@ -366,6 +366,21 @@ int kprof_start_with(kprof_method method, rg_err *err)
     return 0;
 }
 
+void kprof_prime(void)
+{
+    static int primed;
+    pthread_mutex_lock(&lock);
+    int skip = primed || active;
+    primed = 1;
+    pthread_mutex_unlock(&lock);
+    if (skip) return;
+    rg_err err;
+    kprof_records r;
+    if (kprof_start(&err)) return;
+    kprof_stop(&r, &err);   /* it clears r first: freeing is safe either way */
+    kprof_records_free(&r);
+}
+
 static int record_order(const void *a, const void *b)
 {
     const kprof_record *x = a, *y = b;

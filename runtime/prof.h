@@ -44,6 +44,12 @@ int kprof_start_with(kprof_method method, rg_err *err);
 /* Waits for the GPU, flushes and returns the records of the kernels that ran. */
 int kprof_stop(kprof_records *out, rg_err *err);
 void kprof_records_free(kprof_records *r);
+/* Starts and stops one empty collection, once per process and only when none is running, so that the
+ * profiler is attached before the first CUDA graph is built (exec.c calls it before capturing). A
+ * `explore run` whose graph was built before the profiler was ever enabled saw one kernel per run more
+ * than it launched (H100, session 31; sweeps whose workers had timed a stream variant first saw none).
+ * Failures are ignored: the collection that times the graph reports them. */
+void kprof_prime(void);
 const char *kprof_method_name(kprof_method m);
 /* Why CUPTI could not be used by the last KPROF_AUTO start that fell back, or NULL. */
 const char *kprof_fallback_reason(void);
