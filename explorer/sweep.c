@@ -375,12 +375,18 @@ static char *point_string(const job *j, int i)
     return cfg_to_string(&c);
 }
 
-/* A measured variant's time as the sweep ranks it: its kernel sum, or under XS_RANK_SPAN its run's
- * span (NaN when the backend gave none). NaN when it did not run correctly. */
+/* A variant's time as the sweep ranks it: its kernel sum, or under XS_RANK_SPAN its run's span (NaN
+ * when none is stored). NaN when it did not run correctly. */
+static double rank_time(const job *j, rs_status status, double sum_ms, double span_ms)
+{
+    if (status != RS_OK) return NAN;
+    return j->s->o.rank == XS_RANK_SPAN ? span_ms : sum_ms;
+}
+
+/* rank_time of a measurement this run made. */
 static double ranked_ms(const job *j, const xb_result *r)
 {
-    if (r->status != RS_OK) return NAN;
-    return j->s->o.rank == XS_RANK_SPAN ? xb_run_metric(r, "span_ms") : r->median_ms;
+    return rank_time(j, r->status, r->median_ms, xb_run_metric(r, "span_ms"));
 }
 
 static void summary_init(xs_summary *sum)
@@ -571,7 +577,7 @@ static int measure_all(job *j, xw_worker *w, rg_err *err)
 typedef struct outcome {
     int point;
     rs_status status;
-    double ms;                  /* as the sweep ranks (ranked_ms), NaN unless ok */
+    double ms;                  /* as the sweep ranks (rank_time), NaN unless ok */
     double sum_ms, span_ms;     /* the kernel sum and the span, NaN when none */
 } outcome;
 
@@ -628,8 +634,7 @@ static int collect_outcomes(job *j, outcome **out, int *n, rg_err *err)
     for (int i = 0; i < j->n; i++) {
         if (latest[i] < 0) continue;
         const rs_row *r = &rows[latest[i]];
-        int ok = r->status == RS_OK, span = j->s->o.rank == XS_RANK_SPAN;
-        o[k++] = (outcome){.point = i, .status = r->status, .ms = !ok ? NAN : span ? r->span_ms : r->median_ms,
+        o[k++] = (outcome){.point = i, .status = r->status, .ms = rank_time(j, r->status, r->median_ms, r->span_ms),
                            .sum_ms = r->median_ms, .span_ms = r->span_ms};
     }
     free(latest);
@@ -746,8 +751,9 @@ static void print_report(job *j, const outcome *all, int nall, const outcome *ok
         int k = best_of_layout(j, ok, nok, &LAYOUTS[l]);
         fprintf(f, "  %-5s %-25s", LAYOUTS[l].label, LAYOUTS[l].what);
         if (k < 0) {
-            fprintf(f, " %12s%s %8s  (none ran correctly)\n", "-", j->s->o.rank == XS_RANK_SPAN ? "            -" : "",
-                    "-");
+            fprintf(f, " %12s", "-");
+            if (j->s->o.rank == XS_RANK_SPAN) fprintf(f, " %12s", "-");
+            fprintf(f, " %8s  (none ran correctly)\n", "-");
             continue;
         }
         char *cfg = point_string(j, ok[k].point);
