@@ -167,6 +167,31 @@ static const char SQL_SIZES[] =
 
 /* Transfer across GPUs (issue 20): per problem measured on two devices over the same points, the config that is
  * fastest on device A measured on device B, against B's own best (its oracle over the points both measured). */
+/* Per set of kernels (a generated variant's config without its `launch`) measured under stream and graph or
+ * dag at one commit: the mean span and kernel sum under each launch, and the spans' speed-ups over stream. */
+static const char SQL_LAUNCH[] =
+    "with r as (\n"
+    "  select m.device_key, m.git_commit, m.median_ms, v.model, v.task, d.name as dataset, v.dim_in, v.dim_out,\n"
+    "         v.heads, coalesce(json_extract(v.config, '$.launch'), 'stream') as launch,\n"
+    "         json_remove(v.config, '$.launch') as kernels, " METRIC("m.id", "span_ms") " as span\n"
+    "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "  where m.system = 'generated' and m.status = 'ok'),\n"
+    "g as (\n"
+    "  select device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, count(*) as n,\n"
+    "         avg(iif(launch = 'stream', span, null)) as s_stream, avg(iif(launch = 'graph', span, null)) as s_graph,\n"
+    "         avg(iif(launch = 'dag', span, null)) as s_dag, avg(iif(launch = 'stream', median_ms, null)) as k_stream,\n"
+    "         avg(iif(launch = 'dag', median_ms, null)) as k_dag\n"
+    "  from r where span is not null\n"
+    "  group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, kernels\n"
+    "  having s_stream is not null and (s_graph is not null or s_dag is not null))\n"
+    "select model, task, dataset, dim_in || ',' || dim_out || '/' || heads as \"dims/heads\", n as \"ok rows\",\n"
+    "       " MS("s_stream", "span stream") ", " MS("s_graph", "span graph") ", " MS("s_dag", "span dag") ",\n"
+    "       iif(s_graph is null, '-', printf('%.2fx', s_stream / s_graph)) as \"graph speed-up\",\n"
+    "       iif(s_dag is null, '-', printf('%.2fx', s_stream / s_dag)) as \"dag speed-up\",\n"
+    "       " MS("k_stream", "kernel sum stream") ", " MS("k_dag", "kernel sum dag") ",\n"
+    "       device_key as _device, git_commit as _commits\n"
+    "from g order by _device, model, task, dataset, \"dims/heads\", git_commit;\n";
+
 static const char SQL_TRANSFER[] =
     "with ok as (\n"
     "  select m.device_key, v.hash, v.model, v.task, d.name as dataset, v.dim_in, v.dim_out, v.heads,\n"
@@ -247,6 +272,13 @@ static const pt_query QUERIES[] = {
      "on device A, timed on device B, against the fastest of those points on B (B's oracle over the shared points), "
      "and the geometric mean over the problems. Each device's time is its best ok measurement of the variant.",
      SQL_TRANSFER, 0},
+    {"launch", "How the run reaches the GPU: one launch at a time, one graph, the dependency DAG",
+     "Per set of kernels (a generated variant's config without its `launch` key, at one commit) measured under "
+     "`stream` and under `graph` or `dag` (config key `launch`, README \"How a run reaches the GPU\"): the mean span "
+     "(first memset or kernel start to last kernel end of a run, the median over timed repeats) and kernel sum under "
+     "each, over `ok rows` measurements, and the spans' speed-ups over `stream` (> 1: shorter). Under `dag` kernels "
+     "run side by side and each takes longer, so its kernel sum rises where its span falls.",
+     SQL_LAUNCH, 0},
 };
 #define NQUERIES ((int)(sizeof QUERIES / sizeof QUERIES[0]))
 

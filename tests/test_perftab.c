@@ -281,6 +281,42 @@ static void test_transfer(void **state)
     tu_rm_tree(dir);
 }
 
+/* One generated RGAT training row on aifb of config JSON `json`, with its span. */
+static void put_launch(fixture *fx, const char *json, double sum_ms, double span_ms)
+{
+    const rs_metric span[] = {{.name = "span_ms", .unit = "ms", .value = span_ms}};
+    record(fx, json, "rgat", "train", 1, "aifb", GPU, "generated", "", RS_OK, sum_ms, span, 1);
+}
+
+/* launch: the same kernels under stream, graph and dag side by side (stream's two rows averaged); kernels
+ * measured under one launch only, and another commit's rows, are not mixed in. */
+static void test_launch(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/l.db", dir);
+    rg_err err;
+    fixture fx = {rs_open(path, &err), 0, NULL};
+    assert_non_null(fx.s);
+    assert_true(begin(&fx, "4444444ddddddddddddddddddddddddddddddddd") > 0);
+    put_launch(&fx, "{\"tile\":64,\"coarsen\":4}", 0.40, 0.48);
+    put_launch(&fx, "{\"tile\":64,\"coarsen\":4}", 0.40, 0.52);
+    put_launch(&fx, "{\"tile\":64,\"coarsen\":4,\"launch\":\"graph\"}", 0.40, 0.45);
+    put_launch(&fx, "{\"tile\":64,\"coarsen\":4,\"launch\":\"dag\"}", 0.48, 0.40);
+    put_launch(&fx, "{\"tile\":32,\"coarsen\":4}", 0.30, 0.35);   /* stream only */
+    assert_true(begin(&fx, "5555555eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee") > 0);
+    put_launch(&fx, "{\"tile\":64,\"coarsen\":4,\"launch\":\"dag\"}", 0.48, 0.20);   /* no stream here */
+    rs_close(fx.s);
+    const char *stores[] = {path};
+    char *t = tables_of(stores, 1);
+    assert_non_null(line_of(t, "| rgat | train | aifb | 64,64/1 | 4 | 0.5000 | 0.4500 | 0.4000 | 1.11x | 1.25x | 0.4000 | 0.4800 |"));
+    assert_null(line_of(t, "| rgat | train | aifb | 64,64/1 | 1 |"));
+    assert_null(strstr(t, "0.2000"));
+    free(t);
+    free(path);
+    tu_rm_tree(dir);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -310,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_transfer),
+        cmocka_unit_test(test_launch),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
