@@ -86,7 +86,7 @@ cfg2space "$C2" > "$SP-final.space"
 for r in 1 2; do
   say "combined config, measurement $r of 2"
   sweep "$FINAL_DB" "$SP-final.space" --no-resume --repeats 30
-  sweep "$FINAL_DB" "$SP-launch.space" --no-resume --repeats 30
+  sweep "$FINAL_DB" "$SP-launch.space" --no-resume --repeats 30 --rank span   # its log ranks graph and dag by the span
   [ -f "$REF" ] && sweep "$FINAL_DB" "$SP-ref.space" --no-resume --repeats 30
 done
 echo "$C2"
