@@ -422,12 +422,19 @@ static void *var_in_ptr(const kx_buffers *b, int var)
     return (var >= 0 && var < b->nvars && b->in_id[var] >= 0) ? mp_ptr(b->mp, b->in_id[var]) : NULL;
 }
 
-int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
+/* The bytes of the run's zero-fill block: 0 when the plan has no accumulation targets, or when they are
+ * an empty graph's sums. */
+static size_t zero_fill_bytes(const cg_variant *v, const kx_buffers *b)
 {
     if (!v->plan.nzero) return 0;
     RG_ASSERT(b->zero_id >= 0);
-    if (!mp_bytes(b->mp, b->zero_id)) return 0;   /* an empty graph's sums */
-    return krt_memset(mp_ptr(b->mp, b->zero_id), 0, mp_bytes(b->mp, b->zero_id), err);
+    return mp_bytes(b->mp, b->zero_id);
+}
+
+int kx_reset(const cg_variant *v, const kx_buffers *b, rg_err *err)
+{
+    size_t bytes = zero_fill_bytes(v, b);
+    return bytes ? krt_memset(mp_ptr(b->mp, b->zero_id), 0, bytes, err) : 0;
 }
 
 /* ---- staging ---- */
@@ -649,7 +656,7 @@ static int graph_deps(const kp_plan *plan, int i, void *const *node, void *zero,
 static int capture_zero_fill(const cg_variant *v, const kx_buffers *b, void **zero, rg_err *err)
 {
     *zero = NULL;
-    if (!v->plan.nzero || !mp_bytes(b->mp, b->zero_id)) return 0;
+    if (!zero_fill_bytes(v, b)) return 0;
     return krt_capture_set_deps(NULL, 0, err) || kx_reset(v, b, err) || krt_capture_last_node(zero, err) ? -1 : 0;
 }
 

@@ -911,7 +911,8 @@ int krt_memset(void *dst_dev, int byte, size_t bytes, rg_err *err)
     if (krt_require_device(err)) return -1;
     RG_ASSERT(dst_dev);
     /* while capturing, a node of the graph (krt_capture_begin), as a launch is */
-    cudaError_t e = capture_stream ? cudaMemsetAsync(dst_dev, byte, bytes, capture_stream) : cudaMemset(dst_dev, byte, bytes);
+    cudaError_t e =
+        capture_stream ? cudaMemsetAsync(dst_dev, byte, bytes, capture_stream) : cudaMemset(dst_dev, byte, bytes);
     if (e != cudaSuccess) return cuda_fail(err, e, "memset of %zu bytes failed", bytes);
     return 0;
 }
