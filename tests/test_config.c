@@ -482,8 +482,10 @@ static void test_feature_encoding(void **state)
                                         "tile128", "coarsen1", "coarsen4", "lb", "w_reg", "trav_edge", "pagg_off",
                                         "acc_reg", "acc_reg32", "wrun128", "wrun512", "crsum_run", "crsum_split",
                                         "crsum_defer", "recompute", "nchunk8", "softmax_single", "mma_tf32",
-                                        "mma_bf16", "vec2", "vec4", "vec8", "lanes8", "lanes16"};
-    assert_int_equal(CFG_NFEATURES, 30);
+                                        "mma_bf16", "vec2", "vec4", "vec8", "lanes8", "lanes16",
+                                        "tblock128", "relabel_degree", "relabel_bfs", "store_bf16",
+                                        "scalars_lane", "scalars_replicated", "epi", "cdot_edge"};
+    assert_int_equal(CFG_NFEATURES, 38);
     for (int i = 0; i < CFG_NFEATURES; i++) assert_string_equal(cfg_feature_name(i), names[i]);
     cg_config c;
     rg_err err;
@@ -492,7 +494,7 @@ static void test_feature_encoding(void **state)
     double x[CFG_NFEATURES];
     cfg_features(&c, x);
     static const double want[] = {1, 0, 0, 0, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                  0, 0, 0, 0, 0, 0, 0, 0};
+                                  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = 0; i < CFG_NFEATURES; i++) assert_true(x[i] == want[i]);
     double g, t;
     cfg_sim_factors(&c, &g, &t);
@@ -513,6 +515,12 @@ static void test_feature_encoding(void **state)
                 x[29] == 1);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 0.855);
+    /* the features appended in session 32: a key in the built-in spaces, each value but its default */
+    cfg_default(&c);
+    assert_int_equal(cfg_parse(&c, "tblock=128,relabel=bfs,store=bf16,scalars=lane,epi=on", &err), 0);
+    cfg_features(&c, x);
+    assert_true(x[30] == 1 && x[31] == 0 && x[32] == 1 && x[33] == 1 && x[34] == 1 && x[35] == 0 && x[36] == 1 &&
+                x[37] == 0);
 }
 
 /* Names are SQL column names in the report and KEY=VAL keys: lower-case identifiers. */

@@ -135,20 +135,20 @@ static void test_enumerated_by_space(void **state)
 static void test_features_and_simulation(void **state)
 {
     (void)state;
-    assert_int_equal(CFG_NFEATURES, 31);
-    assert_string_equal(cfg_feature_name(30), "probe4");
+    assert_int_equal(CFG_NFEATURES, 39);
+    assert_string_equal(cfg_feature_name(38), "probe4");
     assert_string_equal(cfg_feature_name(13), "acc_reg");
     cg_config c;
     rg_err err;
     double x[CFG_NFEATURES], g, t;
     cfg_default(&c);
     cfg_features(&c, x);
-    assert_true(x[30] == 0);
+    assert_true(x[38] == 0);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 1);
     assert_int_equal(cfg_parse(&c, "probe=4", &err), 0);
     cfg_features(&c, x);
-    assert_true(x[30] == 1);
+    assert_true(x[38] == 1);
     cfg_sim_factors(&c, &g, &t);
     assert_true(g == 1 && t == 0.5);
 }
