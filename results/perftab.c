@@ -2,6 +2,7 @@
  * markdown, each table with its store, query and commits, so the docs' numbers cannot drift. */
 #include "results/perftab.h"
 #include "results/store.h"
+#include "codegen/config.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -230,8 +231,111 @@ static const char SQL_TRANSFER[] =
     "from ranked where rk_a = 1 and n > 1 group by dev_a, dev_b\n"
     "order by transfer, _k, model, task, dataset, \"dims/heads\";\n";
 
+/* The boundary check (issue 18: no winner on the boundary of a numeric dimension unless the next value is invalid):
+ * per problem and commit, every numeric config key (a global one, and a per-kernel override where the rows hold one)
+ * whose measured values differ across the problem's ok rows, with each row's value as it applies (an override, else
+ * the global value, else the key's default: keys at their default are not stored), and those on which the fastest
+ * row sits at the smallest or largest value measured. `*` marks a value that is also the key's first or last legal
+ * value (config_keys.def), where no next value exists. The keys' defaults and extremes come from the key table, so
+ * this query's text is built at run time (boundary_sql). */
+#define BOUNDARY_KEYS_MAX 4096
+static const char BOUNDARY_HEAD[] = "with keys(key, def, first, last) as (values ";
+static const char BOUNDARY_BODY[] =
+    "),\n"
+    "ok as (\n"
+    "  select m.id, m.device_key, m.git_commit, m.median_ms, v.model, v.task, d.name as dataset, v.dim_in,\n"
+    "         v.dim_out, v.heads, v.config\n"
+    "  from measurements m join variants v on v.id = m.variant_id join datasets d on d.id = m.dataset_id\n"
+    "  where m.system = 'generated' and m.status = 'ok'),\n"
+    "dims as (\n"
+    "  select distinct o.device_key, o.git_commit, o.model, o.task, o.dataset, o.dim_in, o.dim_out, o.heads,\n"
+    "         j.key as dim, k.key as base\n"
+    "  from ok o, json_each(o.config) j join keys k on k.key = substr(j.key, instr(j.key, '.') + 1)\n"
+    "  where instr(j.key, '.') > 0\n"
+    "  union\n"
+    "  select distinct o.device_key, o.git_commit, o.model, o.task, o.dataset, o.dim_in, o.dim_out, o.heads,\n"
+    "         k.key, k.key\n"
+    "  from ok o, keys k),\n"
+    "vals as (\n"
+    "  select o.id, o.median_ms, x.device_key, x.git_commit, x.model, x.task, x.dataset, x.dim_in, x.dim_out,\n"
+    "         x.heads, x.dim, k.first, k.last,\n"
+    "         coalesce(json_extract(o.config, '$.\"' || x.dim || '\"'), json_extract(o.config, '$.' || x.base),\n"
+    "                  k.def) as value\n"
+    "  from ok o join dims x using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
+    "       join keys k on k.key = x.base),\n"
+    "ranges as (\n"
+    "  select device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, dim, min(value) as lo,\n"
+    "         max(value) as hi\n"
+    "  from vals group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, dim\n"
+    "  having min(value) < max(value)),\n"
+    "prob as (\n"
+    "  select device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, count(*) as n,\n"
+    "         min(median_ms) as best_ms\n"
+    "  from ok group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads),\n"
+    "winner as (\n"
+    "  select * from (select o.id, o.device_key, o.git_commit, o.model, o.task, o.dataset, o.dim_in, o.dim_out,\n"
+    "                        o.heads, row_number() over (partition by o.device_key, o.git_commit, o.model, o.task,\n"
+    "                        o.dataset, o.dim_in, o.dim_out, o.heads order by o.median_ms, o.id) as rk from ok o)\n"
+    "  where rk = 1),\n"
+    "edge as (\n"
+    "  select r.device_key, r.git_commit, r.model, r.task, r.dataset, r.dim_in, r.dim_out, r.heads, r.dim,\n"
+    "         v.value, iif(v.value = r.hi, 'max', iif(v.value = r.lo, 'min', null)) as side,\n"
+    "         (v.value = r.hi and v.value = v.last) or (v.value = r.lo and v.value = v.first) as final\n"
+    "  from ranges r join winner w using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
+    "       join vals v on v.id = w.id and v.dim = r.dim)\n"
+    "select p.model, p.task, p.dataset, p.dim_in || ',' || p.dim_out || '/' || p.heads as \"dims/heads\",\n"
+    "       p.n as \"ok rows\", printf('%.4f', p.best_ms) as \"best ms\",\n"
+    "       (select count(*) from ranges r where r.device_key = p.device_key and r.git_commit = p.git_commit\n"
+    "          and r.model = p.model and r.task = p.task and r.dataset = p.dataset and r.dim_in = p.dim_in\n"
+    "          and r.dim_out = p.dim_out and r.heads = p.heads) as \"numeric dims varied\",\n"
+    "       coalesce((select group_concat(dim || '=' || side || '(' || value || ')' || iif(final, '*', ''), ' ')\n"
+    "                 from (select * from edge e where e.device_key = p.device_key and e.git_commit = p.git_commit\n"
+    "                         and e.model = p.model and e.task = p.task and e.dataset = p.dataset\n"
+    "                         and e.dim_in = p.dim_in and e.dim_out = p.dim_out and e.heads = p.heads\n"
+    "                         and e.side is not null order by e.dim)), '') as \"on the boundary\",\n"
+    "       substr(p.git_commit, 1, 7) as \"commit\", p.device_key as _device, p.git_commit as _commits\n"
+    "from prob p\n"
+    "where exists (select 1 from ranges r where r.device_key = p.device_key and r.git_commit = p.git_commit\n"
+    "                and r.model = p.model and r.task = p.task and r.dataset = p.dataset and r.dim_in = p.dim_in\n"
+    "                and r.dim_out = p.dim_out and r.heads = p.heads)\n"
+    "order by p.device_key, p.model, p.task, p.dataset, p.dim_in, p.dim_out, p.heads, p.git_commit;\n";
+
+/* The smallest and largest of a numeric key's space-separated legal values. */
+static void key_extremes(const char *values, long *first, long *last)
+{
+    char *end;
+    *first = *last = strtol(values, &end, 10);
+    for (const char *p = end; *p;) {
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        if (v < *first) *first = v;
+        if (v > *last) *last = v;
+        p = end;
+    }
+}
+
+/* BOUNDARY_HEAD, a VALUES row (name, default, first, last) per numeric key of the table, BOUNDARY_BODY. */
+static const char *boundary_sql(void)
+{
+    static char sql[sizeof BOUNDARY_HEAD + BOUNDARY_KEYS_MAX + sizeof BOUNDARY_BODY];
+    if (sql[0]) return sql;
+    char rows[BOUNDARY_KEYS_MAX] = "";
+    for (int i = 0; i < CFG_NKEYS; i++) {
+        const cfg_key *k = cfg_key_at(i);
+        if (k->kind != CFG_INT) continue;
+        long first, last;
+        key_extremes(k->values, &first, &last);
+        size_t used = strlen(rows);
+        int n = snprintf(rows + used, sizeof rows - used, "%s('%s', %s, %ld, %ld)", used ? ", " : "", k->name,
+                         k->dflt, first, last);
+        RG_ASSERT(n > 0 && (size_t)n < sizeof rows - used);
+    }
+    snprintf(sql, sizeof sql, "%s%s%s", BOUNDARY_HEAD, rows, BOUNDARY_BODY);
+    return sql;
+}
+
 typedef struct pt_query {
-    const char *name, *title, *about, *sql;
+    const char *name, *title, *about, *sql;   /* sql NULL: built at run time (query_sql) */
     int baseline_notes;   /* follow the table with the notes on what each baseline computes */
 } pt_query;
 
@@ -294,6 +398,15 @@ static const pt_query QUERIES[] = {
      "each, over `ok rows` measurements, and the spans' speed-ups over `stream` (> 1: shorter). Under `dag` kernels "
      "run side by side and each takes longer, so its kernel sum rises where its span falls.",
      SQL_LAUNCH, 0},
+    {"boundary", "Winners on the boundary of a numeric dimension",
+     "Per problem and commit whose ok generated rows vary some numeric config key: the keys varied (a per-kernel "
+     "override, INSTANCE.KEY, is a dimension of its own where the rows hold one; a row's value is its override, else "
+     "its global value, else the key's default) and those on which the fastest row (kernel sum) has the smallest "
+     "(`min`) or largest (`max`) value measured for the problem. `*`: that value is also the key's first or last "
+     "legal value, so no value lies beyond it; any other entry is a winner on the edge of what was measured, where "
+     "the space should be extended. A key that none of the winner's kernels use (nchunk under trav=edge, say) can "
+     "be listed too.",
+     NULL, 0},
 };
 #define NQUERIES ((int)(sizeof QUERIES / sizeof QUERIES[0]))
 
@@ -323,10 +436,13 @@ static const struct {
 };
 #define NNOTES ((int)(sizeof NOTES / sizeof NOTES[0]))
 
+/* A query's text: its constant, or the one built at run time (NULL sql). */
+static const char *query_sql(const pt_query *q) { return q->sql ? q->sql : boundary_sql(); }
+
 const char *pt_query_sql(const char *name)
 {
     for (int i = 0; i < NQUERIES; i++)
-        if (!strcmp(QUERIES[i].name, name)) return QUERIES[i].sql;
+        if (!strcmp(QUERIES[i].name, name)) return query_sql(&QUERIES[i]);
     return NULL;
 }
 
@@ -559,7 +675,7 @@ static int print_query(FILE *out, const pt_query *q, pt_source *src, int nsrc, r
     fprintf(out, "\n### %s\n\n%s\n", q->title, q->about);
     for (int i = 0; i < nsrc; i++) {
         pt_result r;
-        if (run_query(src[i].db, src[i].path, q->name, q->sql, &r, err)) return -1;
+        if (run_query(src[i].db, src[i].path, q->name, query_sql(q), &r, err)) return -1;
         print_store_table(out, src[i].path, q, &r, &src[i].co);
         if (q->baseline_notes) mark_notes(&r, used);
         result_free(&r);
@@ -591,7 +707,7 @@ static void write_queries(FILE *out)
 {
     fprintf(out, "\n## Queries\n");
     for (int i = 0; i < NQUERIES; i++)
-        fprintf(out, "\n### %s\n\n```sql\n%s```\n", QUERIES[i].name, QUERIES[i].sql);
+        fprintf(out, "\n### %s\n\n```sql\n%s```\n", QUERIES[i].name, query_sql(&QUERIES[i]));
 }
 
 static void close_sources(pt_source *src, int n)

@@ -323,6 +323,50 @@ static void test_launch(void **state)
     tu_rm_tree(dir);
 }
 
+/* Three RGAT training rows of one commit, the fastest at an edge of every numeric key they vary. */
+static void put_boundary_rows(fixture *fx)
+{
+    put_launch(fx, "{\"tile\":64,\"coarsen\":4,\"lanes\":8,\"trav_3.vec\":4}", 0.30, 0.30);   /* the winner */
+    put_launch(fx, "{\"tile\":32,\"coarsen\":4,\"lanes\":16,\"trav_3.vec\":2}", 0.40, 0.40);
+    put_launch(fx, "{\"tile\":32,\"coarsen\":8,\"vec\":4}", 0.50, 0.50);   /* lanes 32, trav_3.vec 4 (global) */
+}
+
+/* boundary: the winner's numeric keys at the smallest or largest value measured, a key at its default counted at
+ * the default (lanes 32 where unset), a per-kernel override a dimension of its own falling back to the global value,
+ * `*` where the value is also the key's first or last legal one; a wider row makes the same winner interior; a
+ * problem that varies no numeric key is not listed. */
+static void test_boundary(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = rg_xasprintf("%s/b.db", dir);
+    rg_err err;
+    fixture fx = {rs_open(path, &err), 0, NULL};
+    assert_non_null(fx.s);
+    assert_true(begin(&fx, "6666666fffffffffffffffffffffffffffffffff") > 0);
+    put_boundary_rows(&fx);
+    record(&fx, "{\"tile\":64,\"coarsen\":4}", "rgcn", "infer", 1, "aifb", GPU, "generated", "", RS_OK, 0.1, NULL, 0);
+    assert_true(begin(&fx, "7777777aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") > 0);
+    put_boundary_rows(&fx);
+    put_launch(&fx, "{\"tile\":128,\"coarsen\":2,\"lanes\":4,\"trav_3.vec\":8}", 0.60, 0.60);   /* all but vec wider */
+    rs_close(fx.s);
+    const char *stores[] = {path};
+    char *t = tables_of(stores, 1);
+    const char *b = strstr(t, "### Winners on the boundary");
+    assert_non_null(b);
+    /* varied: tile, coarsen, vec, lanes, trav_3.vec; the winner on an edge of each, vec 1 the key's first value */
+    assert_non_null(line_of(b, "| rgat | train | aifb | 64,64/1 | 3 | 0.3000 | 5 | coarsen=min(4) lanes=min(8) "
+                               "tile=max(64) trav_3.vec=max(4) vec=min(1)* | 6666666 |"));
+    assert_non_null(line_of(b, "| rgat | train | aifb | 64,64/1 | 4 | 0.3000 | 5 | vec=min(1)* | 7777777 |"));
+    assert_null(line_of(b, "| rgcn |"));
+    const char *sql = pt_query_sql("boundary");
+    assert_non_null(sql);
+    assert_non_null(strstr(sql, "('lanes', 32, 4, 32)"));   /* the key table's default, first and last values */
+    free(t);
+    free(path);
+    tu_rm_tree(dir);
+}
+
 static void test_errors(void **state)
 {
     (void)state;
@@ -353,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_transfer),
         cmocka_unit_test(test_launch),
+        cmocka_unit_test(test_boundary),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
