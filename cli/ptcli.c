@@ -149,7 +149,8 @@ int ptc_main(int argc, char **argv)
                         .help = "write here (atomically); default standard output"});
     ro_add(&c, (ro_opt){.name = "query", .arg = "NAME", .kind = RO_STR, .dst = &query,
                         .help = "print the SQL of one table instead: counts, best, best-span, geomean,\n"
-                                "baselines, sizes, transfer or launch"});
+                                "baselines, sizes, transfer, launch or boundary (its last column, next\n"
+                                "value invalid, is computed after the SQL and only by perf-tables)"});
     ro_add(&c, (ro_opt){.name = "replay", .arg = "STORE[,STORE...]", .kind = RO_FN, .fn = parse_replays, .dst = &ss,
                         .help = "add the search replay of each store (explore replay's summary), in this order"});
     ro_add(&c, (ro_opt){.name = "loso", .arg = "STORE", .kind = RO_STR, .dst = &ss.loso,

@@ -293,7 +293,13 @@ static const char BOUNDARY_BODY[] =
     "                         and e.model = p.model and e.task = p.task and e.dataset = p.dataset\n"
     "                         and e.dim_in = p.dim_in and e.dim_out = p.dim_out and e.heads = p.heads\n"
     "                         and e.side is not null order by e.dim)), '') as \"on the boundary\",\n"
-    "       substr(p.git_commit, 1, 7) as \"commit\", p.device_key as _device, p.git_commit as _commits\n"
+    "       '' as \"next value invalid\", substr(p.git_commit, 1, 7) as \"commit\", p.device_key as _device,\n"
+    "       p.git_commit as _commits, (select v.config from variants v join measurements m on m.variant_id = v.id\n"
+    "                                  join winner w on w.id = m.id\n"
+    "                                  where w.device_key = p.device_key and w.git_commit = p.git_commit\n"
+    "                                    and w.model = p.model and w.task = p.task and w.dataset = p.dataset\n"
+    "                                    and w.dim_in = p.dim_in and w.dim_out = p.dim_out\n"
+    "                                    and w.heads = p.heads) as _config\n"
     "from prob p\n"
     "where exists (select 1 from ranges r where r.device_key = p.device_key and r.git_commit = p.git_commit\n"
     "                and r.model = p.model and r.task = p.task and r.dataset = p.dataset and r.dim_in = p.dim_in\n"
@@ -403,9 +409,10 @@ static const pt_query QUERIES[] = {
      "override, INSTANCE.KEY, is a dimension of its own where the rows hold one; a row's value is its override, else "
      "its global value, else the key's default) and those on which the fastest row (kernel sum) has the smallest "
      "(`min`) or largest (`max`) value measured for the problem. `*`: that value is also the key's first or last "
-     "legal value, so no value lies beyond it; any other entry is a winner on the edge of what was measured, where "
-     "the space should be extended. A key that none of the winner's kernels use (nchunk under trav=edge, say) can "
-     "be listed too.",
+     "legal value, so no value lies beyond it; `!`: the next legal value breaks a config rule for the winner's "
+     "config (`next value invalid` quotes the rule; plan-level refusals, which need the model and graph, are not "
+     "tried); any other entry is a winner on the edge of what was measured, where the space should be extended. A "
+     "key that none of the winner's kernels use (nchunk under trav=edge, say) can be listed too.",
      NULL, 0},
 };
 #define NQUERIES ((int)(sizeof QUERIES / sizeof QUERIES[0]))
@@ -663,6 +670,108 @@ static void print_store_table(FILE *out, const char *store, const pt_query *q, c
     print_table(out, r);
 }
 
+/* The legal value of numeric key k next beyond `value` (above it: up > 0; below: up < 0); 0 when none is. */
+static int next_legal(const cfg_key *k, long value, int up, long *next)
+{
+    int found = 0;
+    char *end;
+    for (const char *p = k->values; *p; p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p) break;
+        if ((up > 0 ? v > value : v < value) && (!found || (up > 0 ? v < *next : v > *next))) *next = v, found = 1;
+    }
+    return found;
+}
+
+/* Whether the winner's config (JSON) with dimension `dim` (KEY or INSTANCE.KEY) moved to `next` is invalid;
+ * the reason goes to why. 0 where it is valid or the config cannot be read (an old store's key). */
+static int next_is_invalid(const char *config_json, const char *dim, long next, rg_err *why)
+{
+    cg_config c;
+    rg_err err;
+    cfg_default(&c);
+    if (cfg_parse_json(&c, config_json, &err)) return 0;
+    char kv[96];
+    snprintf(kv, sizeof kv, "%s=%ld", dim, next);
+    if (cfg_parse(&c, kv, why)) return 1;
+    return cfg_validate(&c, why) != 0;
+}
+
+/* The reasons of one row's invalid next values, each once with the dimensions it holds for ("gemm_2.tile=128,
+ * gemm_3.tile=128: why"): a plan's GEMMs fail the same rule together. */
+#define BOUNDARY_REASONS_MAX 16
+typedef struct edge_reasons {
+    int n;
+    char *why[BOUNDARY_REASONS_MAX];
+    rg_str dims[BOUNDARY_REASONS_MAX];
+} edge_reasons;
+
+/* The rule's text without the instance and "invalid: " cfg_validate puts before it. */
+static const char *rule_text(const char *msg)
+{
+    const char *p = strstr(msg, "invalid: ");
+    return p ? p + 9 : msg;
+}
+
+static void add_reason(edge_reasons *er, const char *dim, long next, const char *msg)
+{
+    int i = 0;
+    while (i < er->n && strcmp(er->why[i], rule_text(msg))) i++;
+    if (i == er->n) {
+        if (er->n == BOUNDARY_REASONS_MAX) return;   /* the row's cell shows the `!` still */
+        er->why[er->n++] = rg_xstrdup(rule_text(msg));
+    }
+    rg_str_printf(&er->dims[i], "%s%s=%ld", er->dims[i].len ? ", " : "", dim, next);
+}
+
+static char *reasons_text(edge_reasons *er)
+{
+    rg_str out = {0};
+    for (int i = 0; i < er->n; i++) {
+        rg_str_printf(&out, "%s%s: %s", i ? "; " : "", er->dims[i].s, er->why[i]);
+        free(er->why[i]), free(er->dims[i].s);
+    }
+    return out.s ? out.s : rg_xstrdup("");
+}
+
+/* One entry `DIM=SIDE(VALUE)` of the boundary column, copied to `marked` with `!` appended where the next legal
+ * value outward is invalid for the winner's config (the reason to er). */
+static void check_edge(const char *entry, const char *config_json, rg_str *marked, edge_reasons *er)
+{
+    char dim[64], side[4];
+    long value = 0, next = 0;
+    const cfg_key *k;
+    const char *base;
+    rg_str_printf(marked, "%s%s", marked->len ? " " : "", entry);
+    if (entry[strlen(entry) - 1] == '*' || sscanf(entry, "%63[^=]=%3[a-z](%ld)", dim, side, &value) != 3) return;
+    base = strchr(dim, '.') ? strchr(dim, '.') + 1 : dim;
+    if (!(k = cfg_find_key(base)) || !next_legal(k, value, strcmp(side, "max") ? -1 : 1, &next)) return;
+    rg_err why;
+    if (!next_is_invalid(config_json, dim, next, &why)) return;
+    rg_str_puts(marked, "!");
+    add_reason(er, dim, next, why.msg);
+}
+
+/* The boundary table's last step, in C: each edge of the winner not at its key's last value is tried one legal
+ * value further against the config rules (cfg_validate), which SQL cannot run. */
+static void mark_invalid_next(pt_result *r)
+{
+    int cb = column_of(r, "on the boundary"), cn = column_of(r, "next value invalid"), cc = column_of(r, "_config");
+    RG_ASSERT(cb >= 0 && cn >= 0 && cc >= 0);
+    for (int row = 0; row < r->nrow; row++) {
+        char *list = rg_xstrdup(cell(r, row, cb)), *save = NULL;
+        rg_str marked = {0};
+        edge_reasons er = {0};
+        for (char *e = strtok_r(list, " ", &save); e; e = strtok_r(NULL, " ", &save))
+            check_edge(e, cell(r, row, cc), &marked, &er);
+        char **b = &r->cells[(long)row * r->ncol + cb], **n = &r->cells[(long)row * r->ncol + cn];
+        free(*b), free(*n);
+        *b = marked.s ? marked.s : rg_xstrdup("");
+        *n = reasons_text(&er);
+        free(list);
+    }
+}
+
 typedef struct pt_source {
     const char *path;
     sqlite3 *db;
@@ -676,6 +785,7 @@ static int print_query(FILE *out, const pt_query *q, pt_source *src, int nsrc, r
     for (int i = 0; i < nsrc; i++) {
         pt_result r;
         if (run_query(src[i].db, src[i].path, q->name, query_sql(q), &r, err)) return -1;
+        if (!q->sql) mark_invalid_next(&r);   /* the one query built at run time, boundary */
         print_store_table(out, src[i].path, q, &r, &src[i].co);
         if (q->baseline_notes) mark_notes(&r, used);
         result_free(&r);

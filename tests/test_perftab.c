@@ -333,8 +333,9 @@ static void put_boundary_rows(fixture *fx)
 
 /* boundary: the winner's numeric keys at the smallest or largest value measured, a key at its default counted at
  * the default (lanes 32 where unset), a per-kernel override a dimension of its own falling back to the global value,
- * `*` where the value is also the key's first or last legal one; a wider row makes the same winner interior; a
- * problem that varies no numeric key is not listed. */
+ * `*` where the value is also the key's first or last legal one, `!` where the next legal value breaks a config
+ * rule for the winner; a wider row makes the same winner interior; a problem that varies no numeric key is not
+ * listed. */
 static void test_boundary(void **state)
 {
     (void)state;
@@ -354,10 +355,12 @@ static void test_boundary(void **state)
     char *t = tables_of(stores, 1);
     const char *b = strstr(t, "### Winners on the boundary");
     assert_non_null(b);
-    /* varied: tile, coarsen, vec, lanes, trav_3.vec; the winner on an edge of each, vec 1 the key's first value */
+    /* varied: tile, coarsen, vec, lanes, trav_3.vec; the winner on an edge of each, vec 1 the key's first value,
+     * tile 64 where the next value (128 at coarsen 4) breaks a config rule, which the last column quotes */
     assert_non_null(line_of(b, "| rgat | train | aifb | 64,64/1 | 3 | 0.3000 | 5 | coarsen=min(4) lanes=min(8) "
-                               "tile=max(64) trav_3.vec=max(4) vec=min(1)* | 6666666 |"));
-    assert_non_null(line_of(b, "| rgat | train | aifb | 64,64/1 | 4 | 0.3000 | 5 | vec=min(1)* | 7777777 |"));
+                               "tile=max(64)! trav_3.vec=max(4) vec=min(1)* | tile=128: tile=128 with coarsen=4 "
+                               "gives 1024 threads per block"));
+    assert_non_null(line_of(b, "| rgat | train | aifb | 64,64/1 | 4 | 0.3000 | 5 | vec=min(1)* |  | 7777777 |"));
     assert_null(line_of(b, "| rgcn |"));
     const char *sql = pt_query_sql("boundary");
     assert_non_null(sql);
