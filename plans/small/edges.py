@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Session 28 (nchunk 16 -> 8 since session 29): a space around a combined config where each key at the end of what the stages measured
+# Session 28 (nchunk 16 -> 8 since session 29, 8 -> 4 since session 32): a space around a combined config where each key at the end of what the stages measured
 # also takes the next valid value (plans/small/README.md): `edges.py CONFIG > FILE.space`.
 import sys
 
@@ -10,7 +10,7 @@ NEXT = {
     "coarsen": {"4": "8"},
     "vec": {"4": "8"},
     "wrun": {"8": "4", "128": "512"},
-    "nchunk": {"16": "8", "64": "16", "1024": "4096"},
+    "nchunk": {"8": "4", "16": "8", "64": "16", "1024": "4096"},
 }
 
 def main():
