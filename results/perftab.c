@@ -4,6 +4,7 @@
 #include "results/store.h"
 #include "codegen/config.h"
 
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,51 +274,46 @@ static const char BOUNDARY_BODY[] =
     "         min(median_ms) as best_ms\n"
     "  from ok group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads),\n"
     "winner as (\n"
-    "  select * from (select o.id, o.device_key, o.git_commit, o.model, o.task, o.dataset, o.dim_in, o.dim_out,\n"
-    "                        o.heads, row_number() over (partition by o.device_key, o.git_commit, o.model, o.task,\n"
-    "                        o.dataset, o.dim_in, o.dim_out, o.heads order by o.median_ms, o.id) as rk from ok o)\n"
+    "  select * from (select o.id, o.config, o.device_key, o.git_commit, o.model, o.task, o.dataset, o.dim_in,\n"
+    "                        o.dim_out, o.heads, row_number() over (partition by o.device_key, o.git_commit, o.model,\n"
+    "                        o.task, o.dataset, o.dim_in, o.dim_out, o.heads order by o.median_ms, o.id) as rk\n"
+    "                 from ok o)\n"
     "  where rk = 1),\n"
     "edge as (\n"
     "  select r.device_key, r.git_commit, r.model, r.task, r.dataset, r.dim_in, r.dim_out, r.heads, r.dim,\n"
     "         v.value, iif(v.value = r.hi, 'max', iif(v.value = r.lo, 'min', null)) as side,\n"
     "         (v.value = r.hi and v.value = v.last) or (v.value = r.lo and v.value = v.first) as final\n"
     "  from ranges r join winner w using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
-    "       join vals v on v.id = w.id and v.dim = r.dim)\n"
+    "       join vals v on v.id = w.id and v.dim = r.dim),\n"
+    "varied as (\n"
+    "  select device_key, git_commit, model, task, dataset, dim_in, dim_out, heads, count(*) as n_dims\n"
+    "  from ranges group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads),\n"
+    "edges as (\n"
+    "  select device_key, git_commit, model, task, dataset, dim_in, dim_out, heads,\n"
+    "         group_concat(dim || '=' || side || '(' || value || ')' || iif(final, '*', ''), ' ') as list\n"
+    "  from (select * from edge where side is not null order by dim)\n"
+    "  group by device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
     "select p.model, p.task, p.dataset, p.dim_in || ',' || p.dim_out || '/' || p.heads as \"dims/heads\",\n"
-    "       p.n as \"ok rows\", printf('%.4f', p.best_ms) as \"best ms\",\n"
-    "       (select count(*) from ranges r where r.device_key = p.device_key and r.git_commit = p.git_commit\n"
-    "          and r.model = p.model and r.task = p.task and r.dataset = p.dataset and r.dim_in = p.dim_in\n"
-    "          and r.dim_out = p.dim_out and r.heads = p.heads) as \"numeric dims varied\",\n"
-    "       coalesce((select group_concat(dim || '=' || side || '(' || value || ')' || iif(final, '*', ''), ' ')\n"
-    "                 from (select * from edge e where e.device_key = p.device_key and e.git_commit = p.git_commit\n"
-    "                         and e.model = p.model and e.task = p.task and e.dataset = p.dataset\n"
-    "                         and e.dim_in = p.dim_in and e.dim_out = p.dim_out and e.heads = p.heads\n"
-    "                         and e.side is not null order by e.dim)), '') as \"on the boundary\",\n"
-    "       '' as \"next value invalid\", substr(p.git_commit, 1, 7) as \"commit\", p.device_key as _device,\n"
-    "       p.git_commit as _commits, (select v.config from variants v join measurements m on m.variant_id = v.id\n"
-    "                                  join winner w on w.id = m.id\n"
-    "                                  where w.device_key = p.device_key and w.git_commit = p.git_commit\n"
-    "                                    and w.model = p.model and w.task = p.task and w.dataset = p.dataset\n"
-    "                                    and w.dim_in = p.dim_in and w.dim_out = p.dim_out\n"
-    "                                    and w.heads = p.heads) as _config\n"
-    "from prob p\n"
-    "where exists (select 1 from ranges r where r.device_key = p.device_key and r.git_commit = p.git_commit\n"
-    "                and r.model = p.model and r.task = p.task and r.dataset = p.dataset and r.dim_in = p.dim_in\n"
-    "                and r.dim_out = p.dim_out and r.heads = p.heads)\n"
+    "       p.n as \"ok rows\", printf('%.4f', p.best_ms) as \"best ms\", x.n_dims as \"numeric dims varied\",\n"
+    "       coalesce(e.list, '') as \"on the boundary\", '' as \"next value invalid\",\n"
+    "       substr(p.git_commit, 1, 7) as \"commit\", p.device_key as _device, p.git_commit as _commits,\n"
+    "       w.config as _config\n"
+    "from prob p join varied x using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
+    "     join winner w using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
+    "     left join edges e using (device_key, git_commit, model, task, dataset, dim_in, dim_out, heads)\n"
     "order by p.device_key, p.model, p.task, p.dataset, p.dim_in, p.dim_out, p.heads, p.git_commit;\n";
 
-/* The smallest and largest of a numeric key's space-separated legal values. */
-static void key_extremes(const char *values, long *first, long *last)
+/* The legal value of numeric key k next beyond `value` (above it: up > 0; below: up < 0); 0 when none is. */
+static int next_legal(const cfg_key *k, long value, int up, long *next)
 {
+    int found = 0;
     char *end;
-    *first = *last = strtol(values, &end, 10);
-    for (const char *p = end; *p;) {
+    for (const char *p = k->values; *p; p = end) {
         long v = strtol(p, &end, 10);
         if (end == p) break;
-        if (v < *first) *first = v;
-        if (v > *last) *last = v;
-        p = end;
+        if ((up > 0 ? v > value : v < value) && (!found || (up > 0 ? v < *next : v > *next))) *next = v, found = 1;
     }
+    return found;
 }
 
 /* BOUNDARY_HEAD, a VALUES row (name, default, first, last) per numeric key of the table, BOUNDARY_BODY. */
@@ -329,8 +325,9 @@ static const char *boundary_sql(void)
     for (int i = 0; i < CFG_NKEYS; i++) {
         const cfg_key *k = cfg_key_at(i);
         if (k->kind != CFG_INT) continue;
-        long first, last;
-        key_extremes(k->values, &first, &last);
+        long first = 0, last = 0;
+        int numeric = next_legal(k, LONG_MIN, 1, &first) && next_legal(k, LONG_MAX, -1, &last);
+        RG_ASSERT(numeric);   /* a CFG_INT key lists its values */
         size_t used = strlen(rows);
         int n = snprintf(rows + used, sizeof rows - used, "%s('%s', %s, %ld, %ld)", used ? ", " : "", k->name,
                          k->dflt, first, last);
@@ -670,27 +667,10 @@ static void print_store_table(FILE *out, const char *store, const pt_query *q, c
     print_table(out, r);
 }
 
-/* The legal value of numeric key k next beyond `value` (above it: up > 0; below: up < 0); 0 when none is. */
-static int next_legal(const cfg_key *k, long value, int up, long *next)
+/* Whether `winner` with dimension `dim` (KEY or INSTANCE.KEY) moved to `next` is invalid; the reason goes to why. */
+static int next_is_invalid(const cg_config *winner, const char *dim, long next, rg_err *why)
 {
-    int found = 0;
-    char *end;
-    for (const char *p = k->values; *p; p = end) {
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        if ((up > 0 ? v > value : v < value) && (!found || (up > 0 ? v < *next : v > *next))) *next = v, found = 1;
-    }
-    return found;
-}
-
-/* Whether the winner's config (JSON) with dimension `dim` (KEY or INSTANCE.KEY) moved to `next` is invalid;
- * the reason goes to why. 0 where it is valid or the config cannot be read (an old store's key). */
-static int next_is_invalid(const char *config_json, const char *dim, long next, rg_err *why)
-{
-    cg_config c;
-    rg_err err;
-    cfg_default(&c);
-    if (cfg_parse_json(&c, config_json, &err)) return 0;
+    cg_config c = *winner;
     char kv[96];
     snprintf(kv, sizeof kv, "%s=%ld", dim, next);
     if (cfg_parse(&c, kv, why)) return 1;
@@ -735,35 +715,41 @@ static char *reasons_text(edge_reasons *er)
 }
 
 /* One entry `DIM=SIDE(VALUE)` of the boundary column, copied to `marked` with `!` appended where the next legal
- * value outward is invalid for the winner's config (the reason to er). */
-static void check_edge(const char *entry, const char *config_json, rg_str *marked, edge_reasons *er)
+ * value outward is invalid for the winner's config (the reason to er; winner NULL: not checked). */
+static void check_edge(const char *entry, const cg_config *winner, rg_str *marked, edge_reasons *er)
 {
     char dim[64], side[4];
     long value = 0, next = 0;
     const cfg_key *k;
     const char *base;
     rg_str_printf(marked, "%s%s", marked->len ? " " : "", entry);
-    if (entry[strlen(entry) - 1] == '*' || sscanf(entry, "%63[^=]=%3[a-z](%ld)", dim, side, &value) != 3) return;
+    if (!winner || entry[strlen(entry) - 1] == '*' || sscanf(entry, "%63[^=]=%3[a-z](%ld)", dim, side, &value) != 3)
+        return;
     base = strchr(dim, '.') ? strchr(dim, '.') + 1 : dim;
     if (!(k = cfg_find_key(base)) || !next_legal(k, value, strcmp(side, "max") ? -1 : 1, &next)) return;
     rg_err why;
-    if (!next_is_invalid(config_json, dim, next, &why)) return;
+    if (!next_is_invalid(winner, dim, next, &why)) return;
     rg_str_puts(marked, "!");
     add_reason(er, dim, next, why.msg);
 }
 
 /* The boundary table's last step, in C: each edge of the winner not at its key's last value is tried one legal
- * value further against the config rules (cfg_validate), which SQL cannot run. */
+ * value further against the config rules (cfg_validate), which SQL cannot run. A winner whose stored config no
+ * longer parses (an old store's key) is left unchecked. */
 static void mark_invalid_next(pt_result *r)
 {
     int cb = column_of(r, "on the boundary"), cn = column_of(r, "next value invalid"), cc = column_of(r, "_config");
     RG_ASSERT(cb >= 0 && cn >= 0 && cc >= 0);
     for (int row = 0; row < r->nrow; row++) {
+        cg_config winner;
+        rg_err err;
+        cfg_default(&winner);
+        int readable = !cfg_parse_json(&winner, cell(r, row, cc), &err);
         char *list = rg_xstrdup(cell(r, row, cb)), *save = NULL;
         rg_str marked = {0};
         edge_reasons er = {0};
         for (char *e = strtok_r(list, " ", &save); e; e = strtok_r(NULL, " ", &save))
-            check_edge(e, cell(r, row, cc), &marked, &er);
+            check_edge(e, readable ? &winner : NULL, &marked, &er);
         char **b = &r->cells[(long)row * r->ncol + cb], **n = &r->cells[(long)row * r->ncol + cn];
         free(*b), free(*n);
         *b = marked.s ? marked.s : rg_xstrdup("");
