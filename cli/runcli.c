@@ -26,6 +26,7 @@ typedef struct run_args {
     int compile_sm, show_plan, metrics;
     int validate_only;                      /* run: validate, do not time (sanitizer runs) */
     int ranks;                              /* run: --ranks N, a layer over N GPUs; 0: one GPU */
+    double input_scale;                     /* run: --input-scale S (0: 1) */
 } run_args;
 
 static const char RUN_USAGE[] =
@@ -33,6 +34,7 @@ static const char RUN_USAGE[] =
     "                   [--config KEY=VAL,...] [--data-dir DIR] [--mem-limit BYTES]\n"
     "                   [--repeats N] [--warmup N] [--flush-l2] [--metrics] [--plan]\n"
     "                   [--backend gpu|ref] [--dump DIR] [--weights DIR] [--ranks N] [--validate-only]\n"
+    "                   [--input-scale S]\n"
     "Builds one variant, validates it against the float64 CPU reference, then times it\n"
     "(warm-up, repeats, median) and prints per-kernel times, the run's span, peak device\n"
     "memory and the layer's floors at the device's measured ceilings (docs/floor.md).\n"
@@ -71,6 +73,9 @@ static void command(ro_cmd *c, run_args *a, int gen)
                                    "sanitizer displaces, times launch graph and dag)"});
         ro_add(c, (ro_opt){.name = "metrics", .arg = NULL, .kind = RO_FLAG, .dst = &a->metrics,
                            .help = "collect hardware counters: achieved DRAM bandwidth against the measured ceiling"});
+        ro_add(c, (ro_opt){.name = "input-scale", .arg = "S", .kind = RO_REAL, .dst = &a->input_scale, .lo = 1e-6, .hi = 1e6,
+                           .help = "input features from U(-S, S) instead of U(-1, 1): attention logits grow with S\n"
+                                   "(where exp of a logit overflows float32, only rmax=on keeps the softmax finite)"});
         ro_add(c, (ro_opt){.name = "backend", .arg = "B", .kind = RO_STR, .dst = &a->backend, .help = "gpu (default) or ref: the CPU reference only"});
         ro_add(c, (ro_opt){.name = "ranks", .arg = "N", .kind = RO_INT, .dst = &a->ranks, .lo = 1, .hi = 16,
                            .help = "one layer over GPUs 0..N-1, relations split by the config key part"});
@@ -176,7 +181,7 @@ static void print_result(const run_args *a, const cg_config *cfg, const xb_resul
 /* Runs the float64 reference on the graph, with --weights' tensors when given. */
 static ref_exec *reference_run(const run_args *a, const ir_program *prog, const hg_graph *g, rg_err *err)
 {
-    ref_options ro = {0};   /* seed 1, as the validator's */
+    ref_options ro = {.input_scale = a->input_scale};   /* seed 1, as the validator's */
     ref_exec *x = ref_new(prog, g, &ro, err);
     if (!x) return NULL;
     if ((a->weights && rd_load(x, prog, a->weights, err)) || ref_run(x, err)) {
@@ -225,6 +230,7 @@ int xr_run_main(int argc, char **argv)
     rg_err err;
     xb_problem prob;
     if (cp_to_xb(&a.p, &prob, &err)) return ro_fail("explore run", &err);
+    prob.input_scale = a.input_scale;
     if (reference_only(&a)) return reference_main(&a, &prob);
     xb_backend *b = a.ranks > 0 ? xb_mgpu_backend(a.ranks, &err) : xb_gpu_backend(&err);
     if (!b && a.dump && err.code == RG_ERR_NO_DEVICE) {

@@ -6,6 +6,7 @@
 #include "codegen/emit_loss.h"
 #include "codegen/emit_trav.h"
 #include "codegen/emit_wmm.h"
+#include "codegen/pass_softmax.h"
 #include "codegen/templates.h"
 
 #include <stdlib.h>
@@ -132,6 +133,29 @@ int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg,
     return n;
 }
 
+static int trav_has_stmt(const lw_instance *in, int stmt)
+{
+    if (in->kind != LW_TRAV) return 0;
+    for (int k = 0; k < in->u.trav.nstmts; k++)
+        if (in->u.trav.stmts[k].stmt == stmt) return 1;
+    return 0;
+}
+
+void cg_rmax_links(const ir_program *ir, const lw_program *lp, const cg_config *cfg, et_fusion *fu)
+{
+    if (!cfg->rmax) return;
+    psm_online on[8];
+    int n = psm_find_online(ir, on, 8);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i + 1 < lp->ninst; i++) {
+            if (!trav_has_stmt(&lp->inst[i], on[j].x) || !trav_has_stmt(&lp->inst[i + 1], on[j].norm)) continue;
+            cg_config one;
+            cfg_for_instance(cfg, lp->inst[i].name, &one);
+            fu[i].rmax_linked = 1;
+            fu[i + 1].rmax_chunk = et_node_split(ir, &lp->inst[i].u.trav, &one) ? one.nchunk : 0;
+        }
+}
+
 static void add_zero_fills(const ir_program *ir, const int *mat, kp_plan *plan)
 {
     plan->zero_vars = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
@@ -239,6 +263,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     cg_materialization(ir, lp, cfg, out->materialized);
     et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);
     cg_fusions(ir, lp, cfg, out->materialized, fu, NULL);
+    cg_rmax_links(ir, lp, cfg, fu);
     int rc = 0;
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];

@@ -134,6 +134,18 @@ static int cfg_rule_cdot(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_rmax(const cg_config *c, rg_err *err)
+{
+    if (c->rmax && c->softmax != CFG_SOFTMAX_SINGLE)
+        return rg_errf(err, "invalid: rmax=on keeps a running maximum in the single-pass softmax's aggregation; "
+                            "softmax=twopass has none, so it needs softmax=single");
+    if (c->rmax && !c->node_centric)
+        return rg_errf(err, "invalid: rmax=on needs trav=node: an edge-centric aggregation adds each edge into its "
+                            "destination's sums from many row groups at once, which cannot rescale one another's sums "
+                            "when the maximum grows (a maximum first would be a second pass)");
+    return 0;
+}
+
 /* ---- The table ---- */
 
 /* Each key's member read and written as an int code. */

@@ -1,6 +1,7 @@
 /* The traversal template emitter: turns a fused group of edgewise / nodewise statements
  * into edge-centric or node-centric CUDA kernels (a group of lanes per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
+#include "codegen/pass_softmax.h"
 #include "codegen/templates.h"
 #include "codegen/vartype.h"
 
@@ -91,6 +92,15 @@ typedef struct kgen {
     int *epi_recip;               /* per var: its copy holds reciprocals (1: of a divisor, 2: 0 for a zero one) */
     et_guard guard;               /* node rows: skip those the aggregation before finished */
     int guard_chunk;
+    /* rmax=on (plan_rmax): the softmax (psm_find_online) whose sums this aggregation keeps under a
+     * running maximum rm_[h] (rm_agg), or whose split tiles this node kernel merges before its division
+     * (rm_node); rm_chunk: the tiles' nchunk, 0 where the aggregation splits none; rm_lane: its exp is a
+     * lane's own statement (scalars=lane: the maximum taken over the group's step of edges); rm_shift:
+     * emitting that exp */
+    psm_online rm;
+    int rm_agg, rm_node, rm_chunk, rm_heads, rm_lane, rm_shift;
+    int rm_work;                  /* the kernel binds the softmax's workspace (KP_WORK) */
+    int *rm_skip;                 /* per var: one of the two sums (their flush is emit_rm_partials'), or NULL */
 } kgen;
 
 static const ir_var *V(const kgen *g, int v) { return &g->ir->vars[v]; }
@@ -521,7 +531,10 @@ static int elementwise_value(kgen *g, const ir_stmt *s, int f32, char *out, size
     case IR_OP_MUL: snprintf(out, n, "%s * %s", a, b); return 0;
     case IR_OP_DIV: snprintf(out, n, "%s / %s", a, b); return 0;
     case IR_OP_DIV_NZ: snprintf(out, n, "(%s != 0.0 ? %s / %s : 0.0)", b, a, b); return 0;
-    case IR_OP_EXP: snprintf(out, n, "exp(%s)", a); return 0;
+    case IR_OP_EXP:
+        if (g->rm_shift) snprintf(out, n, "exp(%s - rm_[h])", a);   /* rmax=on: under the running maximum */
+        else snprintf(out, n, "exp(%s)", a);
+        return 0;
     case IR_OP_LEAKYRELU: snprintf(out, n, "lrelu(%s, %.17g)", a, s->cval); return 0;
     case IR_OP_RELU: snprintf(out, n, "fmax(%s, 0.0)", a); return 0;
     case IR_OP_GELU: snprintf(out, n, "gelu(%s)", a); return 0;
@@ -1084,6 +1097,87 @@ static int reads_shared(const kgen *g, const ir_stmt *s)
     return 0;
 }
 
+/* ---- rmax=on: the single-pass softmax under a running maximum (psm_find_online) ---- */
+
+static const char *gmask_of(const kgen *g) { return g->L == 32 ? "0xffffffffu" : "gmask"; }
+
+/* The head whose maximum scales element `i` of a sum of x's shape (its heads, or one for all). */
+static void rm_head_of(const kgen *g, int v, char *out, size_t n)
+{
+    const ir_var *x = V(g, v);
+    if (vt_heads(x) == g->rm_heads) snprintf(out, n, "i / %d", x->dim);
+    else snprintf(out, n, "0");
+}
+
+/* Multiplies the lane's elements of the softmax's two sums by sc_[head], in their own element order
+ * (each lane its share of the group's row, also inside a lane's own statements); a barrier after
+ * sums kept in shared memory. */
+static void emit_rm_rescale(kgen *g, rg_str *b)
+{
+    int saved = g->prologue, shared = 0;
+    g->prologue = 0;
+    const int sums[2] = {g->rm.sum, g->rm.un};
+    for (int k = 0; k < 2; k++) {
+        int v = sums[k], reg = g->reg_slots[v] > 0;
+        char home[64], head[32];
+        open_row_loop(g, b, (int)ir_var_row_width(V(g, v)), reg, NULL);
+        row_home(g, g->acc_off, v, "i", home, sizeof home);
+        rm_head_of(g, v, head, sizeof head);
+        rg_str_printf(b, "            %s *= sc_[%s];\n", home, head);
+        close_row_loop(g, b, reg);
+        shared |= !reg;
+    }
+    if (shared) rg_str_printf(b, "        %s;\n", gsync(g));
+    g->prologue = saved;
+}
+
+/* Before the softmax's exp: the running maximum per head takes this edge's logit (rm_lane: the largest
+ * of the group's step of edges, one per lane, so the sums are rescaled once a step), and where it grows
+ * the sums so far are multiplied by exp(old - new); the exp then subtracts it (elementwise_value). */
+static int emit_rm_step(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    char x[512];
+    if (operand_ref(g, &s->in[0], "h", "d", x, sizeof x, err)) return -1;
+    rg_str *b = &g->body;
+    rg_str_printf(b, "        {   /* rmax=on: the running maximum of the logits; the sums rescaled when it grows */\n"
+                     "        double sc_[%d];\n        int up_ = 0;\n        #pragma unroll\n"
+                     "        for (int h = 0; h < %d; h++) {\n            const int d = 0; (void)d;\n",
+                  g->rm_heads, g->rm_heads);
+    if (g->rm_lane) {
+        /* lanes past the walk's end hold no edge: the maximum so far stands in for them */
+        rg_str_printf(b, "            double m_ = ql < q_end ? (double)(%s) : rm_[h];\n", x);
+        for (int o = g->L / 2; o >= 1; o /= 2) {
+            if (g->L == 32) rg_str_printf(b, "            m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d));\n", gmask_of(g), o);
+            else rg_str_printf(b, "            m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d, %d));\n", gmask_of(g), o, g->L);
+        }
+    } else {
+        rg_str_printf(b, "            const double m_ = %s;\n", x);
+    }
+    rg_str_puts(b, "            sc_[h] = 1.0;\n"
+                   "            if (m_ > rm_[h]) {\n"
+                   "                sc_[h] = exp(rm_[h] - m_);\n"
+                   "                rm_[h] = m_;\n"
+                   "                up_ = 1;\n"
+                   "            }\n"
+                   "        }\n"
+                   "        if (up_) {\n");
+    emit_rm_rescale(g, b);
+    rg_str_puts(b, "        }\n        }\n");
+    return 0;
+}
+
+static int is_rm_exp(const kgen *g, const ir_stmt *s) { return g->rm_agg && s == &g->ir->stmts[g->rm.x]; }
+
+/* The softmax's exp under the running maximum. */
+static int emit_rm_exp(kgen *g, const ir_stmt *s, rg_err *err)
+{
+    if (emit_rm_step(g, s, err)) return -1;
+    g->rm_shift = 1;
+    int rc = emit_elementwise(g, s, err);
+    g->rm_shift = 0;
+    return rc;
+}
+
 static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
 {
     int rc, fw = !g->prologue && g->once[s->out.var] == 2;
@@ -1094,7 +1188,7 @@ static int emit_stmt(kgen *g, const ir_stmt *s, rg_err *err)
     case IR_OP_WGRAD: rc = emit_rowwise_wgrad(g, s, err); break;
     case IR_OP_WEIGHT_MM: case IR_OP_NLL_LOSS: case IR_OP_NLL_GRAD:
         return rg_errf(err, "%s cannot be part of a traversal", ir_op_name(s->op));
-    default: rc = emit_elementwise(g, s, err); break;
+    default: rc = is_rm_exp(g, s) ? emit_rm_exp(g, s, err) : emit_elementwise(g, s, err); break;
     }
     if (rc) return -1;
     if (g->prologue) return 0;   /* a lane's own statement: nothing another lane reads */
@@ -1923,6 +2017,96 @@ static void emit_flush(kgen *g, rg_str *b, const char *node, int reset, const ch
     if (shared || (!regs && !skip)) rg_str_printf(b, "        %s;\n", gsync(g));
 }
 
+/* rmax=on: the workspace's row of a tile slot (float64): the maximum per head, then the two sums. */
+static int rm_row(const kgen *g)
+{
+    return g->rm_heads + (int)ir_var_row_width(V(g, g->rm.sum)) + (int)ir_var_row_width(V(g, g->rm.un));
+}
+
+/* rmax=on, a tile of a destination the aggregation splits: its maximum and sums, which the node kernel
+ * merges, the destination's first tile's in the sums themselves (zero-filled, no other tile's there) and
+ * its maximum in the workspace's node part, another tile's in slot q_begin / nchunk (tiles other than a
+ * node's first begin at least nchunk positions apart, so no two share a slot); no atomics. */
+static void emit_rm_partials(kgen *g, rg_str *b)
+{
+    int H = g->rm_heads, N = g->cfg->nchunk, off = H;
+    g->rm_work = 1;
+    rg_str_printf(b, "        {   /* rmax=on: this tile's maximum and sums, which the node kernel merges */\n"
+                     "        const int first_ = q_begin == %s[n];\n"
+                     "        double* ws_ = first_ ? rmw_ + (size_t)n * %d : rmw_ + (size_t)rm_nodes_ * %d + (size_t)(q_begin / %d) * %d;\n"
+                     "        if (lane == 0)\n            for (int h = 0; h < %d; h++) ws_[h] = rm_[h];\n",
+                  arr(g, KG_IN_PTR), H, H, N, rm_row(g), H);
+    const int sums[2] = {g->rm.sum, g->rm.un};
+    for (int k = 0; k < 2; k++) {
+        int v = sums[k], reg = g->reg_slots[v] > 0, w = (int)ir_var_row_width(V(g, v));
+        char home[64];
+        g->var_used[v] = g->var_written[v] = 1;
+        open_row_loop(g, b, w, reg, NULL);
+        row_home(g, g->acc_off, v, "i", home, sizeof home);
+        rg_str_printf(b, "            if (first_) v%d[(size_t)n * %d + i] = %s;\n            else ws_[%d + i] = %s;\n", v, w,
+                      home, off, home);
+        close_row_loop(g, b, reg);
+        off += w;
+    }
+    rg_str_puts(b, "        }\n");
+}
+
+/* The flush of a tile that holds part of its destination's edges: every sum atomically, or, under
+ * rmax=on, the softmax's two as emit_rm_partials leaves them and the others atomically. */
+static void emit_flush_part(kgen *g, rg_str *b, const char *node, int reset)
+{
+    if (!g->rm_agg) {
+        emit_flush(g, b, node, reset, "1", NULL);
+        return;
+    }
+    emit_rm_partials(g, b);
+    emit_flush(g, b, node, reset, "1", g->rm_skip);
+}
+
+/* rmax=on, the node kernel after the aggregation: a destination it split into tiles of rm_chunk edges
+ * has their maxima and sums merged in tile order (deterministic), rescaled to the largest maximum, into
+ * the sums the division reads; a destination of one tile has its sums there already. */
+static void emit_rm_merge(kgen *g)
+{
+    rg_str *b = &g->body;
+    int H = g->rm_heads, N = g->rm_chunk, off = H;
+    const char *ptr = arr(g, KG_IN_PTR);
+    g->rm_work = 1;
+    rg_str_printf(b,
+                  "    {   /* rmax=on: a destination split into tiles of %d edges: their maxima and sums merged */\n"
+                  "        const int ma_ = %s[n], mk_ = (%s[n + 1] - ma_ + %d) / %d;\n"
+                  "        if (mk_ > 1) {\n"
+                  "            const double* w0_ = rmw_ + (size_t)n * %d;\n"
+                  "            const double* ws0_ = rmw_ + (size_t)rm_nodes_ * %d + (size_t)(ma_ / %d) * %d;\n"
+                  "            double mm_[%d];\n"
+                  "            for (int h = 0; h < %d; h++) {\n"
+                  "                double m_ = w0_[h];\n"
+                  "                for (int c = 1; c < mk_; c++) m_ = fmax(m_, ws0_[(size_t)c * %d + h]);\n"
+                  "                mm_[h] = m_;\n"
+                  "            }\n",
+                  N, ptr, ptr, N - 1, N, H, H, N, rm_row(g), H, H, rm_row(g));
+    const int sums[2] = {g->rm.sum, g->rm.un};
+    for (int k = 0; k < 2; k++) {
+        int v = sums[k], w = (int)ir_var_row_width(V(g, v));
+        char head[32];
+        rm_head_of(g, v, head, sizeof head);
+        g->var_used[v] = g->var_written[v] = 1;
+        rg_str_printf(b,
+                      "            for (int i = lane; i < %d; i += %d) {\n"
+                      "                const int h = %s;\n"
+                      "                double r_ = v%d[(size_t)n * %d + i] * exp(w0_[h] - mm_[h]);\n"
+                      "                for (int c = 1; c < mk_; c++) {\n"
+                      "                    const double* p_ = ws0_ + (size_t)c * %d;\n"
+                      "                    r_ += p_[%d + i] * exp(p_[h] - mm_[h]);\n"
+                      "                }\n"
+                      "                v%d[(size_t)n * %d + i] = r_;\n"
+                      "            }\n",
+                      w, g->L, head, v, w, rm_row(g), off, v, w);
+        off += w;
+    }
+    rg_str_printf(b, "            %s;\n        }\n    }\n", gsync(g));
+}
+
 /* epi=on: the node statements for destination `node`, from its sums (plan_epilogue), into *out. */
 static int render_epilogue(kgen *g, const char *node, rg_str *out, rg_err *err)
 {
@@ -1963,7 +2147,7 @@ static void emit_flush_whole(kgen *g, rg_str *b, const char *node, const char *w
     rg_str_puts(b, epi);
     emit_flush(g, b, node, reset, NULL, g->epi_skip);
     rg_str_puts(b, "        } else {\n");
-    emit_flush(g, b, node, reset, "1", NULL);
+    emit_flush_part(g, b, node, reset);
     rg_str_puts(b, "        }\n");
 }
 
@@ -2315,13 +2499,26 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
         }
         rg_str_puts(b, "    int tcur = -1; (void)tcur;\n");
         emit_zero_acc(g);
+        if (g->rm_agg)   /* -infinity: the first edge's logit becomes the maximum, its factor 0 (the sums are 0) */
+            rg_str_printf(b, "    double rm_[%d];   /* rmax=on: the running maximum of the softmax's logits, per head */\n"
+                             "    #pragma unroll\n    for (int h = 0; h < %d; h++) rm_[h] = __longlong_as_double(0xfff0000000000000ULL);\n",
+                          g->rm_heads, g->rm_heads);
         for (int p = 0; p < np; p++) {
             emit_edge_loop(g, "q_begin", "q_end", 1, walk_dst(g), tpre, lanes[p].s, bodies[p].s ? bodies[p].s : "");
             rg_str_printf(b, "    %s;\n", gsync(g));
         }
         RG_ASSERT(!g->epi || split);   /* et_fusion_plan: one pass over each node's edges */
-        if (g->epi) emit_flush_whole(g, b, "n", "whole", epi.s, 0);
-        else emit_flush(g, b, "n", 0, split ? "!whole" : NULL, NULL);
+        if (g->epi) {
+            emit_flush_whole(g, b, "n", "whole", epi.s, 0);
+        } else if (g->rm_agg && split) {
+            rg_str_puts(b, "        if (whole) {\n");
+            emit_flush(g, b, "n", 0, NULL, NULL);
+            rg_str_puts(b, "        } else {\n");
+            emit_flush_part(g, b, "n", 0);
+            rg_str_puts(b, "        }\n");
+        } else {
+            emit_flush(g, b, "n", 0, split ? "!whole" : NULL, NULL);
+        }
         break;
     default: {
         /* one row per warp: unique pairs, nodes, types, or the single global row; a run of unique
@@ -2347,6 +2544,7 @@ static int emit_rows(kgen *g, const lw_trav *tr, const int *phases, int phase, i
                 rg_str_printf(b, "    const int %s = blockIdx.x * %d + warp;\n    if (%s >= num_rows) return;\n",
                               row_decl[g->f], g->rpb, row_decl[g->f]);
             if (g->guard != ET_GUARD_NONE) emit_guard(g);
+            if (g->rm_node) emit_rm_merge(g);
             rg_str_printf(b, "    {\n%s%s    }\n", ctxs.s ? ctxs.s : "", body0);
         }
         rg_str_free(&ctxs);
@@ -2457,6 +2655,13 @@ static void assemble(kgen *g, kp_kernel *k, rg_str *src, const char *comment, in
         rg_str_printf(src, ",\n    const int* __restrict__ %s", name);
         kp_add_param(k, KP_GRAPH, a, 0, name);
     }
+    if (g->rm_work) {   /* rmax=on: the softmax's workspace and the node count its slots begin after */
+        rg_str_puts(src, ",\n    double* rmw_, int rm_nodes_");
+        kp_param *w = kp_add_param(k, KP_WORK, g->rm.un, g->rm_agg ? g->cfg->nchunk : g->rm_chunk, "rmw_");
+        w->work_node = g->rm_heads;
+        w->work_row = rm_row(g);
+        kp_add_param(k, KP_INT, KS_NODES, 0, "rm_nodes_");
+    }
     /* per-row temporaries and accumulators live in double: see vt_is_f64 */
     rg_str_puts(src, ")\n{\n    extern __shared__ double smem[];\n");
     if (g->L == 32)
@@ -2533,8 +2738,44 @@ static void kgen_free(kgen *g)
     free(g->epi_off);
     free(g->epi_skip);
     free(g->epi_recip);
+    free(g->rm_skip);
     rg_str_free(&g->body);
     rg_str_free(&g->vec_loads);
+}
+
+/* rmax=on: the softmax whose sums this kernel keeps under a running maximum (its exp is here), or whose
+ * split tiles it merges before the division (fu->rmax_chunk); an error where the aggregation cannot. */
+static int plan_rmax(kgen *g, const lw_trav *tr, const int *phases, int phase, const et_fusion *fu, rg_err *err)
+{
+    if (!g->cfg->rmax) return 0;
+    psm_online on[8];
+    int n = psm_find_online(g->ir, on, 8);
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < tr->nstmts; i++) {
+            if (!in_kernel(g, phases, phase, i)) continue;
+            if (tr->stmts[i].stmt == on[j].norm && fu && fu->rmax_chunk > 0) {
+                g->rm = on[j];
+                g->rm_node = 1;
+                g->rm_chunk = fu->rmax_chunk;
+                g->rm_heads = vt_heads(V(g, on[j].a));
+            }
+            if (tr->stmts[i].stmt != on[j].x) continue;
+            if (g->f != FORM_NODE)
+                return rg_errf(err, "invalid: rmax=on: the softmax's exp is not in a node-centric aggregation");
+            if (g->rm_agg) return rg_errf(err, "invalid: rmax=on: one aggregation holds two softmaxes (not built)");
+            if (g->acc_off[on[j].sum] < 0 || g->acc_off[on[j].un] < 0)
+                return rg_errf(err, "invalid: rmax=on: the aggregation does not hold the softmax's two sums");
+            if (!fu || !fu->rmax_linked)
+                return rg_errf(err, "invalid: rmax=on: the softmax's division is not in the node traversal right after "
+                                    "its aggregation, which would merge its tiles");
+            g->rm = on[j];
+            g->rm_agg = 1;
+            g->rm_heads = vt_heads(V(g, on[j].a));
+            g->rm_lane = g->lane_stmt[i] && !g->replicated;
+            g->rm_skip = rg_xcalloc((size_t)g->ir->nvars, sizeof *g->rm_skip);
+            g->rm_skip[on[j].sum] = g->rm_skip[on[j].un] = 1;
+        }
+    return 0;
 }
 
 /* What one kernel of a traversal runs: its form, its part of the statements (crsum=split; NULL:
@@ -2571,7 +2812,8 @@ static int emit_one_kernel(const ir_program *ir, const lw_trav *tr, const int *m
     /* one pass over a node's edges can be shared by warps; several passes need the whole node */
     int split = f == FORM_NODE && nphases == 1;   /* et_node_split */
     long long smem = (long long)g.rpb * (g.scr_size > 0 ? g.scr_size : 1) * (long long)sizeof(double);
-    int rc = smem > SMEM_MAX ? rg_errf(err, "invalid: tblock=%d with lanes=%d runs %d rows per block, each with %d "
+    int rc = plan_rmax(&g, tr, phases, phase, kp->fu, err) ? -1
+           : smem > SMEM_MAX ? rg_errf(err, "invalid: tblock=%d with lanes=%d runs %d rows per block, each with %d "
                                             "doubles of shared scratch: %lld bytes, over the %d a block may have",
                                        cfg->tblock, cfg->lanes, g.rpb, g.scr_size, smem, SMEM_MAX)
                              : emit_rows(&g, tr, phases, phase, nphases, split, err);

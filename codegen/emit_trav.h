@@ -46,6 +46,10 @@ typedef struct et_fusion {
     const lw_trav *epilogue;   /* for the aggregating traversal: the node traversal's statements, or NULL */
     et_guard guard;            /* for the node traversal: the rows the aggregation finished */
     int chunk;
+    /* rmax=on (codegen.c, cg_rmax_links): for the aggregating traversal, whether its softmax's division
+     * is in the node traversal after it (which then merges the tiles it splits); for that node
+     * traversal, the aggregation's nchunk where it splits destinations into tiles, else 0 */
+    int rmax_linked, rmax_chunk;
 } et_fusion;
 
 /* Whether traversal `agg` (under its effective config cfg) can run the statements of `node`, the

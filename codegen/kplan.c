@@ -27,6 +27,7 @@ kp_param *kp_add_param(kp_kernel *k, kp_param_kind kind, int id, int64_t ival, c
     p->id = id;
     p->ival = ival;
     p->written = 0;
+    p->work_node = p->work_row = 0;
     snprintf(p->name, sizeof p->name, "%s", name);
     return p;
 }
@@ -45,10 +46,24 @@ static int binds_var(const kp_kernel *k, int var, int *written)
     return bound;
 }
 
+int64_t kp_work_values(const kp_param *p, int64_t nodes, int64_t edges)
+{
+    RG_ASSERT(p->kind == KP_WORK && p->ival > 0);
+    return nodes * p->work_node + (edges / p->ival + 1) * p->work_row;
+}
+
+static int binds_work(const kp_kernel *k, int id)
+{
+    for (int i = 0; i < k->nparams; i++)
+        if (k->params[i].kind == KP_WORK && k->params[i].id == id) return 1;
+    return 0;
+}
+
 int kp_kernels_conflict(const kp_kernel *a, const kp_kernel *b)
 {
     for (int i = 0; i < a->nparams; i++) {
         const kp_param *p = &a->params[i];
+        if (p->kind == KP_WORK && binds_work(b, p->id)) return 1;   /* both read and write it */
         if (p->kind != KP_VAR && p->kind != KP_VAR_IN) continue;
         int b_writes;
         if (binds_var(b, p->id, &b_writes) && (p->written || b_writes)) return 1;
@@ -200,6 +215,10 @@ void kp_print(const kp_plan *p, const char *const *var_names, FILE *f)
             case KP_VAR: fprintf(f, " %s=%s", q->name, var_names[q->id]); break;
             case KP_VAR_IN: fprintf(f, " %s=%s@in", q->name, var_names[q->id]); break;
             case KP_GRAPH: fprintf(f, " %s=graph.%s", q->name, kp_graph_array_name((kp_graph_array)q->id)); break;
+            case KP_WORK:
+                fprintf(f, " %s=work(%s: %d a node, %d a slot of %lld edges)", q->name, var_names[q->id], q->work_node,
+                        q->work_row, (long long)q->ival);
+                break;
             case KP_TILE_TYPE: case KP_TILE_ROW0:
                 fprintf(f, " %s=tiles(%s/%lld)", q->name, rowset_name(q->id), (long long)q->ival); break;
             case KP_INT:

@@ -35,7 +35,11 @@ typedef enum kp_param_kind {
     KP_GRAPH,       /* a graph array (id = kp_graph_array) */
     KP_TILE_TYPE,   /* tile table of (rowset id, rows per tile ival): segment of each tile */
     KP_TILE_ROW0,   /* ... and first row of each tile */
-    KP_INT          /* a 32-bit constant (ival) or a graph size (id >= 0: kp_size) */
+    KP_INT,         /* a 32-bit constant (ival) or a graph size (id >= 0: kp_size) */
+    KP_WORK         /* rmax=on: the workspace of the softmax whose unnormalised aggregate is variable id
+                     * (float64, read and written by its aggregation and node kernels, never zero-filled):
+                     * work_node values per node, then work_row per tile slot, ceil(edges / ival) + 1
+                     * slots (ival: the aggregation's nchunk) */
 } kp_param_kind;
 
 typedef enum kp_size { KS_NONE = -1, KS_NODES, KS_EDGES, KS_UNIQUE, KS_NTYPES, KS_ETYPES, KS_NTILES } kp_size;
@@ -46,7 +50,11 @@ typedef struct kp_param {
     int64_t ival;       /* constant, or rows per tile for tile tables */
     char name[32];      /* the parameter's name in the generated source */
     int written;        /* KP_VAR: the kernel stores into the variable (kp_kernels_conflict) */
+    int work_node, work_row;   /* KP_WORK: its layout (above) */
 } kp_param;
+
+/* KP_WORK: the workspace's float64 values on a graph of these sizes. */
+int64_t kp_work_values(const kp_param *p, int64_t nodes, int64_t edges);
 
 typedef enum kp_category { KC_GEMM, KC_TRAVERSAL, KC_OTHER } kp_category;
 

@@ -138,3 +138,44 @@ int psm_single_pass(ir_program *p, FILE *log, char *why, size_t why_len)
     if (done) ir_remove_dead(p);
     return done;
 }
+
+/* Whether statements a and b are the only ones that read var (an accumulation reads its target). */
+static int read_only_by(const ir_program *p, int var, int a, int b)
+{
+    for (int i = 0; i < p->nstmts; i++)
+        if (i != a && i != b && ir_stmt_reads(&p->stmts[i], var)) return 0;
+    return 1;
+}
+
+/* norm's operands lead back to the sums, the sums to one exp: the shape psm_single_pass writes. */
+static int online_at(const ir_program *p, int norm, psm_online *o)
+{
+    const ir_stmt *d = &p->stmts[norm];
+    if (d->op != IR_OP_DIV_NZ || d->dom != IR_DOM_NODE || d->accumulate || d->in[0].acc != IR_ACC_ROW ||
+        d->in[1].acc != IR_ACC_ROW || d->in[0].var < 0 || d->in[1].var < 0)
+        return 0;
+    *o = (psm_online){.norm = norm, .un = d->in[0].var, .sum = d->in[1].var};
+    o->s = ir_sole_stmt(p, o->sum, ir_stmt_writes);
+    o->g = ir_sole_stmt(p, o->un, ir_stmt_writes);
+    if (o->s < 0 || o->g < 0 || !read_only_by(p, o->sum, o->s, norm) || !read_only_by(p, o->un, o->g, norm)) return 0;
+    const ir_stmt *s = &p->stmts[o->s], *g = &p->stmts[o->g];
+    if (s->op != IR_OP_COPY || !s->accumulate || s->out.acc != IR_ACC_DST || s->in[0].acc != IR_ACC_ROW) return 0;
+    o->a = s->in[0].var;
+    int slot = g->in[0].acc == IR_ACC_ROW && g->in[0].var == o->a ? 0 : g->in[1].acc == IR_ACC_ROW && g->in[1].var == o->a ? 1 : -1;
+    if (g->op != IR_OP_MUL || !g->accumulate || g->out.acc != IR_ACC_DST || slot < 0 || g->in[1 - slot].var == o->a)
+        return 0;
+    o->x = ir_sole_stmt(p, o->a, ir_stmt_writes);
+    if (o->x < 0 || p->stmts[o->x].op != IR_OP_EXP || p->stmts[o->x].accumulate || p->stmts[o->x].in[0].acc != IR_ACC_ROW)
+        return 0;
+    o->arg = p->stmts[o->x].in[0].var;
+    if (!read_only_by(p, o->a, o->s, o->g)) return 0;   /* A has no reader but the two sums */
+    return p->vars[o->sum].zero_init && p->vars[o->un].zero_init && p->vars[o->a].heads == p->vars[o->sum].heads;
+}
+
+int psm_find_online(const ir_program *p, psm_online *out, int max)
+{
+    int n = 0;
+    for (int d = 0; d < p->nstmts && n < max; d++)
+        if (online_at(p, d, &out[n])) n++;
+    return n;
+}

@@ -28,4 +28,24 @@
  */
 int psm_single_pass(ir_program *p, FILE *log, char *why, size_t why_len);
 
+/*
+ * What psm_single_pass leaves, found again in a program after the passes (config key rmax: the
+ * traversal emitter keeps a running maximum of x's argument per destination and rescales the two
+ * sums when it grows, as FlashAttention does for attention rows):
+ *   x:    e[A] = exp(e[X])               A read only by s and g
+ *   s:    e.dst[S] += e[A]
+ *   g:    e.dst[H_un] += e[A] * e[M]
+ *   norm: n[H] = div_nz(n[H_un], n[S])   the only reader of S and of H_un
+ * Since exp(X - m) / sum exp(X - m) is the same softmax for any m per destination, subtracting the
+ * destination's running maximum from X in x, and multiplying S and H_un by exp(m_old - m_new) when
+ * it grows, leaves norm's quotient unchanged while no exp overflows. Statement and variable ids.
+ */
+typedef struct psm_online {
+    int x, s, g, norm;
+    int a, arg, sum, un;   /* A, X, S, H_un */
+} psm_online;
+
+/* The patterns of p (at most max, in statement order); returns how many. */
+int psm_find_online(const ir_program *p, psm_online *out, int max);
+
 #endif

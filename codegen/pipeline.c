@@ -5,6 +5,7 @@
 #include "codegen/emit_trav.h"
 #include "codegen/model.h"
 #include "codegen/pass_recompute.h"
+#include "codegen/pass_softmax.h"
 #include "codegen/vartype.h"
 
 #include <stdlib.h>
@@ -39,6 +40,11 @@ static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         /* here, before the program is parsed, as model_load_opts would say it after: inference points
          * of the default space are refused by the hundred thousand */
         rg_errf(err, "recompute=on does not apply to %s infer: " PRC_INFERENCE_WHY, p->model);
+        return 0;
+    }
+    if (cfg->rmax && pl_is_train(p->task)) {
+        rg_errf(err, "rmax=on is built for inference: training's backward reads the forward's attention sum as an "
+                     "unshifted one, and would need the running maximum stored beside it (not built)");
         return 0;
     }
     if (cfg->crsum == CFG_CRSUM_ATOMIC || (pl_is_train(p->task) && cfg->compact != CFG_COMPACT_OFF)) return 1;
@@ -310,6 +316,13 @@ int pl_build_stats(const pl_problem *p, const cg_config *cfg, const rr_stats *st
     if (cfg->msg && !has_message_linear(ir)) {
         rg_errf(err, "msg=trav computes per-edge typed linears in the traversal; %s has none, so it would "
                      "duplicate msg=gemm", p->model);
+        ir_free(ir);
+        return PL_INAPPLICABLE;
+    }
+    psm_online online;
+    if (cfg->rmax && !psm_find_online(ir, &online, 1)) {
+        rg_errf(err, "rmax=on keeps a running maximum in a single-pass softmax aggregation; %s has none after the "
+                     "passes, so it would duplicate rmax=off", p->model);
         ir_free(ir);
         return PL_INAPPLICABLE;
     }

@@ -28,6 +28,7 @@ struct ref_exec {
     const hg_graph *g;
     uint64_t seed;
     const int32_t *node_old_of, *edge_old_of;   /* ref_options: rows of data that moved, or NULL */
+    double input_scale;                         /* ref_options: the input features' range, > 0 */
     int nthreads;
     double **val;          /* [nvars] */
     int64_t *rows, *width; /* [nvars] */
@@ -1402,7 +1403,7 @@ static int fill_var(ref_exec *x, int id, rg_err *err)
     uint64_t seed = var_seed(x, v);
     switch (v->role) {
     case IR_ROLE_INPUT:
-        fill_uniform(x, a, n, seed, -1.0, 1.0);
+        fill_uniform(x, a, n, seed, -x->input_scale, x->input_scale);
         follow_relabelling(x, v, a, x->rows[id], x->width[id]);
         return 0;
     case IR_ROLE_PARAM: {
@@ -1469,6 +1470,7 @@ ref_exec *ref_new(const ir_program *p, const hg_graph *g, const ref_options *opt
     x->g = g;
     x->seed = opt && opt->seed ? opt->seed : 1;
     x->node_old_of = opt ? opt->node_old_of : NULL;
+    x->input_scale = opt && opt->input_scale > 0 ? opt->input_scale : 1.0;
     x->edge_old_of = opt ? opt->edge_old_of : NULL;
     x->nthreads = opt && opt->nthreads > 0 ? (opt->nthreads > MAX_THREADS ? MAX_THREADS : opt->nthreads)
                                            : ref_default_threads();

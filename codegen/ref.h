@@ -68,6 +68,9 @@ typedef struct ref_options {
      * node_old_of[n] and edge e that of edge edge_old_of[e] of the graph as given, so inputs and
      * labels follow their nodes and edges. NULL: the identity. */
     const int32_t *node_old_of, *edge_old_of;
+    /* INPUT node features drawn from U(-s, s) instead of U(-1, 1) (0 means 1): logits of the attention
+     * models grow with s, which shows what a softmax does where exp(logit) overflows float32 (rmax) */
+    double input_scale;
 } ref_options;
 
 typedef struct ref_exec ref_exec;

@@ -15,6 +15,7 @@ typedef struct xb_problem {
     int dim_in, dim_out, heads;
     const char *data_dir;   /* NULL: default */
     size_t mem_limit;       /* 0: none */
+    double input_scale;     /* the reference's input features from U(-s, s) (ref_options; 0: 1) */
 } xb_problem;
 
 typedef struct xb_options {

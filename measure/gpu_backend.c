@@ -206,7 +206,8 @@ static int gpu_prepare_reference(xb_backend *b, rg_err *err)
     measure_gather_floors(c);
     if (c->cur.ref) return 0;
     make_room_for_reference(c);
-    ref_options ro = {.node_old_of = c->cur.node_old_of, .edge_old_of = c->cur.edge_old_of};
+    ref_options ro = {.node_old_of = c->cur.node_old_of, .edge_old_of = c->cur.edge_old_of,
+                      .input_scale = c->prob.input_scale};
     long long before = resident_bytes();
     int rc = xb_reference(&c->cur.ref, &c->pl, c->cur.g, &ro, err);
     long long after = resident_bytes();

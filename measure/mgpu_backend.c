@@ -40,7 +40,8 @@ static int mgb_prepare(xb_backend *b, const xb_problem *p, hg_stats *stats, rg_e
 static int mgb_prepare_reference(xb_backend *b, rg_err *err)
 {
     mgb_ctx *c = b->ctx;
-    return xb_reference(&c->ref, &c->pl, c->g, NULL, err);
+    ref_options ro = {.input_scale = c->prob.input_scale};
+    return xb_reference(&c->ref, &c->pl, c->g, &ro, err);
 }
 
 static const void *layer_values(void *ctx, int var, int64_t *n, int *elem, rg_err *err)

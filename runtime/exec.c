@@ -347,6 +347,25 @@ static int declare_zero_block(const ir_program *ir, const cg_variant *v, const h
     return out->zero_id < 0 ? -1 : 0;
 }
 
+/* rmax=on: each softmax's workspace (KP_WORK, keyed by its aggregate), declared once however many kernels
+ * bind it; not zero-filled: its kernels write each value before they read it. */
+static int declare_work(const ir_program *ir, const cg_variant *v, const hg_graph *g, kx_buffers *out, rg_err *err)
+{
+    out->work_id = rg_xmalloc((size_t)(ir->nvars ? ir->nvars : 1) * sizeof(int));
+    for (int i = 0; i < ir->nvars; i++) out->work_id[i] = -1;
+    for (int i = 0; i < v->plan.nkernels; i++)
+        for (int j = 0; j < v->plan.kernels[i].nparams; j++) {
+            const kp_param *p = &v->plan.kernels[i].params[j];
+            if (p->kind != KP_WORK || out->work_id[p->id] >= 0) continue;
+            char name[96];
+            snprintf(name, sizeof name, "rmax workspace (%s)", ir->vars[p->id].name);
+            size_t bytes = (size_t)kp_work_values(p, g->num_nodes, g->num_edges) * sizeof(double);
+            out->work_id[p->id] = mp_declare(out->mp, name, bytes, err);
+            if (out->work_id[p->id] < 0) return -1;
+        }
+    return 0;
+}
+
 mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg_const, size_t mem_limit,
                    kx_buffers *out, rg_err *err)
 {
@@ -390,6 +409,7 @@ mp_status kx_alloc(const ir_program *ir, const cg_variant *v, const kx_graph *kg
             (res & CG_RES_IN_ORDER && out->in_id[i] < 0))
             return MP_FAIL;
     }
+    if (declare_work(ir, v, kg->g, out, err)) return MP_FAIL;
     mp_status st = mp_alloc_all(out->mp, err);
     if (st == MP_OOM) rg_err_prefix(err, "out of memory (graph structures: %.1f MB)", graph_bytes / 1e6);
     return st;
@@ -401,6 +421,7 @@ void kx_buffers_free(kx_buffers *b)
     free(b->id);
     free(b->in_id);
     free(b->zero_off);
+    free(b->work_id);
     memset(b, 0, sizeof *b);
 }
 
@@ -569,6 +590,10 @@ static int launch_kernel(const kp_kernel *k, const krt_kernel *kk, const kx_buff
         switch (p->kind) {
         case KP_VAR: slots[j].p = kx_var_ptr(b, p->id); break;
         case KP_VAR_IN: slots[j].p = var_in_ptr(b, p->id); break;
+        case KP_WORK:
+            RG_ASSERT(b->work_id && b->work_id[p->id] >= 0);   /* kx_alloc declares every workspace bound */
+            slots[j].p = mp_ptr(b->mp, b->work_id[p->id]);
+            break;
         case KP_GRAPH:
             slots[j].p = kg->arr[p->id];
             RG_ASSERT(slots[j].p);   /* kx_alloc uploads every array its plan binds */

@@ -78,6 +78,7 @@ typedef struct kx_buffers {
     int zero_id;
     size_t *zero_off;
     const hg_graph *g;     /* the graph the buffers are sized for (the copies follow its in_eid) */
+    int *work_id;          /* [nvars] memplan id of the rmax workspace keyed by that variable (KP_WORK) or -1 */
     int nvars;
     size_t graph_bytes;
 } kx_buffers;

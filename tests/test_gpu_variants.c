@@ -162,7 +162,7 @@ static void test_default_space_matches_reference(void **state)
 }
 
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
- * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge,
+ * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge, rmax=on,
  * vec=8 and unroll on float32 and bfloat16 rows, GEMM coarsening 8 and launch=graph|dag (the default space leaves some out), across the traversal forms,
  * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
  * RGNN_GPU_MAPPING_MODELS, RGNN_GPU_MAPPING_TASKS: ';'-separated subsets; RGNN_GPU_MAPPING_ONLY=K: the K-th
@@ -194,6 +194,10 @@ static void test_mapping_values_match_reference(void **state)
          * whose plans differ most in what may overlap */
         "compact: off direct\ntrav: node edge\nsoftmax: twopass single\ncrsum: atomic run\nrecompute: off on\n"
         "launch: stream graph dag\n",
+        /* the running maximum of the single-pass softmax (session 33) in each form of the lanes' scalars and the
+         * accumulators, split destinations merged through the workspace or not, with and without the epilogue */
+        "trav: node\nsoftmax: single\nrmax: off on\nlanes: 8 32\nscalars: group lane replicated\nacc: smem reg reg32\n"
+        "epi: off on\nnchunk: 4 1024\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
