@@ -2063,47 +2063,77 @@ static void emit_flush_part(kgen *g, rg_str *b, const char *node, int reset)
     emit_flush(g, b, node, reset, "1", g->rm_skip);
 }
 
+#define RM_MERGE_REGS 16  /* rmax=on's merge: elements of a sum a lane keeps in registers over one walk of the tiles */
+
 /* rmax=on, the node kernel after the aggregation: a destination it split into tiles of rm_chunk edges
  * has their maxima and sums merged in tile order (deterministic), rescaled to the largest maximum, into
- * the sums the division reads; a destination of one tile has its sums there already. */
+ * the sums the division reads; a destination of one tile has its sums there already. A hub's tiles are
+ * many (synth:mag: 715 of 256 edges), so the lanes take the maximum over the tiles between them, and
+ * then walk the tiles with up to RM_MERGE_REGS elements each in registers, one exp per head and tile,
+ * unrolled so that several tiles' loads are in flight: merged element by element, a tile's exp and two
+ * dependent loads at a time, the merge took 2.29 ms of RGAT's 4.80 on synth:mag (docs/perf-notes.md). */
 static void emit_rm_merge(kgen *g)
 {
     rg_str *b = &g->body;
-    int H = g->rm_heads, N = g->rm_chunk, off = H;
+    int H = g->rm_heads, N = g->rm_chunk, row = rm_row(g);
     const char *ptr = arr(g, KG_IN_PTR);
     g->rm_work = 1;
     rg_str_printf(b,
                   "    {   /* rmax=on: a destination split into tiles of %d edges: their maxima and sums merged */\n"
                   "        const int ma_ = %s[n], mk_ = (%s[n + 1] - ma_ + %d) / %d;\n"
                   "        if (mk_ > 1) {\n"
-                  "            const double* w0_ = rmw_ + (size_t)n * %d;\n"
-                  "            const double* ws0_ = rmw_ + (size_t)rm_nodes_ * %d + (size_t)(ma_ / %d) * %d;\n"
+                  "            const double* w0_ = rmw_ + (size_t)n * %d;   /* the first tile's maximum; its sums are the node's */\n"
+                  "            const double* ws0_ = rmw_ + (size_t)rm_nodes_ * %d + (size_t)(ma_ / %d) * %d;   /* tile c's at c */\n"
                   "            double mm_[%d];\n"
                   "            for (int h = 0; h < %d; h++) {\n"
                   "                double m_ = w0_[h];\n"
-                  "                for (int c = 1; c < mk_; c++) m_ = fmax(m_, ws0_[(size_t)c * %d + h]);\n"
-                  "                mm_[h] = m_;\n"
-                  "            }\n",
-                  N, ptr, ptr, N - 1, N, H, H, N, rm_row(g), H, H, rm_row(g));
-    const int sums[2] = {g->rm.sum, g->rm.un};
-    for (int k = 0; k < 2; k++) {
-        int v = sums[k], w = (int)ir_var_row_width(V(g, v));
-        char head[32];
-        rm_head_of(g, v, head, sizeof head);
-        g->var_used[v] = g->var_written[v] = 1;
-        rg_str_printf(b,
-                      "            for (int i = lane; i < %d; i += %d) {\n"
-                      "                const int h = %s;\n"
-                      "                double r_ = v%d[(size_t)n * %d + i] * exp(w0_[h] - mm_[h]);\n"
-                      "                for (int c = 1; c < mk_; c++) {\n"
-                      "                    const double* p_ = ws0_ + (size_t)c * %d;\n"
-                      "                    r_ += p_[%d + i] * exp(p_[h] - mm_[h]);\n"
-                      "                }\n"
-                      "                v%d[(size_t)n * %d + i] = r_;\n"
-                      "            }\n",
-                      w, g->L, head, v, w, rm_row(g), off, v, w);
-        off += w;
+                  "                for (int c = 1 + lane; c < mk_; c += %d) m_ = fmax(m_, ws0_[(size_t)c * %d + h]);\n",
+                  N, ptr, ptr, N - 1, N, H, H, N, row, H, H, g->L, row);
+    for (int o = g->L / 2; o >= 1; o /= 2) {
+        if (g->L == 32) rg_str_printf(b, "                m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d));\n", gmask_of(g), o);
+        else rg_str_printf(b, "                m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d, %d));\n", gmask_of(g), o, g->L);
     }
+    rg_str_puts(b, "                mm_[h] = m_;\n            }\n");
+    /* the two sums as one row, as the workspace holds them: element j of S, then of H_un */
+    int vs = g->rm.sum, vu = g->rm.un, ws = (int)ir_var_row_width(V(g, vs)), wu = (int)ir_var_row_width(V(g, vu));
+    int tot = ws + wu, eb = (tot + g->L - 1) / g->L;
+    if (eb > RM_MERGE_REGS) eb = RM_MERGE_REGS;
+    char hs[32], hu[48];
+    rm_head_of(g, vs, hs, sizeof hs);
+    rm_head_of(g, vu, hu, sizeof hu);
+    if (vt_heads(V(g, vu)) == H) snprintf(hu, sizeof hu, "(i - %d) / %d", ws, V(g, vu)->dim);
+    if (vt_heads(V(g, vs)) == H) snprintf(hs, sizeof hs, "i / %d", V(g, vs)->dim);
+    g->var_used[vs] = g->var_written[vs] = g->var_used[vu] = g->var_written[vu] = 1;
+    rg_str_printf(b,
+                  "            for (int i0 = lane; i0 < %d; i0 += %d) {   /* %s then %s: up to %d elements a lane at a time */\n"
+                  "                double r_[%d];\n"
+                  "                #pragma unroll\n"
+                  "                for (int e = 0; e < %d; e++) {\n"
+                  "                    const int i = i0 + e * %d, h = i < %d ? %s : %s;\n"
+                  "                    const double x_ = i < %d ? v%d[(size_t)n * %d + i] : i < %d ? v%d[(size_t)n * %d + i - %d] : 0.0;\n"
+                  "                    r_[e] = i < %d ? x_ * exp(w0_[h] - mm_[h]) : 0.0;\n"
+                  "                }\n"
+                  "                #pragma unroll 4\n"
+                  "                for (int c = 1; c < mk_; c++) {\n"
+                  "                    const double* p_ = ws0_ + (size_t)c * %d;\n"
+                  "                    double f_[%d];\n"
+                  "                    #pragma unroll\n"
+                  "                    for (int h = 0; h < %d; h++) f_[h] = exp(p_[h] - mm_[h]);\n"
+                  "                    #pragma unroll\n"
+                  "                    for (int e = 0; e < %d; e++) {\n"
+                  "                        const int i = i0 + e * %d;\n"
+                  "                        if (i < %d) r_[e] += p_[%d + i] * f_[i < %d ? %s : %s];\n"
+                  "                    }\n"
+                  "                }\n"
+                  "                #pragma unroll\n"
+                  "                for (int e = 0; e < %d; e++) {\n"
+                  "                    const int i = i0 + e * %d;\n"
+                  "                    if (i < %d) v%d[(size_t)n * %d + i] = r_[e];\n"
+                  "                    else if (i < %d) v%d[(size_t)n * %d + i - %d] = r_[e];\n"
+                  "                }\n"
+                  "            }\n",
+                  tot, g->L * eb, V(g, vs)->name, V(g, vu)->name, eb, eb, eb, g->L, ws, hs, hu, ws, vs, ws, tot, vu, wu, ws,
+                  tot, row, H, H, eb, g->L, tot, H, ws, hs, hu, eb, g->L, ws, vs, ws, tot, vu, wu, ws);
     rg_str_printf(b, "            %s;\n        }\n    }\n", gsync(g));
 }
 
