@@ -132,6 +132,12 @@ static int mgb_measure(xb_backend *b, const cg_config *cfg, const xb_options *op
                     "as stored, and the validator reads float32 or float64 only");
         return xb_result_fail(r, RS_INVALID, &e);
     }
+    if (cfg->rmax) {
+        /* each rank's sums would be shifted by its own relations' maximum, and the all-reduce adds them as they are */
+        rg_errf(&e, "rmax=on is not run by layers over several GPUs: each rank's softmax sums are relative to its own "
+                    "relations' running maximum, which the all-reduce of the node sums does not rescale");
+        return xb_result_fail(r, RS_INVALID, &e);
+    }
     ir_program *ir = NULL;
     lw_program *lp = NULL;
     if (pl_build(&c->pl, cfg, c->g, NULL, &ir, &lp, &e)) return xb_result_fail(r, RS_INVALID, &e);
