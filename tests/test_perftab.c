@@ -59,13 +59,20 @@ static int64_t begin(fixture *fx, const char *commit)
     return fx->run = rs_begin_run(fx->s, &info, &err);
 }
 
+/* A new store at `path`, no run begun yet. */
+static fixture open_fixture(const char *path)
+{
+    rg_err err;
+    fixture fx = {rs_open(path, &err), 0, NULL};
+    if (!fx.s) fail_msg("%s: %s", path, err.msg);
+    return fx;
+}
+
 /* Two commits; a generated problem with floor metrics, one without; a cuBLAS layer with a span,
  * PyG (an imported row without a commit, an OOM), the equal-work torch rows. */
 static void make_store(const char *path)
 {
-    rg_err err;
-    fixture fx = {rs_open(path, &err), 0, NULL};
-    assert_non_null(fx.s);
+    fixture fx = open_fixture(path);
     assert_true(begin(&fx, "1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa") > 0);
     put(&fx, "generated", "", "rgat", "infer", "aifb", 1, RS_OK, 2.0, NULL, 0);
     put(&fx, "generated", "", "rgcn", "infer", "aifb", 1, RS_OK, 0.5, NULL, 0);
@@ -237,9 +244,7 @@ static void test_sizes(void **state)
     (void)state;
     char *dir = tu_tmpdir();
     char *path = rg_xasprintf("%s/z.db", dir);
-    rg_err err;
-    fixture fx = {rs_open(path, &err), 0, NULL};
-    assert_non_null(fx.s);
+    fixture fx = open_fixture(path);
     assert_true(begin(&fx, "3333333ccccccccccccccccccccccccccccccccc") > 0);
     static const int tiles[] = {16, 32, 64}, coarsens[] = {2, 4, 8};
     for (int i = 0; i < 3; i++)
@@ -260,9 +265,7 @@ static void test_transfer(void **state)
     (void)state;
     char *dir = tu_tmpdir();
     char *path = rg_xasprintf("%s/t.db", dir);
-    rg_err err;
-    fixture fx = {rs_open(path, &err), 0, NULL};
-    assert_non_null(fx.s);
+    fixture fx = open_fixture(path);
     assert_true(begin(&fx, "4444444ddddddddddddddddddddddddddddddddd") > 0);
     put_on(&fx, "GPU A", 16, 2, 0, 1.0);   /* A's best ... */
     put_on(&fx, "GPU A", 32, 2, 0, 1.5);
@@ -296,9 +299,7 @@ static void test_launch(void **state)
     (void)state;
     char *dir = tu_tmpdir();
     char *path = rg_xasprintf("%s/l.db", dir);
-    rg_err err;
-    fixture fx = {rs_open(path, &err), 0, NULL};
-    assert_non_null(fx.s);
+    fixture fx = open_fixture(path);
     assert_true(begin(&fx, "4444444ddddddddddddddddddddddddddddddddd") > 0);
     put_launch(&fx, "{\"tile\":64,\"coarsen\":4}", 0.40, 0.48);
     put_launch(&fx, "{\"tile\":64,\"coarsen\":4}", 0.40, 0.52);
@@ -341,9 +342,7 @@ static void test_boundary(void **state)
     (void)state;
     char *dir = tu_tmpdir();
     char *path = rg_xasprintf("%s/b.db", dir);
-    rg_err err;
-    fixture fx = {rs_open(path, &err), 0, NULL};
-    assert_non_null(fx.s);
+    fixture fx = open_fixture(path);
     assert_true(begin(&fx, "6666666fffffffffffffffffffffffffffffffff") > 0);
     put_boundary_rows(&fx);
     record(&fx, "{\"tile\":64,\"coarsen\":4}", "rgcn", "infer", 1, "aifb", GPU, "generated", "", RS_OK, 0.1, NULL, 0);
