@@ -141,19 +141,25 @@ static int trav_has_stmt(const lw_instance *in, int stmt)
     return 0;
 }
 
-void cg_rmax_links(const ir_program *ir, const lw_program *lp, const cg_config *cfg, et_fusion *fu)
+int cg_rmax_links(const ir_program *ir, const lw_program *lp, const cg_config *cfg, et_fusion *fu, rg_err *err)
 {
-    if (!cfg->rmax) return;
+    if (!cfg->rmax) return 0;
     psm_online on[8];
     int n = psm_find_online(ir, on, 8);
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i + 1 < lp->ninst; i++) {
-            if (!trav_has_stmt(&lp->inst[i], on[j].x) || !trav_has_stmt(&lp->inst[i + 1], on[j].norm)) continue;
-            cg_config one;
-            cfg_for_instance(cfg, lp->inst[i].name, &one);
-            fu[i].rmax_linked = 1;
-            fu[i + 1].rmax_chunk = et_node_split(ir, &lp->inst[i].u.trav, &one) ? one.nchunk : 0;
-        }
+    for (int j = 0; j < n; j++) {
+        int i = 0;
+        while (i + 1 < lp->ninst && !trav_has_stmt(&lp->inst[i], on[j].x)) i++;
+        if (i + 1 >= lp->ninst || !trav_has_stmt(&lp->inst[i + 1], on[j].norm))
+            return rg_errf(err, "invalid: rmax=on: the softmax's division is not in the node traversal right after "
+                                "its aggregation, which would merge its tiles");
+        if (fu[i].rmax_linked) return rg_errf(err, "invalid: rmax=on: one aggregation holds two softmaxes (not built)");
+        cg_config one;
+        cfg_for_instance(cfg, lp->inst[i].name, &one);
+        fu[i].rmax = fu[i + 1].rmax = on[j];
+        fu[i].rmax_linked = fu[i + 1].rmax_linked = 1;
+        fu[i + 1].rmax_chunk = et_node_split(ir, &lp->inst[i].u.trav, &one) ? one.nchunk : 0;
+    }
+    return 0;
 }
 
 static void add_zero_fills(const ir_program *ir, const int *mat, kp_plan *plan)
@@ -263,8 +269,7 @@ int cg_build(const ir_program *ir, const lw_program *lp, const cg_config *cfg, c
     cg_materialization(ir, lp, cfg, out->materialized);
     et_fusion *fu = rg_xcalloc((size_t)(lp->ninst ? lp->ninst : 1), sizeof *fu);
     cg_fusions(ir, lp, cfg, out->materialized, fu, NULL);
-    cg_rmax_links(ir, lp, cfg, fu);
-    int rc = 0;
+    int rc = cg_rmax_links(ir, lp, cfg, fu, err);
     for (int i = 0; i < lp->ninst && !rc; i++) {
         const lw_instance *in = &lp->inst[i];
         int first = out->plan.nkernels;

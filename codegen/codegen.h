@@ -30,11 +30,11 @@ void cg_materialization(const ir_program *ir, const lw_program *lp, const cg_con
  * did not pair, or NULL. */
 int cg_fusions(const ir_program *ir, const lw_program *lp, const cg_config *cfg, const int *mat, et_fusion *fu,
                const char **why);
-/* rmax=on: marks each aggregation whose single-pass softmax (psm_find_online) has its division in the
- * node traversal right after it, and gives that node traversal the aggregation's nchunk where the
- * aggregation splits destinations into tiles (et_fusion.rmax_linked, rmax_chunk; fu as cg_fusions
- * fills it). */
-void cg_rmax_links(const ir_program *ir, const lw_program *lp, const cg_config *cfg, et_fusion *fu);
+/* rmax=on: gives each single-pass softmax (psm_find_online) to the aggregation that holds its exp and to
+ * the node traversal right after it, which must hold its division, and that node traversal the
+ * aggregation's nchunk where the aggregation splits destinations into tiles (et_fusion.rmax,
+ * rmax_linked, rmax_chunk; fu as cg_fusions fills it); -1 where a softmax is not so placed. */
+int cg_rmax_links(const ir_program *ir, const lw_program *lp, const cg_config *cfg, et_fusion *fu, rg_err *err);
 void cg_variant_free(cg_variant *v);
 /* The buffers of variable `var` that the plan keeps in device memory: its rows (CG_RES_ROWS)
  * unless every kernel that reads it reads its copy in the dst-sorted order (KP_VAR_IN) instead,

@@ -1,7 +1,6 @@
 /* The traversal template emitter: turns a fused group of edgewise / nodewise statements
  * into edge-centric or node-centric CUDA kernels (a group of lanes per row, lanes over heads x features). */
 #include "codegen/emit_trav.h"
-#include "codegen/pass_softmax.h"
 #include "codegen/templates.h"
 #include "codegen/vartype.h"
 
@@ -2098,11 +2097,10 @@ static void emit_rm_merge(kgen *g)
     int vs = g->rm.sum, vu = g->rm.un, ws = (int)ir_var_row_width(V(g, vs)), wu = (int)ir_var_row_width(V(g, vu));
     int tot = ws + wu, eb = (tot + g->L - 1) / g->L;
     if (eb > RM_MERGE_REGS) eb = RM_MERGE_REGS;
-    char hs[32], hu[48];
+    char hs[32], hu[48];   /* the head of element i of S, of H_un (rm_head_of's, at H_un's offset in the row) */
     rm_head_of(g, vs, hs, sizeof hs);
-    rm_head_of(g, vu, hu, sizeof hu);
     if (vt_heads(V(g, vu)) == H) snprintf(hu, sizeof hu, "(i - %d) / %d", ws, V(g, vu)->dim);
-    if (vt_heads(V(g, vs)) == H) snprintf(hs, sizeof hs, "i / %d", V(g, vs)->dim);
+    else snprintf(hu, sizeof hu, "0");
     g->var_used[vs] = g->var_written[vs] = g->var_used[vu] = g->var_written[vu] = 1;
     rg_str_printf(b,
                   "            for (int i0 = lane; i0 < %d; i0 += %d) {   /* %s then %s: up to %d elements a lane at a time */\n"
@@ -2773,38 +2771,38 @@ static void kgen_free(kgen *g)
     rg_str_free(&g->vec_loads);
 }
 
-/* rmax=on: the softmax whose sums this kernel keeps under a running maximum (its exp is here), or whose
- * split tiles it merges before the division (fu->rmax_chunk); an error where the aggregation cannot. */
+/* Index in tr of statement `stmt` when it runs in this kernel, else -1. */
+static int kernel_index(const kgen *g, const lw_trav *tr, const int *phases, int phase, int stmt)
+{
+    for (int i = 0; i < tr->nstmts; i++)
+        if (tr->stmts[i].stmt == stmt) return in_kernel(g, phases, phase, i) ? i : -1;
+    return -1;
+}
+
+/* rmax=on (the softmax cg_rmax_links gave the instance): this kernel keeps its sums under a running
+ * maximum where its exp is here, or merges the aggregation's split tiles before the division where that
+ * is here; an error where the aggregation cannot keep them. */
 static int plan_rmax(kgen *g, const lw_trav *tr, const int *phases, int phase, const et_fusion *fu, rg_err *err)
 {
-    if (!g->cfg->rmax) return 0;
-    psm_online on[8];
-    int n = psm_find_online(g->ir, on, 8);
-    for (int j = 0; j < n; j++)
-        for (int i = 0; i < tr->nstmts; i++) {
-            if (!in_kernel(g, phases, phase, i)) continue;
-            if (tr->stmts[i].stmt == on[j].norm && fu && fu->rmax_chunk > 0) {
-                g->rm = on[j];
-                g->rm_node = 1;
-                g->rm_chunk = fu->rmax_chunk;
-                g->rm_heads = vt_heads(V(g, on[j].a));
-            }
-            if (tr->stmts[i].stmt != on[j].x) continue;
-            if (g->f != FORM_NODE)
-                return rg_errf(err, "invalid: rmax=on: the softmax's exp is not in a node-centric aggregation");
-            if (g->rm_agg) return rg_errf(err, "invalid: rmax=on: one aggregation holds two softmaxes (not built)");
-            if (g->acc_off[on[j].sum] < 0 || g->acc_off[on[j].un] < 0)
-                return rg_errf(err, "invalid: rmax=on: the aggregation does not hold the softmax's two sums");
-            if (!fu || !fu->rmax_linked)
-                return rg_errf(err, "invalid: rmax=on: the softmax's division is not in the node traversal right after "
-                                    "its aggregation, which would merge its tiles");
-            g->rm = on[j];
-            g->rm_agg = 1;
-            g->rm_heads = vt_heads(V(g, on[j].a));
-            g->rm_lane = g->lane_stmt[i] && !g->replicated;
-            g->rm_skip = rg_xcalloc((size_t)g->ir->nvars, sizeof *g->rm_skip);
-            g->rm_skip[on[j].sum] = g->rm_skip[on[j].un] = 1;
-        }
+    if (!fu || !fu->rmax_linked) return 0;
+    const psm_online *on = &fu->rmax;
+    if (fu->rmax_chunk > 0 && kernel_index(g, tr, phases, phase, on->norm) >= 0) {
+        g->rm = *on;
+        g->rm_node = 1;
+        g->rm_chunk = fu->rmax_chunk;
+        g->rm_heads = vt_heads(V(g, on->a));
+    }
+    int i = kernel_index(g, tr, phases, phase, on->x);
+    if (i < 0) return 0;
+    if (g->f != FORM_NODE) return rg_errf(err, "invalid: rmax=on: the softmax's exp is not in a node-centric aggregation");
+    if (g->acc_off[on->sum] < 0 || g->acc_off[on->un] < 0)
+        return rg_errf(err, "invalid: rmax=on: the aggregation does not hold the softmax's two sums");
+    g->rm = *on;
+    g->rm_agg = 1;
+    g->rm_heads = vt_heads(V(g, on->a));
+    g->rm_lane = g->lane_stmt[i] && !g->replicated;
+    g->rm_skip = rg_xcalloc((size_t)g->ir->nvars, sizeof *g->rm_skip);
+    g->rm_skip[on->sum] = g->rm_skip[on->un] = 1;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "codegen/config.h"
 #include "codegen/kplan.h"
 #include "codegen/lower.h"
+#include "codegen/pass_softmax.h"
 
 /* Phase of each statement of a traversal: a statement that reads, at e.dst or e.src, a
  * variable aggregated earlier in the same group starts a new phase (a grid-wide dependency:
@@ -46,9 +47,10 @@ typedef struct et_fusion {
     const lw_trav *epilogue;   /* for the aggregating traversal: the node traversal's statements, or NULL */
     et_guard guard;            /* for the node traversal: the rows the aggregation finished */
     int chunk;
-    /* rmax=on (codegen.c, cg_rmax_links): for the aggregating traversal, whether its softmax's division
-     * is in the node traversal after it (which then merges the tiles it splits); for that node
-     * traversal, the aggregation's nchunk where it splits destinations into tiles, else 0 */
+    /* rmax=on (codegen.c, cg_rmax_links): the softmax (rmax) whose exp the aggregating traversal holds
+     * and whose division the node traversal after it holds (rmax_linked, on both); for that node
+     * traversal, the aggregation's nchunk where it splits destinations into tiles it merges, else 0 */
+    psm_online rmax;
     int rmax_linked, rmax_chunk;
 } et_fusion;
 
