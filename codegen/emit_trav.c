@@ -1100,6 +1100,15 @@ static int reads_shared(const kgen *g, const ir_stmt *s)
 
 static const char *gmask_of(const kgen *g) { return g->L == 32 ? "0xffffffffu" : "gmask"; }
 
+/* m_ = the largest of the row group's lanes' m_, in every lane (butterfly shuffles), at `indent`. */
+static void emit_group_max(const kgen *g, rg_str *b, const char *indent)
+{
+    for (int o = g->L / 2; o >= 1; o /= 2) {
+        if (g->L == 32) rg_str_printf(b, "%sm_ = fmax(m_, __shfl_xor_sync(%s, m_, %d));\n", indent, gmask_of(g), o);
+        else rg_str_printf(b, "%sm_ = fmax(m_, __shfl_xor_sync(%s, m_, %d, %d));\n", indent, gmask_of(g), o, g->L);
+    }
+}
+
 /* The head whose maximum scales element `i` of a sum of x's shape (its heads, or one for all). */
 static void rm_head_of(const kgen *g, int v, char *out, size_t n)
 {
@@ -1145,10 +1154,7 @@ static int emit_rm_step(kgen *g, const ir_stmt *s, rg_err *err)
     if (g->rm_lane) {
         /* lanes past the walk's end hold no edge: the maximum so far stands in for them */
         rg_str_printf(b, "            double m_ = ql < q_end ? (double)(%s) : rm_[h];\n", x);
-        for (int o = g->L / 2; o >= 1; o /= 2) {
-            if (g->L == 32) rg_str_printf(b, "            m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d));\n", gmask_of(g), o);
-            else rg_str_printf(b, "            m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d, %d));\n", gmask_of(g), o, g->L);
-        }
+        emit_group_max(g, b, "            ");
     } else {
         rg_str_printf(b, "            const double m_ = %s;\n", x);
     }
@@ -2088,10 +2094,7 @@ static void emit_rm_merge(kgen *g)
                   "                double m_ = w0_[h];\n"
                   "                for (int c = 1 + lane; c < mk_; c += %d) m_ = fmax(m_, ws0_[(size_t)c * %d + h]);\n",
                   N, ptr, ptr, N - 1, N, H, H, N, row, H, H, g->L, row);
-    for (int o = g->L / 2; o >= 1; o /= 2) {
-        if (g->L == 32) rg_str_printf(b, "                m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d));\n", gmask_of(g), o);
-        else rg_str_printf(b, "                m_ = fmax(m_, __shfl_xor_sync(%s, m_, %d, %d));\n", gmask_of(g), o, g->L);
-    }
+    emit_group_max(g, b, "                ");
     rg_str_puts(b, "                mm_[h] = m_;\n            }\n");
     /* the two sums as one row, as the workspace holds them: element j of S, then of H_un */
     int vs = g->rm.sum, vu = g->rm.un, ws = (int)ir_var_row_width(V(g, vs)), wu = (int)ir_var_row_width(V(g, vu));
