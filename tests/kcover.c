@@ -447,6 +447,13 @@ static void walk_pairs(const kc_space *s, const pl_problem *p, int (*visit)(int,
     free(st);
 }
 
+void kc_pairs_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
+                   kc_set *classes, unsigned char *built, kc_walk *out)
+{
+    *out = (kc_walk){.points = s->nvalid};
+    walk_pairs(s, p, visit, ctx, classes, built, out);
+}
+
 void kc_cover_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
                    kc_set *classes, unsigned char *built, kc_walk *out)
 {

@@ -97,6 +97,13 @@ enum { KC_REFUSED = 2 };
 void kc_cover_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
                    kc_set *classes, unsigned char *built, kc_walk *out);
 
+/* kc_cover_walk's pairwise walk whatever RGNN_TEST_COVER says: `make gpu-test` validates these points
+ * of a space too large to run whole, so that its sample covers every pair of values that valid points
+ * applicable to the problem have (a covering array over the raw product leaves most of its points to
+ * the rules and the model: 5 to 10 valid variants per problem for the default space). */
+void kc_pairs_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
+                   kc_set *classes, unsigned char *built, kc_walk *out);
+
 /* Every distinct kernel source of the points kc_cover_walk picks in a built-in space (or space file)
  * for a problem, each given once to fn; then `sample` other points, drawn with a fixed seed among
  * those both of whose classes an applicable point brought, and the test fails when one of those has

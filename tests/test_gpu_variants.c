@@ -4,7 +4,6 @@
 #include "tests/testutil.h"
 #include "tests/kcover.h"
 #include "measure/backend.h"
-#include "explorer/space.h"
 #include "codegen/pipeline.h"
 
 #include <stdlib.h>
@@ -13,11 +12,21 @@
 /* ';'-separated lists, overridable for quick runs: RGNN_GPU_MODELS, RGNN_GPU_DATASETS,
  * RGNN_GPU_TASKS (default infer), RGNN_GPU_SPACE (default "default"), RGNN_GPU_SHAPES (dims x
  * heads, default "64x1"; "64x1;128x4" also checks the tensor-core variants at dims 128 with 4
- * heads). */
+ * heads), RGNN_GPU_TEST (default or mapping: that test alone). */
 static const char *env_or(const char *name, const char *dflt)
 {
     const char *v = getenv(name);
     return v && *v ? v : dflt;
+}
+
+/* Whether RGNN_GPU_TEST (default: both) names this test, "default" or "mapping": a device call of ten
+ * minutes runs one of them. */
+static int selected(const char *which)
+{
+    const char *only = getenv("RGNN_GPU_TEST");
+    if (!only || !*only || !strcmp(only, which)) return 1;
+    printf("skip: RGNN_GPU_TEST=%s\n", only);
+    return 0;
 }
 
 /* A point whose pass does not apply to the model (pl_build says PL_INAPPLICABLE). */
@@ -27,26 +36,64 @@ static int not_for_model(const pl_problem *p, const cg_config *cfg)
     return pl_build_verdict(p, cfg, NULL, &err) == PL_INAPPLICABLE;
 }
 
-/* The points of a space this test validates: all of them, or, for a space of more valid points than
- * RGNN_GPU_MAX_POINTS (default 400; the built-in default space has over 20,000 per problem), a sample
- * covering every pair of values of every two keys plus 16 more drawn with a fixed seed, so that
- * `make gpu-test` on the default space ends in minutes. Returns how many; caller frees *idx. */
-static int points_to_check(const sp_space *sp, const sp_point *pts, int n, long **idx)
-{
-    const char *cap_s = getenv("RGNN_GPU_MAX_POINTS");
-    int cap = cap_s && *cap_s ? atoi(cap_s) : 400;
-    if (sp_count_valid(pts, n) <= cap) {
-        *idx = rg_xmalloc((size_t)(n > 0 ? n : 1) * sizeof **idx);
-        for (int i = 0; i < n; i++) (*idx)[i] = i;
-        return n;
-    }
-    return kc_pairwise(sp, 16, 7, idx);
-}
-
 typedef struct tally {
     int checked, failed;
 } tally;
 
+/* One problem's sweep: what check_variant needs and what it counts. */
+typedef struct sweep {
+    xb_backend *b;
+    const kc_space *s;
+    pl_problem pp;
+    const char *model, *dataset, *task;
+    xb_options opt;
+    int timed;
+    int ok, bad, inapplicable;
+    double worst;
+    tally *t;
+} sweep;
+
+/* Valid point v run with its outputs poisoned and compared with the reference (and timed under
+ * RGNN_GPU_TIME=1): 0, or 1 when it is not a variant of this problem, so that a covering walk seeks
+ * its pairs of values in another point. */
+static int check_variant(int v, void *ctx)
+{
+    sweep *w = ctx;
+    cg_config c = kc_config(w->s, v);
+    if (not_for_model(&w->pp, &c)) {   /* softmax=single for rgcn, vec wider than rows: recorded invalid */
+        w->inapplicable++;
+        return 1;
+    }
+    xb_result r;
+    rg_err err;
+    if (w->b->measure(w->b, &c, &w->opt, &r, &err)) fail_msg("backend broken: %s", err.msg);
+    w->t->checked++;
+    char *cs = cfg_to_string(&c);
+    int inapplicable = 0;
+    if (r.status == RS_INVALID && strstr(r.evidence, "registers a thread, so a block may have")) {
+        inapplicable = 1;   /* tblock 1024 past a kernel's registers: refused by name (runtime/exec.h) */
+        w->inapplicable++;
+        printf("refused %s %s %s [%s]: %.300s\n", w->model, w->dataset, w->task, cs, r.evidence);
+    } else if (r.status == RS_OK) {
+        w->ok++;
+        if (r.validation_error > w->worst) w->worst = r.validation_error;
+        if (w->timed)
+            printf("TIME %s %s %s %.4f ms (gemm %.4f, traversal %.4f, other %.4f) [%s]\n", w->model, w->dataset,
+                   w->task, r.median_ms, r.gemm_ms, r.traversal_ms, r.other_ms, cs);
+    } else {
+        w->bad++;
+        w->t->failed++;
+        printf("FAIL %s %s %s [%s]: %s: %.300s\n", w->model, w->dataset, w->task, cs, rs_status_name(r.status),
+               r.evidence);
+    }
+    free(cs);
+    return inapplicable;
+}
+
+/* Every valid point of the space, or, for a space of more valid points than RGNN_GPU_MAX_POINTS
+ * (default 400; the built-in default space has over 20,000 per problem), those of kc_pairs_walk: each
+ * pair of values of two keys that a valid point of this problem has, in at least one such point (40 to
+ * 60 per problem for the default space), so that `make gpu-test` ends in minutes. */
 static void sweep_problem(xb_backend *b, const char *space, const char *model, const char *dataset, const char *task,
                           int dims, int heads, tally *t)
 {
@@ -61,59 +108,109 @@ static void sweep_problem(xb_backend *b, const char *space, const char *model, c
         t->failed++;
         return;
     }
-    sp_space sp;
-    sp_point *pts;
-    int n;
-    assert_int_equal(sp_load(space, &sp, &err), 0);
-    assert_int_equal(sp_enumerate(&sp, &pts, &n, &err), 0);
-    long *idx;
-    int npick = points_to_check(&sp, pts, n, &idx);
+    const char *cap_s = getenv("RGNN_GPU_MAX_POINTS");
+    int cap = cap_s && *cap_s ? atoi(cap_s) : 400;
     /* RGNN_GPU_TIME=1 also times every variant (a quick look at the space, not a sweep) */
-    int timed = getenv("RGNN_GPU_TIME") && !strcmp(getenv("RGNN_GPU_TIME"), "1");
-    xb_options opt = {.validate_only = !timed, .compile_threads = 16, .repeats = 5, .warmup = 2};
-    int ok = 0, bad = 0, inapplicable = 0;
-    double worst = 0;
-    pl_problem pp = {.model = model, .task = task, .dims = {p.dim_in, p.dim_out, p.heads}};
-    for (int k = 0; k < npick; k++) {
-        const long i = idx[k];
-        if (!pts[i].valid) continue;
-        cg_config c;
-        sp_config_at(&sp, i, &c);
-        if (not_for_model(&pp, &c)) {   /* softmax=single for rgcn, vec wider than rows: recorded invalid */
-            inapplicable++;
-            continue;
-        }
-        xb_result r;
-        if (b->measure(b, &c, &opt, &r, &err)) fail_msg("backend broken: %s", err.msg);
-        t->checked++;
-        if (r.status == RS_INVALID && strstr(r.evidence, "registers a thread, so a block may have")) {
-            inapplicable++;   /* tblock 1024 past a kernel's registers: refused by name (runtime/exec.h) */
-            char *cs = cfg_to_string(&c);
-            printf("refused %s %s %s [%s]: %.300s\n", model, dataset, task, cs, r.evidence);
-            free(cs);
-        } else if (r.status == RS_OK) {
-            ok++;
-            if (r.validation_error > worst) worst = r.validation_error;
-            if (timed) {
-                char *cs = cfg_to_string(&c);
-                printf("TIME %s %s %s %.4f ms (gemm %.4f, traversal %.4f, other %.4f) [%s]\n", model, dataset, task,
-                       r.median_ms, r.gemm_ms, r.traversal_ms, r.other_ms, cs);
-                free(cs);
-            }
-        } else {
-            bad++;
-            t->failed++;
-            char *cs = cfg_to_string(&c);
-            printf("FAIL %s %s %s [%s]: %s: %.300s\n", model, dataset, task, cs, rs_status_name(r.status), r.evidence);
-            free(cs);
-        }
+    const char *timed_s = getenv("RGNN_GPU_TIME");
+    sweep w = {.b = b, .s = kc_space_get(space), .model = model, .dataset = dataset, .task = task, .t = t,
+               .pp = {.model = model, .task = task, .dims = {p.dim_in, p.dim_out, p.heads}},
+               .timed = timed_s && !strcmp(timed_s, "1")};
+    w.opt = (xb_options){.validate_only = !w.timed, .compile_threads = 16, .repeats = 5, .warmup = 2};
+    int sampled = w.s->nvalid > cap;
+    if (sampled) {
+        unsigned char *built = rg_xcalloc((size_t)w.s->nvalid + 1, 1);
+        kc_set classes = {0};
+        kc_walk walk;
+        kc_pairs_walk(w.s, &w.pp, check_variant, &w, &classes, built, &walk);
+        kc_set_free(&classes);
+        free(built);
+    } else {
+        for (int v = 0; v < w.s->nvalid; v++) check_variant(v, &w);
     }
     printf("%-5s %-10s %-5s dims %d heads %d: %3d variants ok, %d failed, worst relative L2 error %.2e (%d not for "
-           "this model)%s\n", model, dataset, task, dims, heads, ok, bad, worst, inapplicable,
-           npick < n ? " [pairwise-covering sample of a larger space]" : "");
+           "this model)%s\n", model, dataset, task, dims, heads, w.ok, w.bad, w.worst, w.inapplicable,
+           sampled ? " [sample covering the pairs of values of its valid points]" : "");
     fflush(stdout);
-    free(idx);
-    free(pts);
+}
+
+/* The value index of each key at point i of the space (sp_config_at's order: the last key fastest). */
+static void values_at(const sp_space *sp, long i, int *val)
+{
+    for (int d = sp->ndims - 1; d >= 0; d--) {
+        val[d] = (int)(i % sp->dims[d].nvals);
+        i /= sp->dims[d].nvals;
+    }
+}
+
+typedef struct pair_probe {
+    const kc_space *s;
+    pl_problem pp;
+    int visits;
+} pair_probe;
+
+static int probe_variant(int v, void *ctx)
+{
+    pair_probe *q = ctx;
+    cg_config c = kc_config(q->s, v);
+    q->visits++;
+    return not_for_model(&q->pp, &c);
+}
+
+/* Without a GPU: the sample sweep_problem validates has, in some point it found applicable, every pair of
+ * values of two keys that any valid point applicable to the problem has, on a space where the model leaves
+ * out most points (RGCN inference: no softmax=single, recompute=on or crsum=run), and it is smaller than
+ * the applicable points. */
+static void test_sample_covers_pairs_of_valid_points(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir();
+    char *path = tu_write_file(dir, "pairs.space",
+                               "compact: off direct\ntrav: node edge\nsoftmax: twopass single\nlanes: 4 8 32\n"
+                               "vec: 1 4\nrecompute: off on\ncrsum: atomic run\n");
+    pair_probe q = {.s = kc_space_get(path), .pp = {.model = "rgcn", .task = "infer", .dims = {64, 64, 1}}};
+    const kc_space *s = q.s;
+    unsigned char *built = rg_xcalloc((size_t)s->nvalid + 1, 1);
+    kc_set classes = {0};
+    kc_walk walk;
+    kc_pairs_walk(s, &q.pp, probe_variant, &q, &classes, built, &walk);
+    enum { MAXV = 8 };
+    int nd = s->sp.ndims, val[SP_MAX_DIMS];
+    assert_true(nd <= 8);
+    static unsigned char have[8][MAXV][8][MAXV], covered[8][MAXV][8][MAXV];
+    memset(have, 0, sizeof have);
+    memset(covered, 0, sizeof covered);
+    int applicable = 0, picked = 0;
+    for (int v = 0; v < s->nvalid; v++) {
+        cg_config c = kc_config(s, v);
+        if (not_for_model(&q.pp, &c)) continue;
+        applicable++;
+        values_at(&s->sp, s->point[v], val);
+        picked += built[v] == 1;
+        for (int a = 0; a < nd; a++)
+            for (int b = a + 1; b < nd; b++) {
+                have[a][val[a]][b][val[b]] = 1;
+                if (built[v] == 1) covered[a][val[a]][b][val[b]] = 1;
+            }
+    }
+    int pairs = 0;
+    for (int a = 0; a < nd; a++)
+        for (int b = a + 1; b < nd; b++)
+            for (int x = 0; x < s->sp.dims[a].nvals; x++)
+                for (int y = 0; y < s->sp.dims[b].nvals; y++) {
+                    if (!have[a][x][b][y]) continue;
+                    pairs++;
+                    if (!covered[a][x][b][y])
+                        fail_msg("pair %s=%d, %s=%d of an applicable point is not in the sample", s->sp.dims[a].key, x,
+                                 s->sp.dims[b].key, y);
+                }
+    printf("%d applicable of %d valid points, %d pairs, sample %d (%d visits)\n", applicable, s->nvalid, pairs,
+           picked, q.visits);
+    assert_true(pairs > 0 && picked > 0 && picked < applicable);
+    assert_int_equal(walk.built, q.visits);
+    kc_set_free(&classes);
+    free(built);
+    free(path);
+    tu_rm_tree(dir);
 }
 
 /* Splits a ';'-separated list in place (dataset specs contain commas). */
@@ -129,6 +226,7 @@ static void test_default_space_matches_reference(void **state)
 {
     (void)state;
     TU_REQUIRE_GPU();
+    if (!selected("default")) skip();
     rg_err err;
     xb_backend *b = xb_gpu_backend(&err);
     if (!b) fail_msg("%s", err.msg);
@@ -171,6 +269,7 @@ static void test_mapping_values_match_reference(void **state)
 {
     (void)state;
     TU_REQUIRE_GPU();
+    if (!selected("mapping")) skip();
     rg_err err;
     xb_backend *b = xb_gpu_backend(&err);
     if (!b) fail_msg("%s", err.msg);
@@ -234,6 +333,7 @@ static void test_mapping_values_match_reference(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sample_covers_pairs_of_valid_points),
         cmocka_unit_test(test_default_space_matches_reference),
         cmocka_unit_test(test_mapping_values_match_reference),
     };
