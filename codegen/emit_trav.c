@@ -2069,14 +2069,69 @@ static void emit_flush_part(kgen *g, rg_str *b, const char *node, int reset)
 }
 
 #define RM_MERGE_REGS 16  /* rmax=on's merge: elements of a sum a lane keeps in registers over one walk of the tiles */
+#define RM_HUB_REGS 32    /* the same for a hub, whose walks are the row's chunks: RGAT's 65 elements in 3, not 5 */
+
+/* rmax=on's merge of a hub (more tiles than lanes): the lanes split its tiles, each summing its own
+ * over the row in chunks of up to RM_HUB_REGS elements, then the group sums them by shuffles, so each
+ * walk is tiles / L long instead of tiles (synth:mag's largest destination has 715). Element e of a chunk
+ * is read, seeded with the node's first tile, and stored by lane e % L alone. The order of the sums
+ * depends only on L and the tile count: deterministic. */
+static void emit_rm_merge_hub(kgen *g, rg_str *b, int tot, int ws, int wu, const char *hs, const char *hu)
+{
+    int H = g->rm_heads, vs = g->rm.sum, vu = g->rm.un, nchunk = (tot + RM_HUB_REGS - 1) / RM_HUB_REGS;
+    int E = (tot + nchunk - 1) / nchunk;   /* chunks of equal size: 65 elements are 3 of 22, not 2 of 32 and 1 */
+    rg_str_printf(b,
+                  "            if (mk_ > %d) {   /* a hub: the lanes split its tiles, %d elements of the row at a time */\n"
+                  "                for (int i0 = 0; i0 < %d; i0 += %d) {\n"
+                  "                    double r_[%d];\n"
+                  "                    #pragma unroll\n"
+                  "                    for (int e = 0; e < %d; e++) {\n"
+                  "                        const int i = i0 + e;\n"
+                  "                        r_[e] = 0.0;\n"
+                  "                        if (i >= %d || e %% %d != lane) continue;\n"
+                  "                        const int h = i < %d ? %s : %s;\n"
+                  "                        r_[e] = (i < %d ? v%d[(size_t)n * %d + i] : v%d[(size_t)n * %d + i - %d]) * exp(w0_[h] - mm_[h]);\n"
+                  "                    }\n"
+                  "                    #pragma unroll 2\n"
+                  "                    for (int c = 1 + lane; c < mk_; c += %d) {\n"
+                  "                        const double* p_ = ws0_ + (size_t)c * %d;\n"
+                  "                        double f_[%d];\n"
+                  "                        #pragma unroll\n"
+                  "                        for (int h = 0; h < %d; h++) f_[h] = exp(p_[h] - mm_[h]);\n"
+                  "                        #pragma unroll\n"
+                  "                        for (int e = 0; e < %d; e++) {\n"
+                  "                            const int i = i0 + e;\n"
+                  "                            if (i < %d) r_[e] += p_[%d + i] * f_[i < %d ? %s : %s];\n"
+                  "                        }\n"
+                  "                    }\n"
+                  "                    #pragma unroll\n"
+                  "                    for (int e = 0; e < %d; e++) {\n",
+                  g->L, E, tot, E, E, E, tot, g->L, ws, hs, hu, ws, vs, ws, vu, wu, ws, g->L, rm_row(g), H, H, E, tot, H,
+                  ws, hs, hu, E);
+    for (int o = g->L / 2; o >= 1; o /= 2) {
+        if (g->L == 32) rg_str_printf(b, "                        r_[e] += __shfl_xor_sync(0xffffffffu, r_[e], %d);\n", o);
+        else rg_str_printf(b, "                        r_[e] += __shfl_xor_sync(gmask, r_[e], %d, %d);\n", o, g->L);
+    }
+    rg_str_printf(b,
+                  "                        const int i = i0 + e;\n"
+                  "                        if (i >= %d || e %% %d != lane) continue;\n"
+                  "                        if (i < %d) v%d[(size_t)n * %d + i] = r_[e];\n"
+                  "                        else v%d[(size_t)n * %d + i - %d] = r_[e];\n"
+                  "                    }\n"
+                  "                }\n"
+                  "            } else\n",
+                  tot, g->L, ws, vs, ws, vu, wu, ws);
+}
 
 /* rmax=on, the node kernel after the aggregation: a destination it split into tiles of rm_chunk edges
- * has their maxima and sums merged in tile order (deterministic), rescaled to the largest maximum, into
- * the sums the division reads; a destination of one tile has its sums there already. A hub's tiles are
- * many (synth:mag: 715 of 256 edges), so the lanes take the maximum over the tiles between them, and
- * then walk the tiles with up to RM_MERGE_REGS elements each in registers, one exp per head and tile,
- * unrolled so that several tiles' loads are in flight: merged element by element, a tile's exp and two
- * dependent loads at a time, the merge took 2.29 ms of RGAT's 4.80 on synth:mag (docs/perf-notes.md). */
+ * has their maxima and sums merged in a fixed order (deterministic), rescaled to the largest maximum,
+ * into the sums the division reads; a destination of one tile has its sums there already. The lanes take
+ * the maximum over the tiles between them; then a destination of more tiles than lanes is a hub
+ * (emit_rm_merge_hub), and the others' tiles are walked with up to RM_MERGE_REGS elements a lane in
+ * registers, one exp per head and tile, unrolled so that several tiles' loads are in flight. Merged
+ * element by element, a tile's exp and two dependent loads at a time, the merge took 2.29 ms of RGAT's
+ * 4.80 on synth:mag; walking each tile once, 0.81 ms, a hub's 715 tiles one after another
+ * (docs/perf-notes.md). */
 static void emit_rm_merge(kgen *g)
 {
     rg_str *b = &g->body;
@@ -2105,6 +2160,7 @@ static void emit_rm_merge(kgen *g)
     if (vt_heads(V(g, vu)) == H) snprintf(hu, sizeof hu, "(i - %d) / %d", ws, V(g, vu)->dim);
     else snprintf(hu, sizeof hu, "0");
     g->var_used[vs] = g->var_written[vs] = g->var_used[vu] = g->var_written[vu] = 1;
+    emit_rm_merge_hub(g, b, tot, ws, wu, hs, hu);
     rg_str_printf(b,
                   "            for (int i0 = lane; i0 < %d; i0 += %d) {   /* %s then %s: up to %d elements a lane at a time */\n"
                   "                double r_[%d];\n"
