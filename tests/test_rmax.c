@@ -129,6 +129,7 @@ static void test_plans_share_one_workspace(void **state)
                             assert_int_equal(ps[0]->work_row, ps[1]->work_row);
                             assert_non_null(strstr(ks[0]->source, "- rm_[h])"));
                             assert_non_null(strstr(ks[1]->source, "their maxima and sums merged"));
+                            assert_non_null(strstr(ks[1]->source, "a hub: the lanes split its tiles"));
                             assert_true(kp_kernels_conflict(ks[0], ks[1]));
                         }
                         cg_variant_free(&v);
