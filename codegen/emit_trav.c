@@ -2071,14 +2071,43 @@ static void emit_flush_part(kgen *g, rg_str *b, const char *node, int reset)
 #define RM_MERGE_REGS 16  /* rmax=on's merge: elements of a sum a lane keeps in registers over one walk of the tiles */
 #define RM_HUB_REGS 32    /* the same for a hub, whose walks are the row's chunks: RGAT's 65 elements in 3, not 5 */
 
+/* rmax=on's merge, the row it merges: the softmax's two sums as the workspace holds them, element i of S
+ * (variable vs, width ws) then of H_un (vu, wu), and the head whose maximum scales element i of each. */
+typedef struct rm_rowmap {
+    int vs, vu, ws, wu, tot;
+    char hs[32], hu[48];
+} rm_rowmap;
+
+/* The merge's step over tile c: its exps, one per head, and its elements i0 + e * stride (e < E) added
+ * into r_[e], rescaled to the merged maximum mm_. */
+static void emit_rm_tile_add(const kgen *g, rg_str *b, const char *ind, int E, int stride, const rm_rowmap *rm)
+{
+    int H = g->rm_heads;
+    char elem[32];
+    if (stride == 1) snprintf(elem, sizeof elem, "i0 + e");
+    else snprintf(elem, sizeof elem, "i0 + e * %d", stride);
+    rg_str_printf(b,
+                  "%sconst double* p_ = ws0_ + (size_t)c * %d;\n"
+                  "%sdouble f_[%d];\n"
+                  "%s#pragma unroll\n"
+                  "%sfor (int h = 0; h < %d; h++) f_[h] = exp(p_[h] - mm_[h]);\n"
+                  "%s#pragma unroll\n"
+                  "%sfor (int e = 0; e < %d; e++) {\n"
+                  "%s    const int i = %s;\n"
+                  "%s    if (i < %d) r_[e] += p_[%d + i] * f_[i < %d ? %s : %s];\n"
+                  "%s}\n",
+                  ind, rm_row(g), ind, H, ind, ind, H, ind, ind, E, ind, elem, ind, rm->tot, H, rm->ws, rm->hs, rm->hu,
+                  ind);
+}
+
 /* rmax=on's merge of a hub (more tiles than lanes): the lanes split its tiles, each summing its own
  * over the row in chunks of up to RM_HUB_REGS elements, then the group sums them by shuffles, so each
  * walk is tiles / L long instead of tiles (synth:mag's largest destination has 715). Element e of a chunk
  * is read, seeded with the node's first tile, and stored by lane e % L alone. The order of the sums
  * depends only on L and the tile count: deterministic. */
-static void emit_rm_merge_hub(kgen *g, rg_str *b, int tot, int ws, int wu, const char *hs, const char *hu)
+static void emit_rm_merge_hub(kgen *g, rg_str *b, const rm_rowmap *rm)
 {
-    int H = g->rm_heads, vs = g->rm.sum, vu = g->rm.un, nchunk = (tot + RM_HUB_REGS - 1) / RM_HUB_REGS;
+    int tot = rm->tot, ws = rm->ws, nchunk = (tot + RM_HUB_REGS - 1) / RM_HUB_REGS;
     int E = (tot + nchunk - 1) / nchunk;   /* chunks of equal size: 65 elements are 3 of 22, not 2 of 32 and 1 */
     rg_str_printf(b,
                   "            if (mk_ > %d) {   /* a hub: the lanes split its tiles, %d elements of the row at a time */\n"
@@ -2093,21 +2122,13 @@ static void emit_rm_merge_hub(kgen *g, rg_str *b, int tot, int ws, int wu, const
                   "                        r_[e] = (i < %d ? v%d[(size_t)n * %d + i] : v%d[(size_t)n * %d + i - %d]) * exp(w0_[h] - mm_[h]);\n"
                   "                    }\n"
                   "                    #pragma unroll 2\n"
-                  "                    for (int c = 1 + lane; c < mk_; c += %d) {\n"
-                  "                        const double* p_ = ws0_ + (size_t)c * %d;\n"
-                  "                        double f_[%d];\n"
-                  "                        #pragma unroll\n"
-                  "                        for (int h = 0; h < %d; h++) f_[h] = exp(p_[h] - mm_[h]);\n"
-                  "                        #pragma unroll\n"
-                  "                        for (int e = 0; e < %d; e++) {\n"
-                  "                            const int i = i0 + e;\n"
-                  "                            if (i < %d) r_[e] += p_[%d + i] * f_[i < %d ? %s : %s];\n"
-                  "                        }\n"
+                  "                    for (int c = 1 + lane; c < mk_; c += %d) {\n",
+                  g->L, E, tot, E, E, E, tot, g->L, ws, rm->hs, rm->hu, ws, rm->vs, ws, rm->vu, rm->wu, ws, g->L);
+    emit_rm_tile_add(g, b, "                        ", E, 1, rm);
+    rg_str_printf(b,
                   "                    }\n"
                   "                    #pragma unroll\n"
-                  "                    for (int e = 0; e < %d; e++) {\n",
-                  g->L, E, tot, E, E, E, tot, g->L, ws, hs, hu, ws, vs, ws, vu, wu, ws, g->L, rm_row(g), H, H, E, tot, H,
-                  ws, hs, hu, E);
+                  "                    for (int e = 0; e < %d; e++) {\n", E);
     for (int o = g->L / 2; o >= 1; o /= 2) {
         if (g->L == 32) rg_str_printf(b, "                        r_[e] += __shfl_xor_sync(0xffffffffu, r_[e], %d);\n", o);
         else rg_str_printf(b, "                        r_[e] += __shfl_xor_sync(gmask, r_[e], %d, %d);\n", o, g->L);
@@ -2120,7 +2141,7 @@ static void emit_rm_merge_hub(kgen *g, rg_str *b, int tot, int ws, int wu, const
                   "                    }\n"
                   "                }\n"
                   "            } else\n",
-                  tot, g->L, ws, vs, ws, vu, wu, ws);
+                  tot, g->L, ws, rm->vs, ws, rm->vu, rm->wu, ws);
 }
 
 /* rmax=on, the node kernel after the aggregation: a destination it split into tiles of rm_chunk edges
@@ -2152,15 +2173,16 @@ static void emit_rm_merge(kgen *g)
     emit_group_max(g, b, "                ");
     rg_str_puts(b, "                mm_[h] = m_;\n            }\n");
     /* the two sums as one row, as the workspace holds them: element j of S, then of H_un */
-    int vs = g->rm.sum, vu = g->rm.un, ws = (int)ir_var_row_width(V(g, vs)), wu = (int)ir_var_row_width(V(g, vu));
-    int tot = ws + wu, eb = (tot + g->L - 1) / g->L;
+    rm_rowmap rm = {.vs = g->rm.sum, .vu = g->rm.un};
+    rm.ws = (int)ir_var_row_width(V(g, rm.vs));
+    rm.wu = (int)ir_var_row_width(V(g, rm.vu));
+    int tot = rm.tot = rm.ws + rm.wu, ws = rm.ws, eb = (tot + g->L - 1) / g->L;
     if (eb > RM_MERGE_REGS) eb = RM_MERGE_REGS;
-    char hs[32], hu[48];   /* the head of element i of S, of H_un (rm_head_of's, at H_un's offset in the row) */
-    rm_head_of(g, vs, hs, sizeof hs);
-    if (vt_heads(V(g, vu)) == H) snprintf(hu, sizeof hu, "(i - %d) / %d", ws, V(g, vu)->dim);
-    else snprintf(hu, sizeof hu, "0");
-    g->var_used[vs] = g->var_written[vs] = g->var_used[vu] = g->var_written[vu] = 1;
-    emit_rm_merge_hub(g, b, tot, ws, wu, hs, hu);
+    rm_head_of(g, rm.vs, rm.hs, sizeof rm.hs);
+    if (vt_heads(V(g, rm.vu)) == H) snprintf(rm.hu, sizeof rm.hu, "(i - %d) / %d", ws, V(g, rm.vu)->dim);
+    else snprintf(rm.hu, sizeof rm.hu, "0");
+    g->var_used[rm.vs] = g->var_written[rm.vs] = g->var_used[rm.vu] = g->var_written[rm.vu] = 1;
+    emit_rm_merge_hub(g, b, &rm);
     rg_str_printf(b,
                   "            for (int i0 = lane; i0 < %d; i0 += %d) {   /* %s then %s: up to %d elements a lane at a time */\n"
                   "                double r_[%d];\n"
@@ -2171,16 +2193,11 @@ static void emit_rm_merge(kgen *g)
                   "                    r_[e] = i < %d ? x_ * exp(w0_[h] - mm_[h]) : 0.0;\n"
                   "                }\n"
                   "                #pragma unroll 4\n"
-                  "                for (int c = 1; c < mk_; c++) {\n"
-                  "                    const double* p_ = ws0_ + (size_t)c * %d;\n"
-                  "                    double f_[%d];\n"
-                  "                    #pragma unroll\n"
-                  "                    for (int h = 0; h < %d; h++) f_[h] = exp(p_[h] - mm_[h]);\n"
-                  "                    #pragma unroll\n"
-                  "                    for (int e = 0; e < %d; e++) {\n"
-                  "                        const int i = i0 + e * %d;\n"
-                  "                        if (i < %d) r_[e] += p_[%d + i] * f_[i < %d ? %s : %s];\n"
-                  "                    }\n"
+                  "                for (int c = 1; c < mk_; c++) {\n",
+                  tot, g->L * eb, V(g, rm.vs)->name, V(g, rm.vu)->name, eb, eb, eb, g->L, ws, rm.hs, rm.hu, ws, rm.vs, ws,
+                  tot, rm.vu, rm.wu, ws, tot);
+    emit_rm_tile_add(g, b, "                    ", eb, g->L, &rm);
+    rg_str_printf(b,
                   "                }\n"
                   "                #pragma unroll\n"
                   "                for (int e = 0; e < %d; e++) {\n"
@@ -2189,8 +2206,7 @@ static void emit_rm_merge(kgen *g)
                   "                    else if (i < %d) v%d[(size_t)n * %d + i - %d] = r_[e];\n"
                   "                }\n"
                   "            }\n",
-                  tot, g->L * eb, V(g, vs)->name, V(g, vu)->name, eb, eb, eb, g->L, ws, hs, hu, ws, vs, ws, tot, vu, wu, ws,
-                  tot, row, H, H, eb, g->L, tot, H, ws, hs, hu, eb, g->L, ws, vs, ws, tot, vu, wu, ws);
+                  eb, g->L, ws, rm.vs, ws, tot, rm.vu, rm.wu, ws);
     rg_str_printf(b, "            %s;\n        }\n    }\n", gsync(g));
 }
 

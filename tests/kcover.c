@@ -387,8 +387,7 @@ static void walk_classes(const kc_space *s, const pl_problem *p, int (*visit)(in
 enum { PAIR_TRIES = 32, PAIR_COVERED = 255 };
 typedef unsigned char pair_state[SP_MAX_DIMS][SP_MAX_VALS][SP_MAX_DIMS][SP_MAX_VALS];
 
-/* The value of each key at point i (sp_config_at's order: the last key fastest). */
-static void point_values(const sp_space *sp, long i, int *val)
+void kc_point_values(const sp_space *sp, long i, int *val)
 {
     for (int d = sp->ndims - 1; d >= 0; d--) {
         val[d] = (int)(i % sp->dims[d].nvals);
@@ -430,7 +429,7 @@ static void walk_pairs(const kc_space *s, const pl_problem *p, int (*visit)(int,
     }
     for (int k = 0; k < s->nvalid; k++) {
         int v = order[k];
-        point_values(&s->sp, s->point[v], val);
+        kc_point_values(&s->sp, s->point[v], val);
         if (!open_pairs(&s->sp, st, val, 0, 0)) continue;
         cg_config c = kc_config(s, v);
         if (!pl_schedule_applies(p, &c, NULL)) continue;

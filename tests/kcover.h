@@ -113,6 +113,9 @@ void kc_space_kernels(const char *space, const pl_problem *p, int sample,
                       int (*inapplicable_ok)(const pl_problem *p, const cg_config *c, const rg_err *why),
                       void (*fn)(const kp_kernel *k, void *ctx), void *ctx, kc_walk *out);
 
+/* The value index of each key at point i of the space (sp_config_at's order: the last key fastest). */
+void kc_point_values(const sp_space *sp, long i, int *val);
+
 /* Indices (in sp_enumerate's order) of points of the space covering every pair of values of
  * every two keys (so every value of every key), then `extra` more drawn with a fixed seed.
  * Returns how many; caller frees *idx. */

@@ -133,15 +133,6 @@ static void sweep_problem(xb_backend *b, const char *space, const char *model, c
     fflush(stdout);
 }
 
-/* The value index of each key at point i of the space (sp_config_at's order: the last key fastest). */
-static void values_at(const sp_space *sp, long i, int *val)
-{
-    for (int d = sp->ndims - 1; d >= 0; d--) {
-        val[d] = (int)(i % sp->dims[d].nvals);
-        i /= sp->dims[d].nvals;
-    }
-}
-
 typedef struct pair_probe {
     const kc_space *s;
     pl_problem pp;
@@ -184,7 +175,7 @@ static void test_sample_covers_pairs_of_valid_points(void **state)
         cg_config c = kc_config(s, v);
         if (not_for_model(&q.pp, &c)) continue;
         applicable++;
-        values_at(&s->sp, s->point[v], val);
+        kc_point_values(&s->sp, s->point[v], val);
         picked += built[v] == 1;
         for (int a = 0; a < nd; a++)
             for (int b = a + 1; b < nd; b++) {
