@@ -10,6 +10,8 @@
 #   trace: each line of TRACE (default plans/h100/trace.txt; as LIST) run once per launch of TRACE_LAUNCH with
 #          RGNN_SPAN_TRACE: every profiler record of 3 timed runs, to see where a span's time goes
 #   gput:  build/tests/test_gpu_variants (GPUT_END seconds at most, and no later than 575 s into the call)
+#   ncu:   Nsight Compute on kernel NCU_KERNEL (a regex) of one `explore run --validate-only` (NCU_MODEL, NCU_TASK,
+#          NCU_DATASET, NCU_CFG): speed of light, occupancy, launch, warp states and memory, in ncu.txt
 # The store is $OUT/s30.db; the logs go to $OUT/out$TAG.tgz (the device returns 8 files a call). DEADLINE: seconds
 # after which no new explore starts (a call has 600).
 set -u
@@ -41,5 +43,10 @@ trace) grep -v '^#' "${TRACE:-plans/h100/trace.txt}" | while read -r m t d cfg; 
          say "trace rc=$?"; done; done ;;
 gput)  g=${GPUT_END:-300}; [ $((575 - SECONDS)) -lt "$g" ] && g=$((575 - SECONDS)); [ "$g" -lt 30 ] && { say "no time for gput"; continue; }
        say "gput (${g} s)"; RGNN_REQUIRE_GPU=1 RGNN_TEST_DATA=.dev/datasets timeout "$g" build/tests/test_gpu_variants > "$W/gput.log" 2>&1; say "gput rc=$?"; tail -5 "$W/gput.log" >> "$LOG" ;;
+ncu)   late ncu && continue; say "ncu ${NCU_MODEL:-rgat} ${NCU_DATASET:-synth:mag} ${NCU_KERNEL:?NCU_KERNEL=regex}"
+       timeout 240 ncu --kernel-name "regex:$NCU_KERNEL" --launch-count 1 --section SpeedOfLight --section Occupancy \
+         --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis build/explore run \
+         --model "${NCU_MODEL:-rgat}" --task "${NCU_TASK:-infer}" --dataset "${NCU_DATASET:-synth:mag}" "${DD[@]}" \
+         --config "${NCU_CFG:?NCU_CFG=config}" --validate-only > "$W/ncu.txt" 2>&1; say "ncu rc=$?" ;;
 esac; done
 say "done"
