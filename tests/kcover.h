@@ -99,8 +99,9 @@ void kc_cover_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, v
 
 /* kc_cover_walk's pairwise walk whatever RGNN_TEST_COVER says: `make gpu-test` validates these points
  * of a space too large to run whole, so that its sample covers every pair of values that valid points
- * applicable to the problem have (a covering array over the raw product leaves most of its points to
- * the rules and the model: 5 to 10 valid variants per problem for the default space). */
+ * applicable to the problem have, but a pair given up after PAIR_TRIES inapplicable points held it (a
+ * covering array over the raw product leaves most of its points to the rules and the model: 5 to 10
+ * valid variants per problem for the default space). */
 void kc_pairs_walk(const kc_space *s, const pl_problem *p, int (*visit)(int v, void *ctx), void *ctx,
                    kc_set *classes, unsigned char *built, kc_walk *out);
 

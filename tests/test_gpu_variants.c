@@ -92,8 +92,8 @@ static int check_variant(int v, void *ctx)
 
 /* Every valid point of the space, or, for a space of more valid points than RGNN_GPU_MAX_POINTS
  * (default 400; the built-in default space has over 20,000 per problem), those of kc_pairs_walk: each
- * pair of values of two keys that a valid point of this problem has, in at least one such point (40 to
- * 60 per problem for the default space), so that `make gpu-test` ends in minutes. */
+ * pair of values of two keys that a valid point of this problem has, in at least one such point (34 to
+ * 57 per problem for the default space, H100 session 34), so that `make gpu-test` ends in minutes. */
 static void sweep_problem(xb_backend *b, const char *space, const char *model, const char *dataset, const char *task,
                           int dims, int heads, tally *t)
 {
