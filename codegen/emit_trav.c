@@ -2128,11 +2128,9 @@ static void emit_rm_merge_hub(kgen *g, rg_str *b, const rm_rowmap *rm)
     rg_str_printf(b,
                   "                    }\n"
                   "                    #pragma unroll\n"
-                  "                    for (int e = 0; e < %d; e++) {\n", E);
-    for (int o = g->L / 2; o >= 1; o /= 2) {
-        if (g->L == 32) rg_str_printf(b, "                        r_[e] += __shfl_xor_sync(0xffffffffu, r_[e], %d);\n", o);
-        else rg_str_printf(b, "                        r_[e] += __shfl_xor_sync(gmask, r_[e], %d, %d);\n", o, g->L);
-    }
+                  "                    for (int e = 0; e < %d; e++) {\n"
+                  "                        { const double p = r_[e]; r_[e] = %s; }   /* the group's sum, in every lane */\n",
+                  E, group_sum(g, 0));
     rg_str_printf(b,
                   "                        const int i = i0 + e;\n"
                   "                        if (i >= %d || e %% %d != lane) continue;\n"
