@@ -164,10 +164,11 @@ static void test_sample_covers_pairs_of_valid_points(void **state)
     kc_set classes = {0};
     kc_walk walk;
     kc_pairs_walk(s, &q.pp, probe_variant, &q, &classes, built, &walk);
-    enum { MAXV = 8 };
+    enum { MAXD = 8, MAXV = 8 };
     int nd = s->sp.ndims, val[SP_MAX_DIMS];
-    assert_true(nd <= 8);
-    static unsigned char have[8][MAXV][8][MAXV], covered[8][MAXV][8][MAXV];
+    assert_true(nd <= MAXD);
+    for (int a = 0; a < nd; a++) assert_true(s->sp.dims[a].nvals <= MAXV);
+    static unsigned char have[MAXD][MAXV][MAXD][MAXV], covered[MAXD][MAXV][MAXD][MAXV];
     memset(have, 0, sizeof have);
     memset(covered, 0, sizeof covered);
     int applicable = 0, picked = 0;
