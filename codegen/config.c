@@ -74,6 +74,14 @@ static int cfg_rule_gtiles(const cg_config *c, rg_err *err)
     return 0;
 }
 
+static int cfg_rule_gvec(const cg_config *c, rg_err *err)
+{
+    if (c->gvec && c->mma == CFG_MMA_OFF)
+        return rg_errf(err, "invalid: gvec=on writes the tensor-core products' staged results 4 floats a thread; the "
+                            "float32 forms (mma=off) write theirs from registers, so it would duplicate gvec=off");
+    return 0;
+}
+
 static int cfg_rule_occ(const cg_config *c, rg_err *err)
 {
     int threads = c->occ * 32;

@@ -730,25 +730,68 @@ static void emit_mma_outer_stage_vec(rg_str *src, const gemm_shape *sh, const mm
  * A bfloat16 Y (plain stores) whose rows keep 8-byte alignment takes 4 elements per thread: one
  * float4 of Cs (consecutive threads, consecutive float4s: no bank conflict), rounded in pairs
  * and stored in 8 bytes (st_bf16x4), where element by element it took four 2-byte stores. */
-static void emit_mma_epilogue(rg_str *src, const gemm_exprs *ex, const lw_gemm *gm)
+/* gvec=on's way out of a product's float32 Y, 4 elements a thread: where Y is float32 and its rows keep
+ * float4 alignment (bfloat16 rows already leave 4 at a time when stored plainly; accumulated ones are float32). */
+static int product_gvec(const gemm_shape *sh)
+{
+    return !vt_is_bf16(sh->y) && rows_vectorize(sh->y, sh->N, sh->ldy, sh->y_head_stride);
+}
+
+/* gvec=on's way out of an outer product's dW tile: rows of the W slice and its head offsets keep float4
+ * alignment (n0 is a multiple of TILE); a vector weight (N = 1) does not. */
+static int outer_gvec(const gemm_shape *sh)
+{
+    return sh->N % 4 == 0 && sh->w_slice % 4 == 0 && sh->w_head_stride % 4 == 0;
+}
+
+/* The statement writing float4 `v` into the 4 floats at `y` (16-byte aligned): one vector atomic
+ * (atomic_add4), a float4 read-modify-write, or a float4 store, as emit_y_store per element. */
+static void emit_y_store4(rg_str *src, const char *indent, const gemm_shape *sh, const lw_gemm *gm)
+{
+    if (gm->y_atomic || sh->y_sums_heads)
+        rg_str_printf(src, "%satomic_add4(y, v);\n", indent);
+    else if (gm->accumulate)
+        rg_str_printf(src, "%s{ float4 o_ = *(float4*)y; o_.x += v.x; o_.y += v.y; o_.z += v.z; o_.w += v.w; "
+                           "*(float4*)y = o_; }\n", indent);
+    else
+        rg_str_printf(src, "%s*(float4*)y = v;\n", indent);
+}
+
+/* The loop header of a 4-elements-a-thread way out of Cs: group idx's row r and first column c of the tile,
+ * its Y row and column (N is a multiple of 4, so a group starting below N ends below it), and v, the four
+ * staged results times the per-row scalar (per column where the scalar has several heads). */
+static void emit_epilogue4_open(rg_str *src, const gemm_exprs *ex)
+{
+    const gemm_shape *sh = &ex->sh;
+    rg_str_puts(src,
+        "    for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+        "        const int r = idx / (TILE / 4), c = (idx % (TILE / 4)) * 4;\n"
+        "        const int row = row0 + r, col = col0 + c;\n"
+        "        if (row >= seg_end || col >= N) continue;\n"
+        "        float4 v = *(const float4*)&Cs[r][c];\n");
+    static const char comp[4] = {'x', 'y', 'z', 'w'};
+    for (int u = 0; sh->s && u < 4; u++) {
+        char col[16], scal[256];
+        snprintf(col, sizeof col, "col + %d", u);
+        scalar_expr(sh, ex->sidx, col, scal, sizeof scal);
+        rg_str_printf(src, "        v.%c *= %s;\n", comp[u], scal);
+    }
+}
+
+static void emit_mma_epilogue(rg_str *src, const gemm_exprs *ex, const lw_gemm *gm, const cg_config *cfg)
 {
     const gemm_shape *sh = &ex->sh;
     char scal[256] = "1.f";
+    if (cfg->gvec && product_gvec(sh)) {
+        emit_epilogue4_open(src, ex);
+        rg_str_printf(src, "        float* __restrict__ y = Y + (size_t)(%s) * %d + (size_t)h * %d + col;\n", ex->yrow,
+                      sh->ldy, sh->y_head_stride);
+        emit_y_store4(src, "        ", sh, gm);
+        rg_str_puts(src, "    }\n");
+        return;
+    }
     if (vt_is_bf16(sh->y) && y_plain(sh, gm) && rows_vectorize(sh->y, sh->N, sh->ldy, sh->y_head_stride)) {
-        /* N is a multiple of 4, so a group starting below N ends below it */
-        rg_str_puts(src,
-            "    for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
-            "        const int r = idx / (TILE / 4), c = (idx % (TILE / 4)) * 4;\n"
-            "        const int row = row0 + r, col = col0 + c;\n"
-            "        if (row >= seg_end || col >= N) continue;\n"
-            "        float4 v = *(const float4*)&Cs[r][c];\n");
-        static const char comp[4] = {'x', 'y', 'z', 'w'};
-        for (int u = 0; sh->s && u < 4; u++) {
-            char col[16];
-            snprintf(col, sizeof col, "col + %d", u);
-            scalar_expr(sh, ex->sidx, col, scal, sizeof scal);
-            rg_str_printf(src, "        v.%c *= %s;\n", comp[u], scal);
-        }
+        emit_epilogue4_open(src, ex);
         rg_str_printf(src,
             "        st_bf16x4(Y + (size_t)(%s) * %d + (size_t)h * %d + col, v);\n"
             "    }\n",
@@ -876,7 +919,7 @@ static void emit_product_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_c
     emit_mma_step(src, f, "row_major", "&Xs[fr * 16][kk]", kt + f->pad, "&Ws[kk][fc * 16]", T + f->pad, "KT");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
-    emit_mma_epilogue(src, ex, gm);
+    emit_mma_epilogue(src, ex, gm, cfg);
     /* the next tile rewrites xbase and Cs, which the epilogue has just read */
     if (G > 1) rg_str_puts(src, "    __syncthreads();\n    }\n");
     rg_str_puts(src, "}\n");
@@ -967,15 +1010,27 @@ static void emit_outer_mma(const gemm_exprs *ex, const lw_gemm *gm, const cg_con
     emit_mma_step(src, f, "col_major", "&Xs[kk][fr * 16]", T + f->pad, "&Ds[kk][fc * 16]", T + f->pad, "TILE");
     rg_str_puts(src, "        __syncthreads();\n    }\n");
     emit_mma_store(src);
-    rg_str_printf(src,
-        "    float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n"
-        "    for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
-        "        const int kk = k0 + idx / TILE, nn = n0 + idx %% TILE;\n"
-        "        const float v = Cs[idx / TILE][idx %% TILE];\n"
-        "        if (kk < K && nn < N && v != 0.f) atomicAdd(Wt + (size_t)kk * N + nn, v);\n"
-        "    }\n"
-        "}\n",
-        ex->wsl, sh->w_slice, sh->w_head_stride);
+    rg_str_printf(src, "    float* __restrict__ Wt = W + (size_t)(%s) * %d + (size_t)h * %d;\n", ex->wsl, sh->w_slice,
+                  sh->w_head_stride);
+    if (cfg->gvec && outer_gvec(sh))
+        /* N is a multiple of 4: a group starting below N ends below it */
+        rg_str_puts(src,
+            "    for (int idx = tid; idx < TILE * TILE / 4; idx += NT) {\n"
+            "        const int r = idx / (TILE / 4), c = (idx % (TILE / 4)) * 4;\n"
+            "        const int kk = k0 + r, nn = n0 + c;\n"
+            "        const float4 v = *(const float4*)&Cs[r][c];\n"
+            "        if (kk < K && nn < N && (v.x != 0.f || v.y != 0.f || v.z != 0.f || v.w != 0.f))\n"
+            "            atomic_add4(Wt + (size_t)kk * N + nn, v);\n"
+            "    }\n"
+            "}\n");
+    else
+        rg_str_puts(src,
+            "    for (int idx = tid; idx < TILE * TILE; idx += NT) {\n"
+            "        const int kk = k0 + idx / TILE, nn = n0 + idx % TILE;\n"
+            "        const float v = Cs[idx / TILE][idx % TILE];\n"
+            "        if (kk < K && nn < N && v != 0.f) atomicAdd(Wt + (size_t)kk * N + nn, v);\n"
+            "    }\n"
+            "}\n");
     k->flops = 2.0 * sh->K * sh->N * sh->heads;
 }
 
@@ -1266,6 +1321,16 @@ static int emit_outer(const ir_program *ir, const lw_gemm *gm, const cg_config *
         C, wsl, sh.w_slice, sh.w_head_stride, C, C);
     k->flops = 2.0 * sh.K * sh.N * sh.heads;
     return 0;
+}
+
+int eg_gvec_changes(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg)
+{
+    gemm_shape sh;
+    rg_err err;
+    char why[128];
+    if (cfg->mma == CFG_MMA_OFF || resolve_shape(ir, gm, &sh, &err) || mma_fallback(&sh, cfg, why, sizeof why))
+        return 0;
+    return gm->outer_product ? outer_gvec(&sh) : product_gvec(&sh);
 }
 
 int eg_emit(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, const char *name, int backward,

@@ -13,4 +13,8 @@
 int eg_emit(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg, const char *name, int backward,
             kp_plan *plan, rg_err *err);
 
+/* Whether gvec=on changes the instance's kernel under cfg (its other keys): a tensor-core product with
+ * a float32 Y, or outer product into dW, whose rows keep float4 alignment. */
+int eg_gvec_changes(const ir_program *ir, const lw_gemm *gm, const cg_config *cfg);
+
 #endif

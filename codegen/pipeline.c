@@ -1,6 +1,7 @@
 /* The path from a model name to a variant's programs: parse, apply the passes a config
  * selects, append the backward program for training, and lower to template instances. */
 #include "codegen/pipeline.h"
+#include "codegen/emit_gemm.h"
 #include "codegen/codegen.h"
 #include "codegen/emit_trav.h"
 #include "codegen/model.h"
@@ -244,6 +245,34 @@ static int trav_keys_apply(const ir_program *ir, const lw_program *lp, const cg_
     return 1;
 }
 
+/* gvec=on changes only tensor-core GEMMs with a float32 output whose rows keep float4 alignment
+ * (eg_gvec_changes): a plan, or an instance set to it by name, without one would duplicate gvec=off. */
+static int gvec_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
+{
+    int total = 0;
+    for (int i = 0; i < lp->ninst; i++) {
+        const lw_instance *in = &lp->inst[i];
+        if (in->kind != LW_GEMM) continue;
+        cg_config one;
+        cfg_for_instance(cfg, in->name, &one);
+        if (!one.gvec) continue;
+        int n = eg_gvec_changes(ir, &in->u.gemm, &one);
+        total += n;
+        if (!n && !cfg->gvec) {
+            rg_errf(err, "%s.gvec=on: %s has no float32 tensor-core output whose rows keep 16-byte alignment, so it "
+                         "would duplicate gvec=off", in->name, in->name);
+            return 0;
+        }
+    }
+    if (cfg->gvec && !total) {
+        rg_errf(err, "gvec=on writes tensor-core GEMMs' float32 outputs and dW tiles 4 floats a thread; this plan "
+                     "has none (its outputs are bfloat16, or their rows lose 16-byte alignment), so it would duplicate "
+                     "gvec=off");
+        return 0;
+    }
+    return 1;
+}
+
 /* epi=on changes only a plan with an aggregation whose node statements it can run (cg_fusions). */
 static int epi_applies(const ir_program *ir, const lw_program *lp, const cg_config *cfg, rg_err *err)
 {
@@ -334,7 +363,7 @@ int pl_build_stats(const pl_problem *p, const cg_config *cfg, const rr_stats *st
     }
     if (!split_applies(ir, lp, cfg, err) || !defer_applies(ir, lp, cfg, err) || !nchunk_applies(ir, lp, cfg, err) ||
         !lanes_apply(ir, lp, cfg, err) || !trav_keys_apply(ir, lp, cfg, err) ||
-        !epi_applies(ir, lp, cfg, err)) {
+        !epi_applies(ir, lp, cfg, err) || !gvec_applies(ir, lp, cfg, err)) {
         lw_free(lp);
         ir_free(ir);
         return PL_INAPPLICABLE;

@@ -108,6 +108,17 @@ static const tpl_helper helpers[] = {
      "    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);\n"
      "    *reinterpret_cast<uint2*>(p) = make_uint2(*reinterpret_cast<const unsigned*>(&a), *reinterpret_cast<const unsigned*>(&b));\n"
      "}\n"},
+    /* four floats added at p (16-byte aligned) by one vector atomic, which sm_90 has for global memory;
+       an older target adds them one by one (gvec=on) */
+    {"atomic_add4",
+     "static __device__ __forceinline__ void atomic_add4(float* p, float4 v)\n"
+     "{\n"
+     "#if __CUDA_ARCH__ >= 900\n"
+     "    atomicAdd(reinterpret_cast<float4*>(p), v);\n"
+     "#else\n"
+     "    atomicAdd(p, v.x); atomicAdd(p + 1, v.y); atomicAdd(p + 2, v.z); atomicAdd(p + 3, v.w);\n"
+     "#endif\n"
+     "}\n"},
     {"gelu_grad",
      "static __device__ __forceinline__ double gelu_grad(double g, double x)\n"
      "{\n"

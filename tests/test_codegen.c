@@ -341,6 +341,56 @@ static void test_gemm_row_tiles_per_block(void **state)
     assert_non_null(strstr(err.msg, "it would duplicate gtiles=1"));
 }
 
+/* gvec=on: the tensor-core GEMMs' float32 outputs leave their staged tile 4 floats a thread, the scattered
+ * backward products and the dW tiles by vector atomics (atomic_add4), the plain and accumulated outputs by
+ * float4 stores; off keeps one element a thread. Refused without mma, and where no GEMM has such an output. */
+static void test_gemm_vector_epilogue(void **state)
+{
+    (void)state;
+    rg_err err;
+    cg_config cfg;
+    cg_variant v;
+    for (int on = 0; on <= 1; on++) {
+        cfg_default(&cfg);
+        assert_int_equal(cfg_parse(&cfg, on ? "mma=bf16,tile=64,coarsen=4,store=bf16,gvec=on"
+                                            : "mma=bf16,tile=64,coarsen=4,store=bf16", &err), 0);
+        assert_int_equal(cfg_validate(&cfg, &err), 0);
+        assert_int_equal(build_variant("rgcn", "train", &cfg, &v, &err), 0);
+        int scatter4 = 0, outer4 = 0, stores4 = 0;
+        for (int k = 0; k < v.plan.nkernels; k++) {
+            const kp_kernel *kk = &v.plan.kernels[k];
+            if (kk->category != KC_GEMM) continue;
+            scatter4 += strstr(kk->source, "atomic_add4(y, v);") != NULL;
+            outer4 += strstr(kk->source, "atomic_add4(Wt + (size_t)kk * N + nn, v);") != NULL;
+            stores4 += strstr(kk->source, "*(float4*)y = v;") != NULL || strstr(kk->source, "*(float4*)y = o_;") != NULL;
+            if (on) {
+                assert_null(strstr(kk->source, "atomicAdd(y, v);"));
+                assert_null(strstr(kk->source, "atomicAdd(Wt + (size_t)kk * N + nn, v);"));
+            }
+        }
+        /* d_feature at unique_src; d_W and d_W0; h = feature x W0 and d_feature += d_h x W0^T */
+        assert_int_equal(scatter4, on ? 1 : 0);
+        assert_int_equal(outer4, on ? 2 : 0);
+        assert_int_equal(stores4, on ? 2 : 0);
+        cg_variant_free(&v);
+    }
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "mma=off,gvec=on", &err), 0);
+    assert_int_not_equal(cfg_validate(&cfg, &err), 0);
+    assert_non_null(strstr(err.msg, "it would duplicate gvec=off"));
+    /* inference under store=bf16: every tensor-core output is bfloat16 */
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "mma=bf16,store=bf16,gvec=on", &err), 0);
+    assert_int_equal(cfg_validate(&cfg, &err), 0);
+    assert_int_not_equal(build_variant("rgat", "infer", &cfg, &v, &err), 0);
+    assert_non_null(strstr(err.msg, "this plan has none (its outputs are bfloat16"));
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, "mma=bf16,store=bf16,gemm_2.gvec=on", &err), 0);
+    assert_int_equal(cfg_validate(&cfg, &err), 0);
+    assert_int_not_equal(build_variant("rgcn", "train", &cfg, &v, &err), 0);
+    assert_non_null(strstr(err.msg, "gemm_2.gvec=on: gemm_2 has no float32 tensor-core output"));
+}
+
 /* Properties of the emitted sources that schedules promise. */
 static void test_schedule_shows_in_sources(void **state)
 {
@@ -2181,6 +2231,7 @@ int main(void)
         cmocka_unit_test(test_recompute_forward_is_inference),
         cmocka_unit_test(test_written_buffers_unroll_and_vec8),
         cmocka_unit_test(test_gemm_row_tiles_per_block),
+        cmocka_unit_test(test_gemm_vector_epilogue),
         cmocka_unit_test(test_unread_ids_not_loaded),
         cmocka_unit_test(test_epilogue_in_aggregation),
         cmocka_unit_test(test_compact_dot_in_traversal),

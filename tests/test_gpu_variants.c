@@ -251,12 +251,26 @@ static void test_default_space_matches_reference(void **state)
     assert_int_equal(t.failed, 0);
 }
 
+/* Marks in `on` the spaces a ';'- or ','-separated list of indices names (all of them when the list is
+ * absent or empty); an index out of range fails the test, naming it. */
+static void select_spaces(const char *list, int *on, int n)
+{
+    for (int i = 0; i < n; i++) on[i] = !list || !*list;
+    for (const char *p = list; p && *p;) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        if (end == p || k < 0 || k >= n) fail_msg("RGNN_GPU_MAPPING_ONLY: '%s' is not a list of spaces 0 to %d", list, n - 1);
+        on[k] = 1;
+        p = *end ? end + 1 : end;
+    }
+}
+
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
  * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge, rmax=on,
- * vec=8 and unroll on float32 and bfloat16 rows, GEMM coarsening 8 and launch=graph|dag (the default space leaves some out), across the traversal forms,
+ * vec=8 and unroll on float32 and bfloat16 rows, GEMM coarsening 8, launch=graph|dag and gvec=on (the default space leaves some out), across the traversal forms,
  * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
- * RGNN_GPU_MAPPING_MODELS, RGNN_GPU_MAPPING_TASKS: ';'-separated subsets; RGNN_GPU_MAPPING_ONLY=K: the K-th
- * space below alone, from 0). */
+ * RGNN_GPU_MAPPING_MODELS, RGNN_GPU_MAPPING_TASKS: ';'-separated subsets; RGNN_GPU_MAPPING_ONLY=K or K;L;..: those spaces
+ * below alone, counted from 0). */
 static void test_mapping_values_match_reference(void **state)
 {
     (void)state;
@@ -289,6 +303,9 @@ static void test_mapping_values_match_reference(void **state)
          * accumulators, split destinations merged through the workspace or not, with and without the epilogue */
         "trav: node\nsoftmax: single\nrmax: off on\nlanes: 8 32\nscalars: group lane replicated\nacc: smem reg reg32\n"
         "epi: off on\nnchunk: 4 1024\n",
+        /* the tensor-core GEMMs' float32 outputs 4 floats a thread (gvec, session 35): scattered with vector
+         * atomics, stored, added, and the dW tiles, at both tile sizes of the fragments' layouts */
+        "compact: off direct\nmma: tf32 bf16\ngvec: off on\nstore: f32 bf16\ntile: 16 64\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
@@ -304,14 +321,14 @@ static void test_mapping_values_match_reference(void **state)
     char *tasks_s = rg_xstrdup(env_or("RGNN_GPU_MAPPING_TASKS", "infer;train"));
     char *models[8], *tasks[2];
     int nm = split_list(models_s, models, 8), nt = split_list(tasks_s, tasks, 2);
-    const char *only_s = getenv("RGNN_GPU_MAPPING_ONLY");
-    int only = only_s && *only_s ? atoi(only_s) : -1;
+    int only[NSPACES];   /* RGNN_GPU_MAPPING_ONLY's spaces, or all */
+    select_spaces(getenv("RGNN_GPU_MAPPING_ONLY"), only, NSPACES);
     tally t = {0, 0};
     for (int i = 0; i < nt; i++)
         for (int j = 0; j < nm; j++)
             for (int k = 0; k < nd; k++)
                 for (int q = 0; q < NSPACES; q++)
-                    if (only < 0 || q == only) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
+                    if (only[q]) sweep_problem(b, space[q], models[j], sets[k], tasks[i], 64, 1, &t);
     printf("GPU mapping sweep: %d variants checked, %d failed\n", t.checked, t.failed);
     b->close(b);
     free(models_s);
