@@ -4,6 +4,7 @@
 #include "codegen/modeldir.h"
 #include "codegen/parse.h"
 #include "codegen/pass_compact.h"
+#include "codegen/pass_dinit.h"
 #include "codegen/pass_recompute.h"
 #include "codegen/pass_softmax.h"
 
@@ -92,6 +93,16 @@ static int recompute_edge_values(ir_program *p, const model_options *opt, rg_err
     return rg_errf(err, "recompute=on does not apply to %s %s: %s", p->name, opt->task, why);
 }
 
+/* dinit=gemm: refused where no gradient can be started by its node-wide linear (inference has none), so that
+ * it is not measured as a copy of dinit=zero. */
+static int assign_gradients_first(ir_program *p, const model_options *opt, rg_err *err)
+{
+    char why[200] = "inference has no backward program";
+    if (!strcmp(opt->task, "train") && pdi_assign_first(p, opt->log, why, sizeof why) > 0) return 0;
+    if (opt->inapplicable) *opt->inapplicable = 1;
+    return rg_errf(err, "dinit=gemm does not apply to %s %s: %s", p->name, opt->task, why);
+}
+
 ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const model_options *opt, rg_err *err)
 {
     char *path = md_find(name_or_path);
@@ -124,6 +135,7 @@ ir_program *model_load_opts(const char *name_or_path, const ir_dims *dims, const
 #endif
     }
     if (opt && opt->recompute && recompute_edge_values(p, opt, err) < 0) goto fail;
+    if (opt && opt->dinit && assign_gradients_first(p, opt, err) < 0) goto fail;
     if (ir_verify(p, err) < 0) goto fail;
     return p;
 fail:

@@ -15,6 +15,7 @@ typedef struct model_options {
     FILE *log;              /* pass reports (reorder counts, compacted variables); NULL: quiet */
     int softmax_single;     /* pass_softmax: edge_softmax's division deferred to the nodes */
     int recompute;          /* pass_recompute (training): per-edge forward values computed again backward */
+    int dinit;              /* pass_dinit (training): a summed gradient started by its node-wide linear */
     int *inapplicable;      /* may be NULL; set to 1 when a chosen pass finds nothing to rewrite
                                (the load then fails, saying why) */
 } model_options;

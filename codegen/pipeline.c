@@ -43,6 +43,10 @@ static int run_applies(const pl_problem *p, const cg_config *cfg, rg_err *err)
         rg_errf(err, "recompute=on does not apply to %s infer: " PRC_INFERENCE_WHY, p->model);
         return 0;
     }
+    if (cfg->dinit && !pl_is_train(p->task)) {
+        rg_errf(err, "dinit=gemm does not apply to %s infer: inference has no backward program", p->model);
+        return 0;
+    }
     if (cfg->rmax && pl_is_train(p->task)) {
         rg_errf(err, "rmax=on is built for inference: training's backward reads the forward's attention sum as an "
                      "unshifted one, and would need the running maximum stored beside it (not built)");
@@ -304,6 +308,7 @@ static model_options pass_options(const pl_problem *p, const cg_config *cfg, con
         .log = log,
         .softmax_single = cfg->softmax == CFG_SOFTMAX_SINGLE,
         .recompute = cfg->recompute,
+        .dinit = cfg->dinit,
         .inapplicable = inapplicable,
     };
 }

@@ -6,7 +6,7 @@
 #include "datasets/hgraph.h"
 
 /* Runs the original program of model/task (dims 8, 8, heads) and the program pl_build makes for
- * config on g, and fails the test unless the output, the loss and every parameter's gradient agree
+ * config on g, and fails the test unless the output, the loss and every parameter's and input's gradient agree
  * to a relative L2 of 1e-12 (and none of them is all zero). Returns how many gradients it compared. */
 int refcmp_with_original(const char *model, const char *task, const char *config, const hg_graph *g, int heads);
 

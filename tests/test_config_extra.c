@@ -71,7 +71,7 @@ static void test_rejected_when_invalid(void **state)
     assert_string_equal(err.msg, "config: key 'probe' given twice");
     assert_int_equal(cfg_parse(&c, "prove=2", &err), -1);
     assert_non_null(strstr(err.msg, "did you mean 'probe'?"));
-    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, gtiles, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, acc, wrun, crsum, recompute, msg, scalars, nchunk, epi, rmax, cdot, unroll, farith, pfetch, rowpf, wacc, occ, launch, gvec, probe)"));
+    assert_non_null(strstr(err.msg, "known: compact, reorder, tile, coarsen, gtiles, lb, w, trav, pagg, softmax, mma, part, vec, lanes, tblock, relabel, store, acc, wrun, crsum, recompute, dinit, msg, scalars, nchunk, epi, rmax, cdot, unroll, farith, pfetch, rowpf, wacc, occ, launch, gvec, probe)"));
     cfg_default(&c);
     assert_int_equal(cfg_parse(&c, "probe=4,tile=16", &err), 0);
     assert_int_equal(cfg_validate(&c, &err), -1);

@@ -267,7 +267,7 @@ static void select_spaces(const char *list, int *on, int n)
 
 /* Every value of the traversal mapping and ordering keys (tblock's ends with and without launch
  * bounds), msg=trav, nchunk at both ends and between, scalars=lane and replicated, epi=on, cdot=edge, rmax=on,
- * vec=8 and unroll on float32 and bfloat16 rows, GEMM coarsening 8, launch=graph|dag and gvec=on (the default space leaves some out), across the traversal forms,
+ * vec=8 and unroll on float32 and bfloat16 rows, GEMM coarsening 8, launch=graph|dag, gvec=on and dinit=gemm (the default space leaves some out), across the traversal forms,
  * for every model, inference and training, on a synthetic graph (RGNN_GPU_MAPPING_DATASETS: ';'-separated others;
  * RGNN_GPU_MAPPING_MODELS, RGNN_GPU_MAPPING_TASKS: ';'-separated subsets; RGNN_GPU_MAPPING_ONLY=K or K;L;..: those spaces
  * below alone, counted from 0). */
@@ -306,6 +306,9 @@ static void test_mapping_values_match_reference(void **state)
         /* the tensor-core GEMMs' float32 outputs 4 floats a thread (gvec, session 35): scattered with vector
          * atomics, stored, added, and the dW tiles, at both tile sizes of the fragments' layouts */
         "compact: off direct\nmma: tf32 bf16\ngvec: off on\nstore: f32 bf16\ntile: 16 64\n",
+        /* a summed gradient started by its node-wide linear (dinit, session 35; training only), with and without
+         * compaction, tensor cores and the compact rows' run sums */
+        "compact: off direct\nmma: off bf16\ndinit: zero gemm\ncrsum: atomic run\nstore: f32 bf16\n",
     };
     enum { NSPACES = sizeof spaces / sizeof spaces[0] };
     char *space[NSPACES];
