@@ -85,6 +85,7 @@ static void test_no_zero_fill_and_gemm_assigns(void **state)
         }
 }
 
+/* Inference and RGAT are refused as inapplicable, saying why. */
 static void test_refusals(void **state)
 {
     (void)state;
@@ -93,18 +94,8 @@ static void test_refusals(void **state)
     } cases[] = {{"rgcn", "infer", "inference has no backward program"},
                  {"hgt", "infer", "inference has no backward program"},
                  {"rgat", "train", "no zero-initialised node gradient is written both by a node-wide linear"}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pl_problem pb = {.model = cases[i].model, .task = cases[i].task, .dims = {64, 64, 1}};
-        const char *why = cases[i].why;
-        cg_config cfg;
-        rg_err err;
-        cfg_default(&cfg);
-        assert_int_equal(cfg_parse(&cfg, "dinit=gemm", &err), 0);
-        ir_program *ir;
-        lw_program *lp;
-        assert_int_equal(pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, &err), PL_INAPPLICABLE);
-        if (!strstr(err.msg, why) || !strstr(err.msg, "dinit=gemm does not apply")) fail_msg("%s", err.msg);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        tu_expect_inapplicable(cases[i].model, cases[i].task, "dinit=gemm", "dinit=gemm does not apply", cases[i].why);
 }
 
 /* A statement that reads the gradient between its first writer and the node-wide linear blocks the move:

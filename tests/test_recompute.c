@@ -135,18 +135,8 @@ static void test_refusals(void **state)
     } cases[] = {{"rgat", "infer", "inference stores no per-edge value"},
                  {"hgt", "infer", "inference stores no per-edge value"},
                  {"rgcn", "train", "reads no per-edge value"}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        pl_problem pb = {.model = cases[i].model, .task = cases[i].task, .dims = {64, 64, 1}};
-        cg_config cfg;
-        rg_err err;
-        cfg_default(&cfg);
-        assert_int_equal(cfg_parse(&cfg, "recompute=on", &err), 0);
-        ir_program *ir;
-        lw_program *lp;
-        assert_int_equal(pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, &err), PL_INAPPLICABLE);
-        if (!strstr(err.msg, cases[i].why) || !strstr(err.msg, "recompute=on does not apply"))
-            fail_msg("%s %s: %s", cases[i].model, cases[i].task, err.msg);
-    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        tu_expect_inapplicable(cases[i].model, cases[i].task, "recompute=on", "recompute=on does not apply", cases[i].why);
 }
 
 /* NVRTC compiles every distinct kernel of recompute=on across the traversal forms, the compact-row

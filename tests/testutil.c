@@ -4,6 +4,7 @@
 #include "common/util.h"
 #include "runtime/rt.h"
 #include "datasets/loaders.h"
+#include "codegen/pipeline.h"
 
 #include <ftw.h>
 #include <sqlite3.h>
@@ -56,6 +57,20 @@ ir_dims tu_model_dims(const char *model, const ir_dims *d)
     ir_dims m = *d;
     if (!strcmp(model, "pyg_hgt")) m.out_dim = m.in_dim;
     return m;
+}
+
+void tu_expect_inapplicable(const char *model, const char *task, const char *config, const char *says,
+                            const char *why)
+{
+    pl_problem pb = {.model = model, .task = task, .dims = {64, 64, 1}};
+    cg_config cfg;
+    rg_err err;
+    cfg_default(&cfg);
+    assert_int_equal(cfg_parse(&cfg, config, &err), 0);
+    ir_program *ir;
+    lw_program *lp;
+    assert_int_equal(pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, &err), PL_INAPPLICABLE);
+    if (!strstr(err.msg, why) || !strstr(err.msg, says)) fail_msg("%s %s %s: %s", model, task, config, err.msg);
 }
 
 char *tu_config_diff(const cg_config *a, const cg_config *b)

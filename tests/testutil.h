@@ -56,6 +56,10 @@ ir_dims tu_model_dims(const char *model, const ir_dims *d);
  * or NULL when every key agrees. cfg_hash hashes the canonical string, so it cannot see a key that
  * the string leaves out: round-trip tests compare with this too. */
 char *tu_config_diff(const cg_config *a, const cg_config *b);
+/* Fails the test unless pl_build refuses config for model/task (dims 64, 1 head) as inapplicable with a
+ * message holding both `says` and `why`: a pass's refusal, which sweeps record as invalid. */
+void tu_expect_inapplicable(const char *model, const char *task, const char *config, const char *says,
+                            const char *why);
 /* A fresh empty directory under /tmp (caller frees the string). */
 char *tu_tmpdir(void);
 /* Removes a directory tree (a test's temporary folder) and frees its name. */
