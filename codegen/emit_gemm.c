@@ -726,10 +726,6 @@ static void emit_mma_outer_stage_vec(rg_str *src, const gemm_shape *sh, const mm
     emit_batch_close(src);
 }
 
-/* The products' way out of Cs: times the per-row scalar, into Y with its scatter and atomics.
- * A bfloat16 Y (plain stores) whose rows keep 8-byte alignment takes 4 elements per thread: one
- * float4 of Cs (consecutive threads, consecutive float4s: no bank conflict), rounded in pairs
- * and stored in 8 bytes (st_bf16x4), where element by element it took four 2-byte stores. */
 /* gvec=on's way out of a product's float32 Y, 4 elements a thread: where Y is float32 and its rows keep
  * float4 alignment (bfloat16 rows already leave 4 at a time when stored plainly; accumulated ones are float32). */
 static int product_gvec(const gemm_shape *sh)
@@ -778,6 +774,11 @@ static void emit_epilogue4_open(rg_str *src, const gemm_exprs *ex)
     }
 }
 
+/* The products' way out of Cs: times the per-row scalar, into Y with its scatter and atomics.
+ * A bfloat16 Y (plain stores) whose rows keep 8-byte alignment takes 4 elements per thread: one
+ * float4 of Cs (consecutive threads, consecutive float4s: no bank conflict), rounded in pairs
+ * and stored in 8 bytes (st_bf16x4), where element by element it took four 2-byte stores. Under
+ * gvec=on a float32 Y takes 4 elements per thread too: one vector atomic, add or store. */
 static void emit_mma_epilogue(rg_str *src, const gemm_exprs *ex, const lw_gemm *gm, const cg_config *cfg)
 {
     const gemm_shape *sh = &ex->sh;
