@@ -1279,15 +1279,6 @@ static int weight_sum(const ir_program *ir, const ir_stmt *s)
     return s->accumulate && ir->vars[s->out.var].kind == IR_VAR_WEIGHT;
 }
 
-/* Whether s reads var as an operand: ir_stmt_reads without the running sum that a += reads of its own
- * output (several statements may sum into one compact row; none may read it). */
-static int reads_operand(const ir_stmt *s, int var)
-{
-    for (int k = 0; k < s->nin; k++)
-        if (s->in[k].acc != IR_ACC_CONST && s->in[k].var == var) return 1;
-    return 0;
-}
-
 int et_compact_walk(const ir_program *ir, const lw_trav *tr, const cg_config *cfg)
 {
     if (cfg->crsum == CFG_CRSUM_ATOMIC || tr->dom != IR_DOM_EDGE || tr->compact_rows) return 0;
@@ -1297,7 +1288,7 @@ int et_compact_walk(const ir_program *ir, const lw_trav *tr, const cg_config *cf
         if (!compact_sum(ir, s)) continue;
         any = 1;
         for (int j = 0; j < tr->nstmts; j++)
-            if (reads_operand(&ir->stmts[tr->stmts[j].stmt], s->out.var)) return 0;
+            if (ir_stmt_reads_operand(&ir->stmts[tr->stmts[j].stmt], s->out.var)) return 0;
     }
     return any;
 }
@@ -1421,7 +1412,7 @@ static const char *wacc_obstacle(const kgen *g, const lw_trav *tr, const int *ph
     for (int i = 0; i < tr->nstmts; i++) {
         if (!in_kernel(g, phases, phase, i)) continue;
         const ir_stmt *s = &g->ir->stmts[tr->stmts[i].stmt];
-        if (reads_operand(s, v)) return "a statement reads it back";
+        if (ir_stmt_reads_operand(s, v)) return "a statement reads it back";
         if (s->out.var != v) continue;
         if (s->op == IR_OP_DOT || s->op == IR_OP_LINEAR) return "a statement sums into it across lanes";
         if (s->op == IR_OP_WGRAD) {
@@ -1535,7 +1526,7 @@ static int lane_candidate(const kgen *g, const lw_trav *tr, const int *phases, i
     if (s->accumulate && !V(g, v)->zero_init) return 0;
     for (int j = 0; j < tr->nstmts; j++)
         if (in_kernel(g, phases, phase, j) && phases[j] != phases[i] &&
-            reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
+            ir_stmt_reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
             return 0;
     return 1;
 }
@@ -1551,7 +1542,7 @@ static int lane_keeps(const kgen *g, const lw_trav *tr, const int *phases, int p
     int last = -1;
     if (!lane_var(g, tr, phases, phase, pick, s->out.var, &last)) return 0;
     for (int j = 0; j < last; j++)
-        if (in_kernel(g, phases, phase, j) && !pick[j] && reads_operand(&g->ir->stmts[tr->stmts[j].stmt], s->out.var))
+        if (in_kernel(g, phases, phase, j) && !pick[j] && ir_stmt_reads_operand(&g->ir->stmts[tr->stmts[j].stmt], s->out.var))
             return 0;
     for (int k = 0; k < s->nin; k++) {
         int x = s->in[k].var;
@@ -1786,7 +1777,7 @@ static void plan_stores(kgen *g, const lw_trav *tr, const int *phases, int phase
         if (ir_var_row_width(x) != 1 || !lane_op(s->op)) continue;
         for (int j = i + 1; j < tr->nstmts && g->once[v] == 1; j++)
             if (in_kernel(g, phases, phase, j) && phases[j] == phases[i] && !g->lane_stmt[j] &&
-                reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
+                ir_stmt_reads_operand(&g->ir->stmts[tr->stmts[j].stmt], v))
                 g->once[v] = 2;
     }
 }
@@ -1809,7 +1800,7 @@ static int epi_only_reader(const kgen *g, int v)
     const ir_var *x = V(g, v);
     if (v == g->ir->output || v == g->ir->loss || x->role != IR_ROLE_TEMP || x->grad_of >= 0) return 0;
     for (int i = 0; i < g->ir->nstmts; i++)
-        if (reads_operand(&g->ir->stmts[i], v) && !in_trav(g->epi, i)) return 0;
+        if (ir_stmt_reads_operand(&g->ir->stmts[i], v) && !in_trav(g->epi, i)) return 0;
     return 1;
 }
 

@@ -179,12 +179,17 @@ static const char *domain_name(ir_domain d)
 
 /* ------------------------------------------------------------------ reads / writes */
 
-int ir_stmt_reads(const ir_stmt *s, int var)
+int ir_stmt_reads_operand(const ir_stmt *s, int var)
 {
     for (int i = 0; i < s->nin; i++)
         if (s->in[i].acc != IR_ACC_CONST && s->in[i].var == var) return 1;
+    return 0;
+}
+
+int ir_stmt_reads(const ir_stmt *s, int var)
+{
     /* += reads the previous value: it orders after earlier writers of the variable */
-    return s->accumulate && s->out.var == var;
+    return ir_stmt_reads_operand(s, var) || (s->accumulate && s->out.var == var);
 }
 
 int ir_stmt_writes(const ir_stmt *s, int var)
@@ -210,9 +215,7 @@ int ir_first_sole_writer(const ir_program *p, int stmt)
     if (v < 0 || ir_sole_stmt(p, v, ir_stmt_writes) != stmt) return 0;
     for (int i = 0; i < stmt; i++)
         if (ir_stmt_reads(&p->stmts[i], v)) return 0;
-    for (int i = 0; i < s->nin; i++)
-        if (s->in[i].acc != IR_ACC_CONST && s->in[i].var == v) return 0;
-    return 1;
+    return !ir_stmt_reads_operand(s, v);
 }
 
 /* ------------------------------------------------------------------ verification */

@@ -210,6 +210,8 @@ const char *ir_op_name(ir_opkind op);
 const char *ir_layout_name(ir_layout l);
 /* Which variables a statement reads and writes (for dead-code and dependence analysis). */
 int ir_stmt_reads(const ir_stmt *s, int var);
+/* ir_stmt_reads without the running sum that a `+=` reads of its own output: var is one of s's operands. */
+int ir_stmt_reads_operand(const ir_stmt *s, int var);
 int ir_stmt_writes(const ir_stmt *s, int var);
 /* The one statement that touches var (touches: ir_stmt_reads or ir_stmt_writes), -1 when none does,
  * -2 when several do: the passes' pattern matches ask it of their variables. */

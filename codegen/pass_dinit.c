@@ -5,14 +5,6 @@
 
 #include <string.h>
 
-/* Whether statement s reads variable u as an input (not through its own `+=`). */
-static int reads_input(const ir_stmt *s, int u)
-{
-    for (int i = 0; i < s->nin; i++)
-        if (s->in[i].acc != IR_ACC_CONST && s->in[i].var == u) return 1;
-    return 0;
-}
-
 /* The node-wide linear that can start v: a backward LINEAR over every node adding into v's own row, its
  * weight with at most v's heads. -1 when none. */
 static int node_linear_writer(const ir_program *p, int v)
@@ -34,13 +26,12 @@ static int node_linear_writer(const ir_program *p, int v)
 static int may_sink(const ir_program *p, int x, int s, int v)
 {
     const ir_stmt *sx = &p->stmts[x];
-    if (!sx->accumulate || reads_input(sx, v)) return 0;
+    if (!sx->accumulate || ir_stmt_reads_operand(sx, v)) return 0;
     for (int i = x + 1; i <= s; i++) {
         const ir_stmt *y = &p->stmts[i];
-        if (reads_input(y, v)) return 0;
-        if (y->out.var == v && !y->accumulate) return 0;
-        for (int k = 0; k < sx->nin; k++)
-            if (sx->in[k].acc != IR_ACC_CONST && ir_stmt_writes(y, sx->in[k].var)) return 0;
+        /* y writes only its output: x must not read it */
+        if (ir_stmt_reads_operand(y, v) || (y->out.var == v && !y->accumulate) || ir_stmt_reads_operand(sx, y->out.var))
+            return 0;
     }
     return 1;
 }
@@ -65,17 +56,15 @@ static int assign_first(ir_program *p, int v, FILE *log)
         if (ir_stmt_writes(&p->stmts[i], v)) {
             if (!may_sink(p, i, s, v)) return 0;
             earlier++;
-        } else if (reads_input(&p->stmts[i], v)) {
+        } else if (ir_stmt_reads_operand(&p->stmts[i], v)) {
             return 0;
         }
     }
     /* each earlier writer in turn goes right after the node linear, which moves up by one each time */
-    for (int moved = 0; moved < earlier;) {
+    for (int moved = 0; moved < earlier; moved++, s--) {
         int x = p->nforward;
         while (!ir_stmt_writes(&p->stmts[x], v)) x++;
         move_after(p, x, s + moved);
-        s--;
-        moved++;
     }
     p->stmts[s].accumulate = 0;
     p->vars[v].zero_init = 0;

@@ -16,24 +16,6 @@
 
 static const char *const MODELS[] = {"rgcn", "hgt"};
 
-/* Builds model's training variant for config; *ir_out (may be NULL) keeps its program for the caller to free. */
-static int build_variant(const char *model, const char *config, cg_variant *v, ir_program **ir_out, rg_err *err)
-{
-    pl_problem pb = {.model = model, .task = "train", .dims = {64, 64, 1}};
-    cg_config cfg;
-    cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, config, err), 0);
-    ir_program *ir;
-    lw_program *lp;
-    int rc = pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, err);
-    if (rc) return rc;
-    rc = cg_build(ir, lp, &cfg, v, err);
-    lw_free(lp);
-    if (ir_out && !rc) *ir_out = ir;
-    else ir_free(ir);
-    return rc;
-}
-
 /* Loss, output, the parameters' and the input's gradients equal the original program's, with the passes
  * of the default space around it, on a graph with shared (src, etype) rows, 1 and 2 heads. */
 static void test_reference_agrees(void **state)
@@ -61,7 +43,7 @@ static void test_no_zero_fill_and_gemm_assigns(void **state)
         for (int on = 0; on <= 1; on++) {
             cg_variant v;
             ir_program *ir;
-            if (build_variant(MODELS[m], on ? "dinit=gemm,mma=bf16,store=bf16" : "mma=bf16,store=bf16", &v, &ir, &err))
+            if (tu_build_variant(MODELS[m], "train", on ? "dinit=gemm,mma=bf16,store=bf16" : "mma=bf16,store=bf16", &v, &ir, &err))
                 fail_msg("%s: %s", MODELS[m], err.msg);
             int zeroed = 0;
             for (int z = 0; z < v.plan.nzero; z++) zeroed += !strcmp(ir->vars[v.plan.zero_vars[z]].name, "d_feature");
@@ -154,7 +136,7 @@ static void test_kernels_compile(void **state)
             snprintf(config, sizeof config, "dinit=gemm,%s", rest[r]);
             cg_variant v;
             rg_err err;
-            if (build_variant(MODELS[m], config, &v, NULL, &err)) fail_msg("%s %s: %s", MODELS[m], config, err.msg);
+            if (tu_build_variant(MODELS[m], "train", config, &v, NULL, &err)) fail_msg("%s %s: %s", MODELS[m], config, err.msg);
             for (int k = 0; k < v.plan.nkernels; k++)
                 if (kc_set_add(&seen, kc_kernel_class(&v.plan.kernels[k]))) {
                     kp_kernel *copy = kp_add_kernel(&plan);

@@ -156,18 +156,10 @@ static void test_kernels_compile(void **state)
                 for (int r = 0; r < 2; r++) {
                     char config[200];
                     snprintf(config, sizeof config, "recompute=on,%s,%s,%s", forms[f], crsums[c], rest[r]);
-                    pl_problem pb = {.model = MODELS[m], .task = "train", .dims = {64, 64, 1}};
-                    cg_config cfg;
-                    rg_err err;
-                    cfg_default(&cfg);
-                    assert_int_equal(cfg_parse(&cfg, config, &err), 0);
-                    ir_program *ir;
-                    lw_program *lp;
                     cg_variant v;
-                    if (pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, &err) || cg_build(ir, lp, &cfg, &v, &err))
+                    rg_err err;
+                    if (tu_build_variant(MODELS[m], "train", config, &v, NULL, &err))
                         fail_msg("%s %s: %s", MODELS[m], config, err.msg);
-                    lw_free(lp);
-                    ir_free(ir);
                     for (int k = 0; k < v.plan.nkernels; k++)
                         if (kc_set_add(&seen, kc_kernel_class(&v.plan.kernels[k]))) {
                             kp_kernel *copy = kp_add_kernel(&plan);

@@ -4,6 +4,7 @@
 #include "common/util.h"
 #include "runtime/rt.h"
 #include "datasets/loaders.h"
+#include "codegen/codegen.h"
 #include "codegen/pipeline.h"
 
 #include <ftw.h>
@@ -59,17 +60,30 @@ ir_dims tu_model_dims(const char *model, const ir_dims *d)
     return m;
 }
 
-void tu_expect_inapplicable(const char *model, const char *task, const char *config, const char *says,
-                            const char *why)
+int tu_build_variant(const char *model, const char *task, const char *config, cg_variant *v, ir_program **ir_out,
+                     rg_err *err)
 {
     pl_problem pb = {.model = model, .task = task, .dims = {64, 64, 1}};
     cg_config cfg;
-    rg_err err;
     cfg_default(&cfg);
-    assert_int_equal(cfg_parse(&cfg, config, &err), 0);
+    assert_int_equal(cfg_parse(&cfg, config, err), 0);
     ir_program *ir;
     lw_program *lp;
-    assert_int_equal(pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, &err), PL_INAPPLICABLE);
+    int rc = pl_build(&pb, &cfg, NULL, NULL, &ir, &lp, err);
+    if (rc) return rc;
+    rc = cg_build(ir, lp, &cfg, v, err);
+    lw_free(lp);
+    if (ir_out && !rc) *ir_out = ir;
+    else ir_free(ir);
+    return rc;
+}
+
+void tu_expect_inapplicable(const char *model, const char *task, const char *config, const char *says,
+                            const char *why)
+{
+    cg_variant v;
+    rg_err err;
+    assert_int_equal(tu_build_variant(model, task, config, &v, NULL, &err), PL_INAPPLICABLE);
     if (!strstr(err.msg, why) || !strstr(err.msg, says)) fail_msg("%s %s %s: %s", model, task, config, err.msg);
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "codegen/codegen.h"
 #include "codegen/config.h"
 #include "codegen/ir.h"
 #include "results/store.h"
@@ -56,6 +57,11 @@ ir_dims tu_model_dims(const char *model, const ir_dims *d);
  * or NULL when every key agrees. cfg_hash hashes the canonical string, so it cannot see a key that
  * the string leaves out: round-trip tests compare with this too. */
 char *tu_config_diff(const cg_config *a, const cg_config *b);
+/* Builds the variant of config for model/task (dims 64, 1 head): pl_build's result when it fails (PL_INAPPLICABLE
+ * for a pass's refusal, err saying why), else cg_build's. *ir_out (may be NULL) keeps the program when both
+ * succeed (the caller frees it). */
+int tu_build_variant(const char *model, const char *task, const char *config, cg_variant *v,
+                     ir_program **ir_out, rg_err *err);
 /* Fails the test unless pl_build refuses config for model/task (dims 64, 1 head) as inapplicable with a
  * message holding both `says` and `why`: a pass's refusal, which sweeps record as invalid. */
 void tu_expect_inapplicable(const char *model, const char *task, const char *config, const char *says,
